@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Create or update the two framework environments; safe to run again (a stamp skips what is current).
+#   .venv/         modern (numpy 2): the driver, torch, tensorflow-cpu, keras, jax+flax, pytensor, every optional part
+#   .venv-legacy/  legacy (numpy 1.23.5): mxnet, chainer, Theano, and `sensitivity` itself for the worker
+# Usage: scripts/setup.sh [modern|legacy|all]   (default all)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+WHICH=${1:-all}
+
+stamp_of() { cat pyproject.toml "$@" | sha256sum | cut -d' ' -f1; }
+
+ensure_venv() {  # ensure_venv DIR
+    if [ ! -x "$1/bin/python" ]; then
+        "$PYTHON" -m venv "$1"
+    fi
+    "$1/bin/python" -m pip install -q --upgrade "pip>=26" "setuptools<81" wheel
+}
+
+setup_modern() {
+    local stamp; stamp=$(stamp_of constraints/modern.txt constraints/modern-requirements.txt)
+    if [ -f .venv/.setup-stamp ] && [ "$(cat .venv/.setup-stamp)" = "$stamp" ]; then
+        echo "setup: .venv is current"; return
+    fi
+    echo "setup: building .venv (modern)"
+    ensure_venv .venv
+    .venv/bin/pip install -q -c constraints/modern.txt \
+        -r constraints/modern-requirements.txt -e ".[all]"
+    echo "$stamp" > .venv/.setup-stamp
+}
+
+setup_legacy() {
+    local stamp; stamp=$(stamp_of constraints/legacy.txt constraints/legacy-requirements.txt constraints/legacy-build.txt)
+    if [ -f .venv-legacy/.setup-stamp ] && [ "$(cat .venv-legacy/.setup-stamp)" = "$stamp" ]; then
+        echo "setup: .venv-legacy is current"; return
+    fi
+    echo "setup: building .venv-legacy (legacy)"
+    ensure_venv .venv-legacy
+    .venv-legacy/bin/pip install -q -c constraints/legacy.txt \
+        --build-constraint constraints/legacy-build.txt \
+        -r constraints/legacy-requirements.txt -e ".[dev]"
+    echo "$stamp" > .venv-legacy/.setup-stamp
+}
+
+case "$WHICH" in
+    modern) setup_modern ;;
+    legacy) setup_legacy ;;
+    all) setup_modern; setup_legacy ;;
+    *) echo "usage: scripts/setup.sh [modern|legacy|all]" >&2; exit 2 ;;
+esac

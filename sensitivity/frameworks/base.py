@@ -1,0 +1,56 @@
+"""The few members every framework adapter implements, and the epoch plan they all follow.
+
+The shared trial loop (`sensitivity.trial.loop`) draws each epoch's batch order with numpy from the seed
+and computes every step's learning rate (`sensitivity.optim.lr_schedule`); an adapter only turns those
+into its framework's native, fastest form. Batches are full: the last partial batch of an epoch is
+dropped in every framework, so all frameworks take the same steps on the same samples.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Protocol
+
+import numpy as np
+
+from sensitivity.models import ModelSpec
+
+
+@dataclass
+class EpochStats:
+    mean_loss: float  # mean cross-entropy over the steps taken (the L2 term not included)
+    steps: int  # steps taken; fewer than planned when the loss stopped being finite
+    diverged: bool = False
+
+
+class Adapter(Protocol):
+    name: str
+
+    def version(self) -> str:
+        """The framework's version string."""
+
+    def setup(self, threads: int, device: str, seed: int) -> None:
+        """Thread counts, device and the framework's own random seed; called once before build."""
+
+    def build(self, model: ModelSpec, input_shape: tuple, classes: int, weights: Optional[list],
+              spec) -> None:
+        """Build the model natively; load `weights` ([(kernel, bias)] in neutral layout) unless None
+        (then the framework's own initialiser is used); create the canonical optimizer for `spec`."""
+
+    def set_data(self, x_train: np.ndarray, y_train: np.ndarray) -> None:
+        """Place the training set where the framework trains fastest (in memory, on the device)."""
+
+    def compile(self, batch_size: int) -> None:
+        """Do any first-step compilation now, without changing the weights (a no-op for eager ones)."""
+
+    def train_epoch(self, order: np.ndarray, lrs: np.ndarray) -> EpochStats:
+        """One epoch: step i uses samples order[i] (shape steps x batch) and learning rate lrs[i].
+        Stops at the first non-finite loss and reports it as diverged."""
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        """Logits for x (NCHW or vectors) in evaluation mode, as numpy."""
+
+    def get_weights(self) -> list:
+        """The current weights as [(kernel, bias)] in neutral layout."""
+
+    def input_gradient(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Gradient of the summed cross-entropy with respect to the input, in the input's layout."""

@@ -1,0 +1,216 @@
+"""TensorFlow adapter, on TensorFlow's own API: tf.Variables, tf.data and one tf.function per epoch.
+
+Images are NHWC inside TensorFlow; kernels are converted from the neutral layout on load and back on
+get_weights. TensorFlow has no ceil-mode pooling: a Caffe (ceil) pooling whose output and window starts
+match 'SAME' padding uses it (SAME excludes the padding from averages, as Caffe does at the edge); others
+pad max pooling with -inf explicitly.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import tensorflow as tf
+
+from sensitivity.frameworks.base import EpochStats
+from sensitivity.models import Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, nhwc_dense_rows, pooled_size
+from sensitivity.optim import ADAM_BETA1, ADAM_BETA2, EPSILON, RMSPROP_RHO
+
+
+def _to_nhwc(x: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(x.transpose(0, 2, 3, 1)) if x.ndim == 4 else x
+
+
+class TensorflowAdapter:
+    name = "tensorflow"
+
+    def version(self) -> str:
+        return tf.__version__
+
+    def setup(self, threads: int, device: str, seed: int) -> None:
+        try:
+            tf.config.threading.set_intra_op_parallelism_threads(threads)
+            tf.config.threading.set_inter_op_parallelism_threads(threads)
+        except RuntimeError:  # settable once per process: a warm worker keeps the first setting
+            pass
+        tf.random.set_seed(seed)
+        self.rng = tf.random.Generator.from_seed(seed)
+        self.device = "/CPU:0" if device == "cpu" else "/GPU:" + (device[4:] or "0")
+
+    def build(self, model: ModelSpec, input_shape: tuple, classes: int, weights, spec) -> None:
+        self.layers = []  # (kind, variables or parameters)
+        self.variables = []
+        with tf.device(self.device):
+            initial = iter(weights) if weights is not None else None
+            shape = tuple(input_shape)
+            for layer, out in zip(model.layers, model.shapes(input_shape)):
+                if isinstance(layer, (Conv, Dense)):
+                    kernel, bias = next(initial) if initial else self._own_init(layer, shape)
+                    if isinstance(layer, Conv):
+                        kernel = kernel.transpose(2, 3, 1, 0)
+                    elif self.layers and self.layers[-1][0] == "flatten" and len(self.layers[-1][1]) == 3:
+                        kernel = nhwc_dense_rows(kernel, self.layers[-1][1])
+                    k, b = tf.Variable(kernel), tf.Variable(bias)
+                    self.variables += [k, b]
+                    self.layers.append(("conv" if isinstance(layer, Conv) else "dense", (k, b, layer)))
+                elif isinstance(layer, Pool):
+                    self.layers.append(("pool", (layer, _pool_padding(layer, shape))))
+                elif isinstance(layer, Flatten):
+                    self.layers.append(("flatten", shape))
+                elif isinstance(layer, ReLU):
+                    self.layers.append(("relu", None))
+                elif isinstance(layer, Dropout):
+                    self.layers.append(("dropout", layer.rate))
+                shape = out
+            self.optimizer = CanonicalOptimizer(self.variables, spec.optimizer, spec.momentum, spec.weight_decay)
+        self._train_epoch = tf.function(self._epoch)
+        self._forward = tf.function(lambda x: self._apply(x, training=False))
+
+    def _own_init(self, layer, shape):
+        """TensorFlow's usual initialisers (Glorot uniform kernels, zero biases), in neutral layout."""
+        init = tf.keras.initializers.GlorotUniform(seed=int(self.rng.uniform_full_int([]).numpy() % 2**31))
+        if isinstance(layer, Conv):
+            kernel = init((layer.kernel, layer.kernel, shape[0], layer.out_channels)).numpy().transpose(3, 2, 0, 1)
+            return kernel, np.zeros(layer.out_channels, np.float32)
+        return init((shape[0], layer.units)).numpy(), np.zeros(layer.units, np.float32)
+
+    def _apply(self, x, training: bool):
+        for kind, params in self.layers:
+            if kind == "conv":
+                k, b, layer = params
+                pad = [[0, 0], [layer.pad, layer.pad], [layer.pad, layer.pad], [0, 0]]
+                x = tf.nn.conv2d(x, k, layer.stride, pad) + b
+            elif kind == "dense":
+                x = tf.matmul(x, params[0]) + params[1]
+            elif kind == "pool":
+                layer, padding = params
+                if isinstance(padding, list):
+                    x = tf.pad(x, padding, constant_values=-np.inf)
+                    padding = "VALID"
+                pool = tf.nn.max_pool2d if layer.kind == "max" else tf.nn.avg_pool2d
+                x = pool(x, layer.kernel, layer.stride, padding)
+            elif kind == "flatten":
+                x = tf.reshape(x, [tf.shape(x)[0], -1])
+            elif kind == "relu":
+                x = tf.nn.relu(x)
+            elif kind == "dropout" and training:
+                keep = self.rng.uniform(tf.shape(x)) >= params
+                x = tf.where(keep, x / (1.0 - params), 0.0)
+        return x
+
+    def set_data(self, x_train: np.ndarray, y_train: np.ndarray) -> None:
+        with tf.device(self.device):
+            self.x = tf.constant(_to_nhwc(x_train))
+            self.y = tf.constant(y_train)
+
+    def _dataset(self, order: np.ndarray, lrs: np.ndarray) -> tf.data.Dataset:
+        return tf.data.Dataset.from_tensor_slices((order, lrs.astype(np.float32))).prefetch(tf.data.AUTOTUNE)
+
+    def _epoch(self, batches):
+        """Every step of one epoch in one graph; after a non-finite loss the rest are skipped."""
+        total = tf.constant(0.0, tf.float64)
+        steps = tf.constant(0)
+        finite = tf.constant(True)
+        for idx, lr in batches:  # autograph has no `break` over a dataset: the flag skips the work
+            if finite:
+                xb, yb = tf.gather(self.x, idx), tf.gather(self.y, idx)
+                with tf.GradientTape() as tape:
+                    logits = self._apply(xb, training=True)
+                    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(yb, logits))
+                total += tf.cast(loss, tf.float64)
+                steps += 1
+                finite = tf.math.is_finite(loss)
+                if finite:
+                    self.optimizer.apply(tape.gradient(loss, self.variables), lr)
+        return total, steps, finite
+
+    def compile(self, batch_size: int) -> None:
+        """Trace and instantiate the epoch function on an empty epoch (no step, weights unchanged)."""
+        self._train_epoch(self._dataset(np.zeros((0, batch_size), np.int64), np.zeros(0)))
+
+    def train_epoch(self, order: np.ndarray, lrs: np.ndarray) -> EpochStats:
+        with tf.device(self.device):
+            total, steps, finite = self._train_epoch(self._dataset(order.astype(np.int64), lrs))
+        steps = int(steps)
+        if not bool(finite):
+            return EpochStats(float("nan"), steps, diverged=True)
+        return EpochStats(float(total) / max(steps, 1), steps)
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        with tf.device(self.device):
+            return self._forward(tf.constant(_to_nhwc(x))).numpy()
+
+    def get_weights(self) -> list:
+        out, previous = [], None
+        for kind, params in self.layers:
+            if kind in ("conv", "dense"):
+                kernel, bias = params[0].numpy(), params[1].numpy()
+                if kind == "conv":
+                    kernel = kernel.transpose(3, 2, 0, 1)
+                elif previous is not None and previous[0] == "flatten" and len(previous[1]) == 3:
+                    c, h, w = previous[1]
+                    kernel = kernel.reshape(h, w, c, -1).transpose(2, 0, 1, 3).reshape(c * h * w, -1)
+                out.append((kernel, bias))
+            previous = (kind, params)
+        return out
+
+    def input_gradient(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        xt = tf.constant(_to_nhwc(x))
+        with tf.GradientTape() as tape:
+            tape.watch(xt)
+            logits = self._apply(xt, training=False)
+            loss = tf.reduce_sum(tf.nn.sparse_softmax_cross_entropy_with_logits(tf.constant(y), logits))
+        grad = tape.gradient(loss, xt).numpy()
+        return grad.transpose(0, 3, 1, 2) if grad.ndim == 4 else grad
+
+
+def _pool_padding(layer: Pool, chw: tuple):
+    """'VALID', 'SAME', or an explicit [[0,0],[0,ph],[0,pw],[0,0]] that gives Caffe's ceil output."""
+    _, h, w = chw
+    if not layer.ceil:
+        return "VALID"
+    pads = []
+    for size in (h, w):
+        out = pooled_size(size, layer.kernel, layer.stride, ceil=True)
+        same_out = math.ceil(size / layer.stride)
+        same_before = max((same_out - 1) * layer.stride + layer.kernel - size, 0) // 2
+        pads.append((out, same_out, same_before, max((out - 1) * layer.stride + layer.kernel - size, 0)))
+    if all(out == same_out and before == 0 for out, same_out, before, _ in pads):
+        return "SAME"
+    if layer.kind != "max":
+        raise NotImplementedError(f"ceil-mode average pooling of {chw} has no TensorFlow equivalent")
+    return [[0, 0], [0, pads[0][3]], [0, pads[1][3]], [0, 0]]
+
+
+class CanonicalOptimizer:
+    """The canonical update (sensitivity.optim) on tf.Variables, inside the traced epoch."""
+
+    def __init__(self, variables: list, optimizer: str, momentum: float, weight_decay: float):
+        self.vars, self.kind, self.mu, self.wd = variables, optimizer, momentum, weight_decay
+        slot = lambda: [tf.Variable(tf.zeros_like(v)) for v in variables]  # noqa: E731
+        self.v = slot() if optimizer in ("momentum", "nesterov", "adam") else None
+        self.s = slot() if optimizer in ("adam", "rmsprop") else None
+        self.t = tf.Variable(0.0)
+
+    def apply(self, grads: list, lr) -> None:
+        if self.kind == "adam":
+            self.t.assign_add(1.0)
+            correction1 = 1.0 - ADAM_BETA1 ** self.t
+            correction2 = 1.0 - ADAM_BETA2 ** self.t
+        for i, (w, g) in enumerate(zip(self.vars, grads)):
+            if self.wd:
+                g = g + self.wd * w
+            if self.kind == "sgd":
+                w.assign_sub(lr * g)
+            elif self.kind == "momentum":
+                w.assign_add(self.v[i].assign(self.mu * self.v[i] - lr * g))
+            elif self.kind == "nesterov":
+                v = self.v[i].assign(self.mu * self.v[i] - lr * g)
+                w.assign_add(self.mu * v - lr * g)
+            elif self.kind == "adam":
+                m = self.v[i].assign(ADAM_BETA1 * self.v[i] + (1 - ADAM_BETA1) * g)
+                s = self.s[i].assign(ADAM_BETA2 * self.s[i] + (1 - ADAM_BETA2) * g * g)
+                w.assign_sub(lr * (m / correction1) / (tf.sqrt(s / correction2) + EPSILON))
+            elif self.kind == "rmsprop":
+                s = self.s[i].assign(RMSPROP_RHO * self.s[i] + (1 - RMSPROP_RHO) * g * g)
+                w.assign_sub(lr * g / (tf.sqrt(s) + EPSILON))

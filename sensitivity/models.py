@@ -1,0 +1,177 @@
+"""Framework-neutral model specifications, their shapes, sizes, costs and initial weights.
+
+A ModelSpec is a plain sequence of layers. Every adapter builds it natively, and every framework starts
+from the same numpy weights drawn from the seed. Neutral layouts: images NCHW, convolution kernels
+(out, in, kh, kw), dense kernels (in, out), and Flatten takes NCHW order (C, H, W); an NHWC framework
+permutes the first dense kernel after a Flatten (see `nhwc_dense_rows`).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Union
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Conv:
+    out_channels: int
+    kernel: int
+    stride: int = 1
+    pad: int = 0
+
+
+@dataclass(frozen=True)
+class Pool:
+    kind: str  # "max" or "avg"
+    kernel: int
+    stride: int
+    ceil: bool = True  # Caffe rounds the output size up; frameworks that floor must pad to match
+
+
+@dataclass(frozen=True)
+class Dense:
+    units: int
+
+
+@dataclass(frozen=True)
+class ReLU:
+    pass
+
+
+@dataclass(frozen=True)
+class Flatten:
+    pass
+
+
+@dataclass(frozen=True)
+class Dropout:
+    rate: float
+
+
+Layer = Union[Conv, Pool, Dense, ReLU, Flatten, Dropout]
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    layers: tuple
+
+    def shapes(self, input_shape: tuple) -> list:
+        """Output shape (without batch) after each layer; raises ValueError when a layer does not fit."""
+        shape, out = tuple(input_shape), []
+        for layer in self.layers:
+            shape = _output_shape(layer, shape)
+            out.append(shape)
+        return out
+
+    def param_shapes(self, input_shape: tuple, classes: int) -> list:
+        """[(kernel_shape, bias_shape)] for each Conv and Dense, in order, in neutral layout."""
+        return [shapes for _, shapes, _ in self._weighted(input_shape, classes)]
+
+    def param_count(self, input_shape: tuple, classes: int) -> int:
+        return sum(math.prod(k) + math.prod(b) for k, b in self.param_shapes(input_shape, classes))
+
+    def flops_per_sample(self, input_shape: tuple, classes: int) -> int:
+        """Forward multiply-adds of convolutions and dense layers, counted as 2 FLOPs each."""
+        return sum(flops for _, _, flops in self._weighted(input_shape, classes))
+
+    def resolve(self, classes: int) -> "ModelSpec":
+        """The spec with its last Dense sized to the number of classes."""
+        layers = list(self.layers)
+        last = max(i for i, layer in enumerate(layers) if isinstance(layer, Dense))
+        layers[last] = Dense(classes)
+        return ModelSpec(self.name, tuple(layers))
+
+    def _weighted(self, input_shape: tuple, classes: int):
+        spec = self.resolve(classes)
+        shape = tuple(input_shape)
+        for layer in spec.layers:
+            out = _output_shape(layer, shape)
+            if isinstance(layer, Conv):
+                k = (layer.out_channels, shape[0], layer.kernel, layer.kernel)
+                yield layer, (k, (layer.out_channels,)), 2 * math.prod(k) * out[1] * out[2]
+            elif isinstance(layer, Dense):
+                yield layer, ((shape[0], layer.units), (layer.units,)), 2 * shape[0] * layer.units
+            shape = out
+
+
+def pooled_size(size: int, kernel: int, stride: int, ceil: bool) -> int:
+    """Caffe's pooling output size (ceil) or the usual floor; a window never starts in the padding."""
+    rounding = math.ceil if ceil else math.floor
+    out = int(rounding((size - kernel) / stride)) + 1
+    if ceil and (out - 1) * stride >= size:
+        out -= 1
+    return out
+
+
+def _output_shape(layer, shape: tuple) -> tuple:
+    if isinstance(layer, Conv):
+        if len(shape) != 3:
+            raise ValueError(f"Conv needs an image input (C, H, W), got {shape}")
+        c, h, w = shape
+        size = lambda n: (n + 2 * layer.pad - layer.kernel) // layer.stride + 1  # noqa: E731
+        return (layer.out_channels, size(h), size(w))
+    if isinstance(layer, Pool):
+        c, h, w = shape
+        return (c, pooled_size(h, layer.kernel, layer.stride, layer.ceil),
+                pooled_size(w, layer.kernel, layer.stride, layer.ceil))
+    if isinstance(layer, Flatten):
+        return (math.prod(shape),)
+    if isinstance(layer, Dense):
+        if len(shape) != 1:
+            raise ValueError(f"Dense needs a flat input, got {shape}: put a Flatten before it")
+        return (layer.units,)
+    return shape
+
+
+def init_weights(spec: ModelSpec, input_shape: tuple, classes: int, seed: int) -> list:
+    """Neutral initial weights from the seed: kernels uniform in +-sqrt(3/fan_in), biases zero.
+
+    This is Caffe's "xavier" filler with its default fan-in norm (variance 1/fan_in). Returns
+    [(kernel, bias)] as float32 arrays in neutral layout.
+    """
+    rng = np.random.default_rng(seed)
+    weights = []
+    for kernel_shape, bias_shape in spec.param_shapes(input_shape, classes):
+        fan_in = math.prod(kernel_shape[1:]) if len(kernel_shape) == 4 else kernel_shape[0]
+        limit = math.sqrt(3.0 / fan_in)
+        kernel = rng.uniform(-limit, limit, size=kernel_shape).astype(np.float32)
+        weights.append((kernel, np.zeros(bias_shape, np.float32)))
+    return weights
+
+
+def nhwc_dense_rows(kernel: np.ndarray, chw: tuple) -> np.ndarray:
+    """Reorder the rows of a dense kernel that follows a Flatten from (C, H, W) order to (H, W, C)."""
+    c, h, w = chw
+    return kernel.reshape(c, h, w, -1).transpose(1, 2, 0, 3).reshape(c * h * w, -1)
+
+
+MODELS = {
+    # Caffe's LeNet (examples/mnist/lenet_train_test.prototxt): no activation after the convolutions.
+    "lenet5": ModelSpec("lenet5", (
+        Conv(20, 5), Pool("max", 2, 2), Conv(50, 5), Pool("max", 2, 2),
+        Flatten(), Dense(500), ReLU(), Dense(10),
+    )),
+    # TensorFlow's "Deep MNIST for experts" tutorial: SAME convolutions, ReLU, dropout 0.5.
+    "tf_mnist_deep": ModelSpec("tf_mnist_deep", (
+        Conv(32, 5, pad=2), ReLU(), Pool("max", 2, 2), Conv(64, 5, pad=2), ReLU(), Pool("max", 2, 2),
+        Flatten(), Dense(1024), ReLU(), Dropout(0.5), Dense(10),
+    )),
+    # Caffe's cifar10_quick (examples/cifar10/cifar10_quick_train_test.prototxt), pooling rounded up.
+    "cifar10_quick": ModelSpec("cifar10_quick", (
+        Conv(32, 5, pad=2), Pool("max", 3, 2), ReLU(),
+        Conv(32, 5, pad=2), ReLU(), Pool("avg", 3, 2),
+        Conv(64, 5, pad=2), ReLU(), Pool("avg", 3, 2),
+        Flatten(), Dense(64), Dense(10),
+    )),
+    # A plain multi-layer perceptron for the small vector sets (digits, mnist1d).
+    "mlp": ModelSpec("mlp", (Flatten(), Dense(512), ReLU(), Dense(256), ReLU(), Dense(10))),
+}
+
+
+def get_model(name: str) -> ModelSpec:
+    if name not in MODELS:
+        raise KeyError(f"unknown model {name!r}; allowed: {', '.join(MODELS)}")
+    return MODELS[name]

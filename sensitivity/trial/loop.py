@@ -1,0 +1,105 @@
+"""The one training loop every framework shares; it runs inside the worker process.
+
+It draws each epoch's batch order with numpy from the seed, computes each step's learning rate, calls the
+adapter, times every phase apart (setup, compile, train, test), evaluates after each epoch, stops at the
+first non-finite loss (status diverged, with the accuracy of the model it left), and returns a TrialResult.
+"""
+from __future__ import annotations
+
+import math
+import os
+import time
+from typing import Callable
+
+import numpy as np
+
+from sensitivity import frameworks
+from sensitivity.datasets.base import Dataset, split_validation
+from sensitivity.frameworks.base import Adapter
+from sensitivity.models import get_model, init_weights
+from sensitivity.optim import lr_schedule
+from sensitivity.spec import EpochRecord, TrialResult, TrialSpec
+from sensitivity.trial import environment
+from sensitivity.trial.monitor import ResourceMonitor
+
+EVAL_BATCH = 1000
+
+
+def accuracy(adapter: Adapter, x: np.ndarray, y: np.ndarray) -> float:
+    if len(y) == 0:
+        return None
+    correct = 0
+    for start in range(0, len(y), EVAL_BATCH):
+        logits = adapter.predict(x[start:start + EVAL_BATCH])
+        correct += int(np.sum(np.argmax(logits, axis=1) == y[start:start + EVAL_BATCH]))
+    return correct / len(y)
+
+
+def run(spec: TrialSpec, data: Dataset, model_name: str, emit: Callable[[dict], None],
+        threads: int) -> TrialResult:
+    """Train and evaluate one trial; `emit` receives one event dict per epoch."""
+    started = time.perf_counter()
+    adapter = frameworks.load_adapter(spec.framework)
+    model = get_model(model_name).resolve(data.classes)
+    x_train, y_train, x_val, y_val = split_validation(data.x_train, data.y_train, spec.val_fraction, spec.seed)
+    steps = len(y_train) // spec.batch_size
+    if steps == 0:
+        raise ValueError(f"batch_size {spec.batch_size} exceeds the {len(y_train)} training samples")
+    adapter.setup(threads, spec.device, spec.seed)
+    weights = init_weights(model, data.input_shape, data.classes, spec.seed) if spec.init == "neutral" else None
+    adapter.build(model, data.input_shape, data.classes, weights, spec)
+    adapter.set_data(x_train, y_train)
+    setup_time = time.perf_counter() - started
+
+    tick = time.perf_counter()
+    adapter.compile(spec.batch_size)
+    compile_time = time.perf_counter() - tick
+
+    rng = np.random.default_rng(spec.seed)
+    rates = lr_schedule(spec, steps * spec.epochs)
+    result = TrialResult(status="ok", spec=spec.model_dump(), steps=0,
+                         params=model.param_count(data.input_shape, data.classes))
+    train_time, loss = 0.0, None
+    with ResourceMonitor(spec.device) as monitor:
+        for epoch in range(1, spec.epochs + 1):
+            order = rng.permutation(len(y_train))[: steps * spec.batch_size].reshape(steps, spec.batch_size)
+            tick = time.perf_counter()
+            stats = adapter.train_epoch(order, rates[(epoch - 1) * steps: epoch * steps])
+            seconds = time.perf_counter() - tick
+            train_time += seconds
+            result.steps += stats.steps
+            if stats.diverged or not math.isfinite(stats.mean_loss):
+                result.status = "diverged"
+                result.reason = (f"loss became non-finite at epoch {epoch}, step {stats.steps} "
+                                 f"(lr {rates[(epoch - 1) * steps + stats.steps - 1]:.4g})")
+                result.curve.append(vars(EpochRecord(epoch, None, None, None, seconds)))
+                emit({"event": "epoch", **result.curve[-1]})
+                break
+            loss = stats.mean_loss
+            record = EpochRecord(epoch, loss, accuracy(adapter, x_val, y_val),
+                                 accuracy(adapter, data.x_test, data.y_test), seconds)
+            result.curve.append(vars(record))
+            emit({"event": "epoch", **vars(record)})
+    tick = time.perf_counter()
+    result.accuracy = accuracy(adapter, data.x_test, data.y_test)
+    result.test_time_s = time.perf_counter() - tick
+    result.val_accuracy = accuracy(adapter, x_val, y_val)
+    if spec.keep_weights:
+        save_weights(adapter.get_weights(), spec.keep_weights)
+    samples = result.steps * spec.batch_size
+    result.loss = loss
+    result.setup_time_s, result.compile_time_s, result.train_time_s = setup_time, compile_time, train_time
+    result.throughput = samples / train_time if train_time > 0 else None
+    # forward and backward cost about three forward passes per trained sample
+    flops = 3 * model.flops_per_sample(data.input_shape, data.classes) * samples
+    result.flops_per_s = flops / train_time if train_time > 0 else None
+    result.peak_rss_mb, result.cpu_percent, result.gpu = monitor.peak_rss_mb, monitor.cpu_percent, monitor.gpu
+    result.env = environment.describe(spec, adapter, threads, model_name)
+    return result
+
+
+def save_weights(weights: list, path: str) -> None:
+    arrays = {f"{kind}_{i}": array for i, pair in enumerate(weights) for kind, array in zip(("kernel", "bias"), pair)}
+    tmp = path + ".tmp.npz"
+    np.savez(tmp, **arrays)
+    os.replace(tmp, path)

@@ -1,0 +1,99 @@
+"""Resource figures of the running trial: peak RSS and CPU use from psutil, GPU figures from NVML.
+
+NVML is sampled only when the trial runs on a GPU; without one (or without the NVIDIA library) the GPU
+figures are None and the reason is kept in `gpu_error`.
+"""
+from __future__ import annotations
+
+import resource
+import threading
+import time
+
+import psutil
+
+SAMPLE_SECONDS = 0.2
+
+
+class ResourceMonitor:
+    """Context manager sampling this process while the trial trains."""
+
+    def __init__(self, device: str = "cpu"):
+        self.device = device
+        self.process = psutil.Process()
+        self.peak_rss_mb = None
+        self.cpu_percent = None
+        self.gpu = None
+        self.gpu_error = None
+        self._gpu_samples = []
+        self._stop = threading.Event()
+
+    def __enter__(self) -> "ResourceMonitor":
+        self._wall = time.perf_counter()
+        self._cpu = self.process.cpu_times()
+        self._nvml = open_nvml(self.device) if self.device != "cpu" else None
+        if isinstance(self._nvml, str):
+            self.gpu_error, self._nvml = self._nvml, None
+            self.gpu = {"error": self.gpu_error}
+        if self._nvml is not None:
+            self._energy0 = self._nvml.energy_mj()
+            self._thread = threading.Thread(target=self._sample_gpu, daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        wall = time.perf_counter() - self._wall
+        cpu = self.process.cpu_times()
+        used = (cpu.user - self._cpu.user) + (cpu.system - self._cpu.system)
+        self.cpu_percent = 100.0 * used / wall if wall > 0 else None
+        # ru_maxrss is in KiB on Linux: the true peak, not a sampled one
+        self.peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+        if self._nvml is not None:
+            self._stop.set()
+            self._thread.join()
+            energy = self._nvml.energy_mj()
+            utils = [u for u, _ in self._gpu_samples] or [None]
+            self.gpu = {
+                "name": self._nvml.name,
+                "utilization_percent": sum(utils) / len(utils) if utils[0] is not None else None,
+                "peak_memory_mb": max((m for _, m in self._gpu_samples), default=None),
+                "energy_j": (energy - self._energy0) / 1000.0 if energy is not None else None,
+            }
+
+    def _sample_gpu(self) -> None:
+        while not self._stop.wait(SAMPLE_SECONDS):
+            self._gpu_samples.append(self._nvml.sample())
+
+
+class NvmlDevice:
+    """One GPU seen through NVML (package nvidia-ml-py)."""
+
+    def __init__(self, pynvml, index: int):
+        self.nvml = pynvml
+        self.handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        name = pynvml.nvmlDeviceGetName(self.handle)
+        self.name = name.decode() if isinstance(name, bytes) else name
+
+    def sample(self) -> tuple:
+        util = self.nvml.nvmlDeviceGetUtilizationRates(self.handle).gpu
+        memory = self.nvml.nvmlDeviceGetMemoryInfo(self.handle).used / 2**20
+        return util, memory
+
+    def energy_mj(self):
+        try:
+            return self.nvml.nvmlDeviceGetTotalEnergyConsumption(self.handle)
+        except self.nvml.NVMLError:  # older GPUs have no energy counter
+            return None
+
+
+def open_nvml(device: str):
+    """An NvmlDevice for "gpu" or "gpu:N", or a string saying why there is none."""
+    try:
+        import pynvml
+    except ImportError:
+        return "nvidia-ml-py is not installed (extra: gpu)"
+    index = int(device.split(":")[1]) if ":" in device else 0
+    try:
+        pynvml.nvmlInit()
+        return NvmlDevice(pynvml, index)
+    except pynvml.NVMLError as exc:
+        return f"NVML unavailable: {exc}"

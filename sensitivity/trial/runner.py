@@ -1,0 +1,164 @@
+"""Driver side of a trial: start a worker under the framework environment's interpreter, send it the
+trial, follow its events, and turn every way it can end into a TrialResult.
+
+An exception inside the trial comes back from the worker as a failed result. A crash (segfault, an
+out-of-memory kill, SIGKILL) ends the worker's output without a result: the trial is failed with the
+signal and the tail of stderr. Past the spec's timeout the worker's whole process group is killed and the
+trial is timeout. Never a hang, never a lost result.
+"""
+from __future__ import annotations
+
+import collections
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import Callable, Optional
+
+from sensitivity import datasets, envs, frameworks
+from sensitivity.spec import TrialResult, TrialSpec
+
+STDERR_TAIL_LINES = 40
+READY_TIMEOUT_S = 120.0  # the worker imports only numpy, pydantic and psutil before it is ready
+
+
+class WorkerError(Exception):
+    """The worker process could not be started or did not become ready."""
+
+
+class Worker:
+    """One worker process of one environment, kept warm across trials."""
+
+    def __init__(self, env: str, echo_stderr: bool = False):
+        self.env = env
+        self.echo_stderr = echo_stderr
+        self.proc: Optional[subprocess.Popen] = None
+        self.stderr_tail = collections.deque(maxlen=STDERR_TAIL_LINES)
+
+    @property
+    def pid(self) -> Optional[int]:
+        return self.proc.pid if self.proc else None
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self) -> None:
+        python = envs.interpreter(self.env)
+        if not python.exists():
+            raise WorkerError(f"environment {self.env!r} is missing: {python} does not exist "
+                              f"(run scripts/setup.sh {self.env})")
+        self.proc = subprocess.Popen(
+            [str(python), "-m", "sensitivity.trial.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, bufsize=1, env=envs.worker_environ(self.env),
+            start_new_session=True)
+        self.events: queue.Queue = queue.Queue()
+        self.stderr_tail.clear()
+        threading.Thread(target=self._read_stdout, args=(self.proc,), daemon=True).start()
+        threading.Thread(target=self._read_stderr, args=(self.proc,), daemon=True).start()
+        event = self._next_event(time.monotonic() + READY_TIMEOUT_S)
+        if event is None or event.get("event") != "ready":
+            tail = self.tail()
+            self.kill()
+            raise WorkerError(f"worker of environment {self.env!r} did not start: {tail or event}")
+
+    def run(self, spec: TrialSpec, on_event: Optional[Callable[[dict], None]] = None) -> TrialResult:
+        """Run one trial to its end, whatever that end is."""
+        data_path = datasets.prepare(spec.dataset, spec.data_dir)
+        model = spec.model or datasets.REGISTRY[spec.dataset].default_model
+        if not self.alive():
+            try:
+                self.start()
+            except WorkerError as exc:
+                return TrialResult.failure("failed", str(exc), spec)
+        deadline = time.monotonic() + spec.timeout if spec.timeout else None
+        self.stderr_tail.clear()
+        request = {"spec": spec.model_dump(mode="json"), "data": str(data_path), "model": model}
+        try:
+            self.proc.stdin.write(json.dumps(request) + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass  # the worker died: the loop below reports how
+        while True:
+            event = self._next_event(deadline)
+            if event == "timeout":
+                self.kill()
+                return TrialResult.failure("timeout", f"no result within the {spec.timeout:g} s timeout",
+                                           spec, self.tail())
+            if event is None:
+                return TrialResult.failure("failed", self._death_reason(), spec, self.tail())
+            if event.get("event") == "result":
+                result = TrialResult.from_dict(event["result"])
+                if result.status != "ok":
+                    result.stderr_tail = self.tail()
+                return result
+            if on_event is not None:
+                on_event(event)
+
+    def kill(self) -> None:
+        """End the worker and everything it started (its own process group)."""
+        if self.proc is None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait()
+
+    def close(self) -> None:
+        if self.alive():
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        self.kill()
+
+    def tail(self) -> str:
+        return "".join(self.stderr_tail)[-4000:]
+
+    def _next_event(self, deadline: Optional[float]):
+        """The next protocol event, None at end of output, or "timeout" past the deadline."""
+        timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+        try:
+            return self.events.get(timeout=timeout)
+        except queue.Empty:
+            return "timeout"
+
+    def _death_reason(self) -> str:
+        try:
+            code = self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return "worker closed its output without a result and did not exit"
+        if code < 0:
+            name = signal.Signals(-code).name
+            hint = " (the kernel's out-of-memory killer sends SIGKILL)" if -code == signal.SIGKILL else ""
+            return f"worker killed by signal {-code} ({name}){hint} before reporting a result"
+        return f"worker exited with code {code} before reporting a result"
+
+    def _read_stdout(self, proc) -> None:
+        for line in proc.stdout:
+            try:
+                self.events.put(json.loads(line))
+            except json.JSONDecodeError:
+                self.stderr_tail.append("[stdout] " + line)
+        self.events.put(None)
+
+    def _read_stderr(self, proc) -> None:
+        for line in proc.stderr:
+            self.stderr_tail.append(line)
+            if self.echo_stderr:
+                sys.stderr.write(line)
+
+
+def run_trial(spec: TrialSpec, on_event=None, echo_stderr: bool = False) -> TrialResult:
+    """One trial in a fresh worker of its framework's environment."""
+    worker = Worker(frameworks.FRAMEWORKS[spec.framework].env, echo_stderr=echo_stderr)
+    try:
+        return worker.run(spec, on_event)
+    finally:
+        worker.close()

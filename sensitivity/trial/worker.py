@@ -1,0 +1,80 @@
+"""Worker process: runs trials in its framework environment and streams JSON lines.
+
+Run as `python -m sensitivity.trial.worker`. Each line on stdin is a request
+`{"spec": {...}, "data": "/path/dataset.npz", "model": "lenet5"}`; for each the worker writes
+`{"event": "started"}`, one `{"event": "epoch", ...}` per epoch, then `{"event": "result", "result": {...}}`.
+The protocol has stdout to itself: file descriptor 1 is pointed at stderr, so whatever a framework
+prints goes to stderr. A worker stays warm for further trials (the framework import is paid once); each
+trial builds a fresh model and reseeds every generator.
+
+`SENSITIVITY_WORKER_FAULT=segfault|exit` makes the worker crash after the first epoch: a test aid for
+the runner's crash handling, which cannot otherwise be provoked on demand.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+
+
+def _protocol_stream():
+    """Keep the real stdout for the protocol and send fd 1 (and sys.stdout) to stderr."""
+    proto = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return proto
+
+
+def _available_threads() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def _inject_fault(event: dict) -> None:
+    fault = os.environ.get("SENSITIVITY_WORKER_FAULT")
+    if not fault or event.get("event") != "epoch":
+        return
+    if fault == "segfault":
+        import ctypes
+        ctypes.string_at(0)
+    elif fault == "exit":
+        os._exit(3)
+
+
+def serve(requests, proto) -> None:
+    from sensitivity.datasets.base import Dataset
+    from sensitivity.spec import TrialResult, TrialSpec
+    from sensitivity.trial import loop
+
+    def emit(event: dict) -> None:
+        proto.write(json.dumps(event) + "\n")
+        _inject_fault(event)
+
+    proto.write(json.dumps({"event": "ready", "pid": os.getpid()}) + "\n")
+    for line in requests:
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        spec = TrialSpec.model_validate(request["spec"])
+        emit({"event": "started"})
+        try:
+            data = Dataset.load_npz(request["data"])
+            threads = spec.threads or _available_threads()
+            result = loop.run(spec, data, request["model"], emit, threads)
+        except Exception as exc:  # a trial's failure is a result, not the worker's end
+            traceback.print_exc(file=sys.stderr)
+            result = TrialResult.failure("failed", f"{type(exc).__name__}: {exc}", spec)
+        sys.stderr.flush()
+        proto.write(json.dumps({"event": "result", "result": json.loads(result.to_json())}) + "\n")
+
+
+def main() -> None:
+    proto = _protocol_stream()
+    serve(sys.stdin, proto)
+
+
+if __name__ == "__main__":
+    main()
