@@ -5,6 +5,7 @@ Adapters are imported lazily (importlib) so that `import sensitivity` imports no
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import subprocess
 from dataclasses import dataclass
 
@@ -18,18 +19,26 @@ class FrameworkInfo:
     env: str  # "modern" or "legacy"
     distribution: str  # the installed package whose version is reported
     extra: str  # pip extra that installs it
+    module: str  # the top-level module the adapter imports
+
+
 
 
 FRAMEWORKS = {
     "torch": FrameworkInfo("torch", "sensitivity.frameworks.torch_adapter:TorchAdapter", "modern",
-                           "torch", "torch"),
+                           "torch", "torch", "torch"),
     "tensorflow": FrameworkInfo("tensorflow", "sensitivity.frameworks.tensorflow_adapter:TensorflowAdapter",
-                                "modern", "tensorflow-cpu|tensorflow", "tensorflow"),
+                                "modern", "tensorflow-cpu|tensorflow", "tensorflow", "tensorflow"),
 }
 
 
 class FrameworkUnavailable(Exception):
     """The framework's package is not installed in the running interpreter."""
+
+
+def importable(name: str) -> bool:
+    """Whether the framework can be imported by the running interpreter (without importing it)."""
+    return importlib.util.find_spec(FRAMEWORKS[name].module) is not None
 
 
 def load_adapter(name: str):

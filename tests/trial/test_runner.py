@@ -1,0 +1,121 @@
+"""Every way a trial can end, through a real worker process of the modern environment."""
+import os
+import signal
+import threading
+
+import psutil
+import pytest
+
+from sensitivity import frameworks
+from sensitivity.spec import TrialSpec
+from sensitivity.trial.runner import Worker, run_trial
+
+pytestmark = pytest.mark.skipif(not frameworks.importable("torch"), reason="needs torch")
+
+
+def digits_spec(**overrides):
+    values = dict(framework="torch", dataset="digits", batch_size=32, lr=0.05, optimizer="momentum",
+                  momentum=0.9, epochs=3, threads=1)
+    values.update(overrides)
+    return TrialSpec(**values)
+
+
+def test_ok_trial_reports_score_cost_curve_and_environment():
+    events = []
+    result = run_trial(digits_spec(val_fraction=0.2), on_event=events.append)
+    assert result.status == "ok", result.reason + result.stderr_tail
+    assert result.accuracy > 0.85 and result.val_accuracy > 0.85
+    assert [e["epoch"] for e in events if e["event"] == "epoch"] == [1, 2, 3]
+    assert len(result.curve) == 3 and all(p["seconds"] > 0 for p in result.curve)
+    assert result.curve[-1]["train_loss"] < result.curve[0]["train_loss"]
+    for field in ("setup_time_s", "train_time_s", "test_time_s", "throughput", "peak_rss_mb", "cpu_percent",
+                  "flops_per_s"):
+        assert getattr(result, field) > 0, field
+    assert result.gpu is None
+    assert result.steps % 3 == 0
+    assert result.throughput == pytest.approx(result.steps * 32 / result.train_time_s)
+    assert result.env["framework_version"].startswith("2.") and result.env["seed"] == 0
+    assert result.env["init"] == "neutral" and result.env["threads"] == 1
+
+
+def test_warm_worker_reruns_from_a_fresh_model_and_reseeded_generators():
+    worker = Worker("modern")
+    try:
+        first = worker.run(digits_spec(epochs=2))
+        pid = worker.pid
+        second = worker.run(digits_spec(epochs=2))
+        assert worker.pid == pid  # the same process, framework imported once
+    finally:
+        worker.close()
+    assert first.status == second.status == "ok"
+    assert [p["train_loss"] for p in first.curve] == [p["train_loss"] for p in second.curve]
+    assert first.accuracy == second.accuracy
+    assert second.setup_time_s < first.setup_time_s  # no second import
+
+
+def test_exception_in_trial_is_a_failed_result_with_traceback():
+    result = run_trial(digits_spec(batch_size=100_000))
+    assert result.status == "failed"
+    assert "batch_size 100000 exceeds" in result.reason
+    assert "Traceback" in result.stderr_tail
+    assert result.accuracy is None and result.curve == []
+
+
+def test_segfault_is_a_failed_result_naming_the_signal(monkeypatch):
+    monkeypatch.setenv("SENSITIVITY_WORKER_FAULT", "segfault")
+    result = run_trial(digits_spec())
+    assert result.status == "failed"
+    assert "SIGSEGV" in result.reason
+    assert result.accuracy is None
+
+
+def test_worker_exit_without_result_is_failed(monkeypatch):
+    monkeypatch.setenv("SENSITIVITY_WORKER_FAULT", "exit")
+    result = run_trial(digits_spec())
+    assert result.status == "failed" and "exited with code 3" in result.reason
+
+
+def test_sigkill_mid_epoch_is_failed_with_reason():
+    worker = Worker("modern")
+    killed = threading.Event()
+
+    def kill_on_first_epoch(event):
+        if event["event"] == "epoch" and not killed.is_set():
+            killed.set()
+            os.kill(worker.pid, signal.SIGKILL)
+
+    try:
+        result = worker.run(digits_spec(epochs=50), on_event=kill_on_first_epoch)
+    finally:
+        worker.close()
+    assert killed.is_set()
+    assert result.status == "failed"
+    assert "SIGKILL" in result.reason and "out-of-memory" in result.reason
+
+
+def test_timeout_kills_the_worker_and_reports_timeout():
+    worker = Worker("modern")
+    try:
+        result = worker.run(digits_spec(epochs=10_000, timeout=8))
+        pid = worker.pid
+    finally:
+        worker.close()
+    assert result.status == "timeout"
+    assert "8 s timeout" in result.reason
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_divergence_stops_at_once_with_chance_accuracy():
+    spec = TrialSpec(framework="torch", dataset="mnist5k", model="lenet5", batch_size=64, lr=50,
+                     optimizer="sgd", epochs=5, threads=2)
+    result = run_trial(spec)
+    assert result.status == "diverged"
+    assert len(result.curve) == 1 and "epoch 1" in result.reason
+    assert result.accuracy is not None and result.accuracy < 0.2  # the model it left: chance level
+    assert result.loss is None
+
+
+def test_missing_environment_is_a_failed_result(monkeypatch):
+    monkeypatch.setenv("SENSITIVITY_PYTHON_MODERN", "/nonexistent/python")
+    result = run_trial(digits_spec())
+    assert result.status == "failed" and "environment 'modern' is missing" in result.reason
