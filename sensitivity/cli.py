@@ -6,6 +6,7 @@ timed out; 2 a usage error or bad input (one line on stderr, nothing run).
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 from sensitivity.spec import LR_POLICIES, OPTIMIZERS, TrialSpec
@@ -84,8 +85,16 @@ def _spec_from_args(args) -> TrialSpec:
         return TrialSpec(**fields)
     except ValidationError as exc:
         error = exc.errors()[0]
-        option = "--" + str(error["loc"][0]).replace("_", "-") if error["loc"] else "options"
-        raise UsageError(f"sensitivity trial: {option}: {error['msg']}")
+        message = error["msg"].removeprefix("Value error, ")
+        if error["loc"]:
+            message = f"{_option(error['loc'][0])}: {message}"
+        else:  # a rule across fields: name each field as its option
+            message = re.sub(r"\b(" + "|".join(TrialSpec.model_fields) + r")\b", lambda m: _option(m[1]), message)
+        raise UsageError(f"sensitivity trial: {message}")
+
+
+def _option(field: str) -> str:
+    return "--" + str(field).replace("_", "-")
 
 
 def _cmd_trial(args) -> int:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
-import tempfile
+import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,13 +107,14 @@ def split_validation(x: np.ndarray, y: np.ndarray, fraction: float, seed: int):
 def atomic_write(path: Path):
     """Yield a binary file that replaces `path` only when the block ends without error.
 
-    The temporary file has a unique name in the same folder, so concurrent writers never share it.
+    The temporary file has a unique name in the same folder, so concurrent writers never share it, and
+    the usual permissions (the umask's), unlike tempfile's private ones.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
-        with os.fdopen(fd, "wb") as f:
+        with open(tmp, "xb") as f:
             yield f
         os.replace(tmp, path)
     except BaseException:
@@ -127,11 +128,11 @@ def file_error(path: Path, problem: str) -> DatasetError:
     return DatasetError(f"{path}: {problem}")
 
 
-def check_labels(labels: np.ndarray, classes: int, path: Path, what: str = "label") -> None:
-    """Raise file_error naming the first record whose label is outside [0, classes)."""
-    bad = np.flatnonzero((labels < 0) | (labels >= classes))
+def check_labels(labels: np.ndarray, classes: int, path: Path, what: str = "label", first: int = 0) -> None:
+    """Raise file_error naming the first record whose label is outside first..first + classes - 1."""
+    bad = np.flatnonzero((labels < first) | (labels >= first + classes))
     if bad.size:
-        raise file_error(path, f"record {bad[0]} has {what} {labels[bad[0]]}, outside 0..{classes - 1}")
+        raise file_error(path, f"record {bad[0]} has {what} {labels[bad[0]]}, outside {first}..{first + classes - 1}")
 
 
 def to_unit_float(pixels: np.ndarray) -> np.ndarray:

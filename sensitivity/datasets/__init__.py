@@ -1,0 +1,75 @@
+"""Datasets: an explicit registry, loaders for packaged and official-format data, and a parsed cache.
+
+    load(name)       -> Dataset (float32 NCHW in [0, 1], or (N, F) vectors; int64 labels)
+    prepare(name)    -> Path of the cached .npz, which `Dataset.load_npz` reads with numpy alone
+    is_present(name) -> whether load can work without a download
+    download(name)   -> fetch and verify the official files (file sets only)
+    info_table()     -> one dict per dataset, for `sensitivity datasets`
+
+Offline sets (digits, mnist5k, mnist1d) ship in packages (extra `sensitivity[data]`); file sets (mnist,
+fashion_mnist, cifar10, cifar100, svhn) are read from the data directory: the argument, else
+$SENSITIVITY_DATA_DIR, else ~/.cache/sensitivity/data. Each file-set module says where its files go.
+"""
+from __future__ import annotations
+
+import importlib.metadata
+from pathlib import Path
+
+from . import downloads as _downloads
+from .base import Dataset, DatasetError, DatasetInfo, split_validation
+from .cache import cache_root, cached, files_fingerprint, resolve_data_dir
+from .downloads import download
+from .registry import REGISTRY, get_info, resolve
+
+__all__ = ["REGISTRY", "Dataset", "DatasetError", "DatasetInfo", "cache_root", "download", "get_info",
+           "info_table", "is_present", "load", "prepare", "resolve_data_dir", "split_validation"]
+
+
+def _package_version(info: DatasetInfo) -> str:
+    try:
+        return importlib.metadata.version(info.package)
+    except importlib.metadata.PackageNotFoundError:
+        raise DatasetError(f"{info.name} ships in the {info.package} package, which is not installed: "
+                           "pip install 'sensitivity[data]'") from None
+
+
+def _prepared(name: str, data_dir, fetch: bool) -> tuple[Path, Dataset]:
+    info = get_info(name)
+    if info.offline:
+        fingerprint = [info.package, _package_version(info)]
+        return cached(info, fingerprint, lambda: resolve(info.loader)())
+    folder = resolve_data_dir(data_dir)
+    if fetch and not is_present(name, folder):
+        _downloads.download(name, folder)
+    files = resolve(info.files)(folder)
+    return cached(info, files_fingerprint(files), lambda: resolve(info.loader)(files))
+
+
+def load(name: str, data_dir: str | Path | None = None, download: bool = False) -> Dataset:
+    """The dataset `name`, parsed once and then read from the cache; download=True fetches missing files."""
+    return _prepared(name, data_dir, download)[1]
+
+
+def prepare(name: str, data_dir: str | Path | None = None, download: bool = False) -> Path:
+    """Parse (or find in the cache) and return the .npz path a worker reads with `Dataset.load_npz`."""
+    return _prepared(name, data_dir, download)[0]
+
+
+def is_present(name: str, data_dir: str | Path | None = None) -> bool:
+    """Offline sets: their package is installed. File sets: the required files are in the data directory."""
+    info = get_info(name)
+    try:
+        if info.offline:
+            _package_version(info)
+        else:
+            resolve(info.files)(resolve_data_dir(data_dir))
+    except DatasetError:
+        return False
+    return True
+
+
+def info_table(data_dir: str | Path | None = None) -> list[dict]:
+    """One row per registered dataset: name, shape, classes, default_model, offline, source, present."""
+    return [{"name": info.name, "shape": info.input_shape, "classes": info.classes,
+             "default_model": info.default_model, "offline": info.offline, "source": info.source,
+             "present": is_present(info.name, data_dir)} for info in REGISTRY.values()]

@@ -1,0 +1,110 @@
+"""The command line as a user runs it: a real process, its stdout, stderr and exit code."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from sensitivity import frameworks
+
+
+def sensitivity(*args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "sensitivity.cli", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.mark.parametrize("args, names", [
+    (["--framework", "nosuch", "--dataset", "digits"], ["--framework", "torch", "tensorflow"]),
+    (["--framework", "torch", "--dataset", "nosuch"], ["--dataset", "mnist5k", "digits"]),
+    (["--framework", "torch", "--dataset", "digits", "--model", "nosuch"], ["--model", "lenet5", "mlp"]),
+    (["--framework", "torch", "--dataset", "digits", "--lr", "-0.1"], ["--lr", "> 0"]),
+    (["--framework", "torch", "--dataset", "digits", "--batch-size", "0"], ["--batch-size", "> 0"]),
+    (["--framework", "torch", "--dataset", "digits", "--batch-size"], ["--batch-size", "expected one argument"]),
+    (["--framework", "torch", "--dataset", "digits", "--epochs", "two"], ["--epochs", "integer"]),
+    (["--framework", "torch", "--dataset", "digits", "--optimizer", "lbfgs"], ["--optimizer", "adam"]),
+    (["--framework", "torch", "--dataset", "digits", "--lr-policy", "multistep"], ["--stepvalues"]),
+    (["--framework", "torch", "--dataset", "digits", "--momentum", "1.5"], ["--momentum", "less than 1"]),
+    (["--dataset", "digits"], ["--framework", "required"]),
+])
+def test_usage_errors_are_one_line_exit_2(args, names):
+    proc = sensitivity("trial", *args)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    for name in names:
+        assert name in lines[0], lines[0]
+
+
+def test_unknown_command_is_one_line_exit_2():
+    proc = sensitivity("nosuch")
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_later_option_overrides_earlier(tmp_path):
+    from sensitivity.cli import _spec_from_args, build_parser
+    args = build_parser().parse_args(["trial", "--framework", "torch", "--dataset", "digits", "--lr", "0.1",
+                                      "--lr", "0.2"])
+    spec = _spec_from_args(args)
+    assert spec.lr == 0.2 and spec.model is None and spec.batch_size == 64
+
+
+def test_missing_data_files_are_a_one_line_error(tmp_path):
+    proc = sensitivity("trial", "--framework", "torch", "--dataset", "mnist", "--data-dir", str(tmp_path))
+    assert proc.returncode == 2
+    assert len(proc.stderr.strip().splitlines()) == 1 and "mnist" in proc.stderr
+
+
+@pytest.mark.skipif(not frameworks.importable("torch"), reason="needs torch")
+def test_trial_json_is_the_last_line_of_stdout():
+    proc = sensitivity("trial", "--framework", "torch", "--dataset", "digits", "--epochs", "2",
+                       "--batch-size", "32", "--json")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["status"] == "ok" and result["accuracy"] > 0.8
+    assert result["spec"]["model"] is None and result["env"]["model"] == "mlp"
+    assert len(result["curve"]) == 2
+
+
+@pytest.mark.skipif(not frameworks.importable("torch"), reason="needs torch")
+def test_diverged_trial_is_a_result_exit_0():
+    proc = sensitivity("trial", "--framework", "torch", "--dataset", "digits", "--lr", "1e6", "--optimizer", "sgd",
+                       "--epochs", "5", "--json")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["status"] == "diverged" and result["accuracy"] < 0.3
+
+
+@pytest.mark.skipif(not frameworks.importable("torch"), reason="needs torch")
+def test_timeout_exit_1_with_readable_summary():
+    proc = sensitivity("trial", "--framework", "torch", "--dataset", "digits", "--epochs", "100000",
+                       "--timeout", "6")
+    assert proc.returncode == 1
+    assert "torch on digits: timeout" in proc.stdout
+
+
+def test_frameworks_lists_every_framework_with_version():
+    proc = sensitivity("frameworks")
+    assert proc.returncode == 0
+    for name in frameworks.FRAMEWORKS:
+        line = next(row for row in proc.stdout.splitlines() if row.startswith(name + " "))
+        if frameworks.importable(name):
+            assert line.rstrip().endswith("yes")
+
+
+def test_datasets_lists_offline_sets_as_present(tmp_path):
+    proc = sensitivity("datasets", "--data-dir", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    rows = {line.split()[0]: line for line in proc.stdout.splitlines()[1:]}
+    assert {"digits", "mnist5k", "mnist1d", "mnist", "fashion_mnist", "cifar10", "cifar100", "svhn"} <= set(rows)
+    assert rows["mnist5k"].split()[3] == "yes" and rows["cifar10"].split()[3] == "no"
+
+
+def test_import_sensitivity_imports_no_framework_ray_or_plotly():
+    code = ("import sys, sensitivity, sensitivity.cli, sensitivity.spec, sensitivity.datasets, "
+            "sensitivity.frameworks, sensitivity.trial.runner; "
+            "print(sorted(m for m in ('torch', 'tensorflow', 'jax', 'ray', 'plotly', 'mxnet', 'sklearn') "
+            "if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.stdout.strip() == "[]", proc.stdout + proc.stderr
