@@ -64,6 +64,7 @@ class Worker:
             tail = self.tail()
             self.kill()
             raise WorkerError(f"worker of environment {self.env!r} did not start: {tail or event}")
+        self.info = event
 
     def run(self, spec: TrialSpec, on_event: Optional[Callable[[dict], None]] = None) -> TrialResult:
         """Run one trial to its end, whatever that end is."""

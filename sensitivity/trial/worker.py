@@ -53,7 +53,12 @@ def serve(requests, proto) -> None:
         proto.write(json.dumps(event) + "\n")
         _inject_fault(event)
 
-    proto.write(json.dumps({"event": "ready", "pid": os.getpid()}) + "\n")
+    import platform
+
+    import numpy
+
+    ready = {"event": "ready", "pid": os.getpid(), "python": platform.python_version(), "numpy": numpy.__version__}
+    proto.write(json.dumps(ready) + "\n")
     for line in requests:
         if not line.strip():
             continue

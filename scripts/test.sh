@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Run the test suite in both framework environments (after scripts/setup.sh).
+# Extra arguments go to the modern run, e.g. scripts/test.sh -x -k runner
+set -euo pipefail
+cd "$(dirname "$0")/.."
+echo "== tests in .venv (modern environment)"
+.venv/bin/python -m pytest -p no:cacheprovider "$@"
+echo "== tests in .venv-legacy (legacy environment): the portable ones"
+.venv-legacy/bin/python -m pytest -p no:cacheprovider -m portable -q

@@ -1,0 +1,31 @@
+"""The two framework environments: each starts a worker, and the legacy one reads the driver's data."""
+import subprocess
+
+import pytest
+
+from sensitivity import datasets, envs
+from sensitivity.trial.runner import Worker
+
+needs_legacy = pytest.mark.skipif(not envs.is_available("legacy"), reason="no .venv-legacy here")
+
+
+@pytest.mark.parametrize("env, numpy_major", [("modern", "2"), pytest.param("legacy", "1", marks=needs_legacy)])
+def test_worker_starts_in_its_environment(env, numpy_major):
+    worker = Worker(env)
+    try:
+        worker.start()
+        assert worker.alive() and worker.info["numpy"].split(".")[0] == numpy_major
+    finally:
+        worker.close()
+    assert not worker.alive()
+
+
+@needs_legacy
+def test_legacy_interpreter_reads_a_prepared_dataset():
+    path = datasets.prepare("digits")
+    code = (f"from sensitivity.datasets.base import Dataset; d = Dataset.load_npz({str(path)!r}); "
+            "import numpy; print(numpy.__version__, d.x_train.shape, d.classes)")
+    proc = subprocess.run([str(envs.interpreter("legacy")), "-c", code], capture_output=True, text=True,
+                          env=envs.worker_environ("legacy"), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split()[0] == "1.23.5" and "(1438, 1, 8, 8) 10" in proc.stdout
