@@ -5,5 +5,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 echo "== tests in .venv (modern environment)"
 .venv/bin/python -m pytest -p no:cacheprovider "$@"
-echo "== tests in .venv-legacy (legacy environment): the portable ones"
-.venv-legacy/bin/python -m pytest -p no:cacheprovider -m portable -q
+echo "== tests in .venv-legacy (legacy environment): portable tests and its frameworks' contract"
+.venv-legacy/bin/python -m pytest -p no:cacheprovider -m "portable or contract" -q

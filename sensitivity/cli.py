@@ -51,6 +51,7 @@ def _add_trial_parser(commands) -> None:
     defaults = TrialSpec.model_fields
     p = commands.add_parser("trial", help="run one trial and print its result")
     p.add_argument("--framework", required=True, choices=sorted(frameworks.FRAMEWORKS))
+    p.add_argument("--backend", help="for keras: tensorflow (default), jax or torch")
     p.add_argument("--dataset", required=True, choices=sorted(datasets.REGISTRY))
     p.add_argument("--model", choices=sorted(models.MODELS), help="default: the dataset's model")
     p.add_argument("--batch-size", type=_number(int, 0, strict=True), default=defaults["batch_size"].default)
@@ -98,10 +99,14 @@ def _option(field: str) -> str:
 
 
 def _cmd_trial(args) -> int:
-    from sensitivity import datasets
+    from sensitivity import datasets, frameworks
     from sensitivity.trial.runner import run_trial
 
     spec = _spec_from_args(args)
+    try:
+        frameworks.worker_variables(spec)
+    except ValueError as exc:
+        raise UsageError(f"sensitivity trial: --backend: {exc}")
     try:
         datasets.prepare(spec.dataset, spec.data_dir)
     except datasets.DatasetError as exc:

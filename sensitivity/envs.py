@@ -36,8 +36,9 @@ def is_available(env: str) -> bool:
     return interpreter(env).exists()
 
 
-def worker_environ(env: str) -> dict:
+def worker_environ(env: str, variables: dict = None) -> dict:
     environ = dict(os.environ)
     environ.update(WORKER_ENV[env])
+    environ.update(variables or {})
     environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), environ.get("PYTHONPATH")]))
     return environ

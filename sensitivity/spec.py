@@ -29,6 +29,7 @@ class TrialSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     framework: str
+    backend: Optional[str] = None  # for multi-backend frameworks (keras: tensorflow, jax, torch)
     dataset: str
     model: Optional[str] = None  # None: the dataset's default model
     batch_size: int = Field(64, gt=0)

@@ -25,6 +25,7 @@ def sensitivity(*args, timeout=300):
     (["--framework", "torch", "--dataset", "digits", "--lr-policy", "multistep"], ["--stepvalues"]),
     (["--framework", "torch", "--dataset", "digits", "--momentum", "1.5"], ["--momentum", "less than 1"]),
     (["--dataset", "digits"], ["--framework", "required"]),
+    (["--framework", "torch", "--dataset", "digits", "--backend", "jax"], ["--backend", "no backends"]),
 ])
 def test_usage_errors_are_one_line_exit_2(args, names):
     proc = sensitivity("trial", *args)

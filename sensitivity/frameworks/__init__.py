@@ -20,8 +20,8 @@ class FrameworkInfo:
     distribution: str  # the installed package whose version is reported
     extra: str  # pip extra that installs it
     module: str  # the top-level module the adapter imports
-
-
+    backends: tuple = ()  # allowed values of TrialSpec.backend, the first the default
+    backend_variable: str = ""  # environment variable that selects the backend before import
 
 
 FRAMEWORKS = {
@@ -34,6 +34,20 @@ FRAMEWORKS = {
 
 class FrameworkUnavailable(Exception):
     """The framework's package is not installed in the running interpreter."""
+
+
+def worker_variables(spec) -> dict:
+    """Environment variables a worker must start with to run `spec` (a backend chosen before import)."""
+    info = FRAMEWORKS[spec.framework]
+    if not info.backends:
+        if spec.backend is not None:
+            raise ValueError(f"framework {spec.framework!r} has no backends; --backend is for "
+                             f"{', '.join(n for n, i in FRAMEWORKS.items() if i.backends) or 'none'}")
+        return {}
+    backend = spec.backend or info.backends[0]
+    if backend not in info.backends:
+        raise ValueError(f"backend {backend!r} of {spec.framework}: allowed {', '.join(info.backends)}")
+    return {info.backend_variable: backend}
 
 
 def importable(name: str) -> bool:

@@ -31,10 +31,12 @@ class WorkerError(Exception):
 
 
 class Worker:
-    """One worker process of one environment, kept warm across trials."""
+    """One worker process of one environment (and of one set of start-up variables, such as the Keras
+    backend), kept warm across trials."""
 
-    def __init__(self, env: str, echo_stderr: bool = False):
+    def __init__(self, env: str, variables: Optional[dict] = None, echo_stderr: bool = False):
         self.env = env
+        self.variables = dict(variables or {})
         self.echo_stderr = echo_stderr
         self.proc: Optional[subprocess.Popen] = None
         self.stderr_tail = collections.deque(maxlen=STDERR_TAIL_LINES)
@@ -53,7 +55,7 @@ class Worker:
                               f"(run scripts/setup.sh {self.env})")
         self.proc = subprocess.Popen(
             [str(python), "-m", "sensitivity.trial.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True, bufsize=1, env=envs.worker_environ(self.env),
+            stderr=subprocess.PIPE, text=True, bufsize=1, env=envs.worker_environ(self.env, self.variables),
             start_new_session=True)
         self.events: queue.Queue = queue.Queue()
         self.stderr_tail.clear()
@@ -68,6 +70,9 @@ class Worker:
 
     def run(self, spec: TrialSpec, on_event: Optional[Callable[[dict], None]] = None) -> TrialResult:
         """Run one trial to its end, whatever that end is."""
+        if frameworks.worker_variables(spec) != self.variables:
+            raise ValueError(f"this worker was started with {self.variables}, the trial needs "
+                             f"{frameworks.worker_variables(spec)}")
         data_path = datasets.prepare(spec.dataset, spec.data_dir)
         model = spec.model or datasets.REGISTRY[spec.dataset].default_model
         if not self.alive():
@@ -158,7 +163,8 @@ class Worker:
 
 def run_trial(spec: TrialSpec, on_event=None, echo_stderr: bool = False) -> TrialResult:
     """One trial in a fresh worker of its framework's environment."""
-    worker = Worker(frameworks.FRAMEWORKS[spec.framework].env, echo_stderr=echo_stderr)
+    worker = Worker(frameworks.FRAMEWORKS[spec.framework].env, frameworks.worker_variables(spec),
+                    echo_stderr=echo_stderr)
     try:
         return worker.run(spec, on_event)
     finally:

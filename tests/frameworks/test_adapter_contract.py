@@ -46,6 +46,7 @@ def framework(request):
     return request.param
 
 
+@pytest.mark.contract
 class TestAdapterContract:
     @pytest.mark.parametrize("model_name", sorted(MODELS))
     def test_parameter_count_matches_spec(self, framework, model_name):
@@ -126,6 +127,7 @@ class TestAdapterContract:
         assert np.mean(np.argmax(adapter.predict(x), axis=1) == y) > 0.6
 
 
+@pytest.mark.contract
 @pytest.mark.skipif(len(AVAILABLE) < 2, reason="needs two frameworks")
 def test_lenet_input_gradients_agree_across_frameworks():
     x = np.random.default_rng(6).random((4, 1, 28, 28), dtype=np.float32)
