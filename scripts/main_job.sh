@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=results/main_job.jsonl
 mkdir -p results && : > "$out.tmp"
-for framework in $(.venv/bin/python -c "from sensitivity import frameworks as f; print(' '.join(f.FRAMEWORKS))"); do
+for framework in $(.venv/bin/python -c "from sensitivity import frameworks as f; print(' '.join(n for n in f.FRAMEWORKS if f.probe(n)[1]))"); do
     echo "== $framework" >&2
     .venv/bin/sensitivity trial --framework "$framework" --dataset mnist5k --model lenet5 --batch-size 64 \
         --lr 0.05 --optimizer momentum --momentum 0.9 --epochs 5 --json | tail -n 1 >> "$out.tmp" || true

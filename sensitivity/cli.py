@@ -154,19 +154,12 @@ def _add_listing_parsers(commands) -> None:
 
 
 def _cmd_frameworks(args) -> int:
-    from sensitivity import envs, frameworks
+    from sensitivity import frameworks
 
-    versions = frameworks.installed_versions()
     print(f"{'framework':<12} {'environment':<12} {'version':<12} usable")
     for name, info in frameworks.FRAMEWORKS.items():
-        version = versions.get(name)
-        if version:
-            usable = "yes"
-        elif not envs.is_available(info.env):
-            usable = f"no: environment {info.env} missing (scripts/setup.sh {info.env})"
-        else:
-            usable = f"no: not installed (extra: {info.extra})"
-        print(f"{name:<12} {info.env:<12} {version or '-':<12} {usable}")
+        version, usable, why = frameworks.probe(name)
+        print(f"{name:<12} {info.env:<12} {version or '-':<12} {'yes' if usable else 'no: ' + why}")
     return EXIT_OK
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import json
 import subprocess
 from dataclasses import dataclass
 
@@ -24,11 +25,21 @@ class FrameworkInfo:
     backend_variable: str = ""  # environment variable that selects the backend before import
 
 
+def _entry(name, class_name, env, distribution, module, **backends):
+    return FrameworkInfo(name, f"sensitivity.frameworks.{name}_adapter:{class_name}", env, distribution,
+                         name, module, **backends)
+
+
 FRAMEWORKS = {
-    "torch": FrameworkInfo("torch", "sensitivity.frameworks.torch_adapter:TorchAdapter", "modern",
-                           "torch", "torch", "torch"),
-    "tensorflow": FrameworkInfo("tensorflow", "sensitivity.frameworks.tensorflow_adapter:TensorflowAdapter",
-                                "modern", "tensorflow-cpu|tensorflow", "tensorflow", "tensorflow"),
+    "torch": _entry("torch", "TorchAdapter", "modern", "torch", "torch"),
+    "tensorflow": _entry("tensorflow", "TensorflowAdapter", "modern", "tensorflow-cpu|tensorflow", "tensorflow"),
+    "keras": _entry("keras", "KerasAdapter", "modern", "keras", "keras",
+                    backends=("tensorflow", "jax", "torch"), backend_variable="KERAS_BACKEND"),
+    "jax": _entry("jax", "JaxAdapter", "modern", "jax", "flax"),
+    "pytensor": _entry("pytensor", "PytensorAdapter", "modern", "pytensor", "pytensor"),
+    "mxnet": _entry("mxnet", "MxnetAdapter", "legacy", "mxnet", "mxnet"),
+    "chainer": _entry("chainer", "ChainerAdapter", "legacy", "chainer", "chainer"),
+    "theano": _entry("theano", "TheanoAdapter", "legacy", "Theano", "theano"),
 }
 
 
@@ -51,8 +62,10 @@ def worker_variables(spec) -> dict:
 
 
 def importable(name: str) -> bool:
-    """Whether the framework can be imported by the running interpreter (without importing it)."""
-    return importlib.util.find_spec(FRAMEWORKS[name].module) is not None
+    """Whether the framework and its adapter can be imported here (checked without importing them)."""
+    info = FRAMEWORKS[name]
+    return all(importlib.util.find_spec(module) is not None
+               for module in (info.module, info.adapter.split(":")[0]))
 
 
 def load_adapter(name: str):
@@ -68,27 +81,34 @@ def load_adapter(name: str):
     return getattr(module, class_name)()
 
 
-_VERSION_PROBE = """
-import importlib.metadata as m, sys
-for dist in sys.argv[1].split('|'):
+_PROBE = """
+import importlib.metadata as m, importlib.util, json, sys
+dists, adapter = sys.argv[1].split('|'), sys.argv[2]
+version = None
+for dist in dists:
     try:
-        print(m.version(dist)); break
+        version = m.version(dist); break
     except m.PackageNotFoundError:
         pass
+print(json.dumps([version, importlib.util.find_spec(adapter) is not None]))
 """
 
 
-def installed_versions() -> dict:
-    """{framework: version or None} read from each environment's package metadata (no framework import)."""
-    versions = {}
-    for env in sorted({info.env for info in FRAMEWORKS.values()}):
-        names = [n for n, info in FRAMEWORKS.items() if info.env == env]
-        for name in names:
-            versions[name] = None
-            if not envs.is_available(env):
-                continue
-            probe = subprocess.run([str(envs.interpreter(env)), "-c", _VERSION_PROBE,
-                                    FRAMEWORKS[name].distribution], capture_output=True, text=True,
-                                   timeout=60)
-            versions[name] = probe.stdout.strip() or None
-    return versions
+def probe(name: str) -> tuple:
+    """(installed version or None, whether it is usable, why not) as seen by the framework's own
+    environment, read from package metadata without importing the framework."""
+    info = FRAMEWORKS[name]
+    if not envs.is_available(info.env):
+        return None, False, f"environment {info.env} missing (scripts/setup.sh {info.env})"
+    out = subprocess.run([str(envs.interpreter(info.env)), "-c", _PROBE, info.distribution,
+                          info.adapter.split(":")[0]], capture_output=True, text=True, timeout=60,
+                         env=envs.worker_environ(info.env))
+    try:
+        version, has_adapter = json.loads(out.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        return None, False, f"probe failed: {out.stderr.strip()[-200:]}"
+    if version is None:
+        return None, False, f"not installed (pip install 'sensitivity[{info.extra}]' in {info.env})"
+    if not has_adapter:
+        return version, False, "no adapter in this version of sensitivity"
+    return version, True, ""
