@@ -48,47 +48,57 @@ def _int_list(text: str):
 def _add_trial_parser(commands) -> None:
     from sensitivity import datasets, frameworks, models
 
-    defaults = TrialSpec.model_fields
-    p = commands.add_parser("trial", help="run one trial and print its result")
-    p.add_argument("--framework", required=True, choices=sorted(frameworks.FRAMEWORKS))
+    default = {name: field.default for name, field in TrialSpec.model_fields.items()}
+    p = commands.add_parser("trial", help="run one trial and print its result",
+                            argument_default=argparse.SUPPRESS)  # only options given override a --config
+    p.add_argument("--config", help="a configuration YAML (from import-caffe or the defaults table)")
+    p.add_argument("--framework", choices=sorted(frameworks.FRAMEWORKS), help="required, here or in --config")
     p.add_argument("--backend", help="for keras: tensorflow (default), jax or torch")
-    p.add_argument("--dataset", required=True, choices=sorted(datasets.REGISTRY))
+    p.add_argument("--dataset", choices=sorted(datasets.REGISTRY), help="required, here or in --config")
     p.add_argument("--model", choices=sorted(models.MODELS), help="default: the dataset's model")
-    p.add_argument("--batch-size", type=_number(int, 0, strict=True), default=defaults["batch_size"].default)
-    p.add_argument("--lr", type=_number(float, 0, strict=True), default=defaults["lr"].default)
-    p.add_argument("--epochs", type=_number(int, 0, strict=True), default=defaults["epochs"].default)
-    p.add_argument("--optimizer", choices=OPTIMIZERS, default=defaults["optimizer"].default)
-    p.add_argument("--momentum", type=_number(float, 0), default=defaults["momentum"].default)
-    p.add_argument("--weight-decay", type=_number(float, 0), default=defaults["weight_decay"].default,
-                   help="L2 lambda: (lambda/2)|w|^2 is added to the loss")
-    p.add_argument("--lr-policy", choices=LR_POLICIES, default=defaults["lr_policy"].default)
-    p.add_argument("--gamma", type=_number(float, 0), default=defaults["gamma"].default)
-    p.add_argument("--power", type=_number(float, 0), default=defaults["power"].default)
-    p.add_argument("--stepsize", type=_number(int, 0, strict=True), default=defaults["stepsize"].default)
-    p.add_argument("--stepvalues", type=_int_list, default=(), help="multistep: e.g. 4000,6000")
-    p.add_argument("--val-fraction", type=_number(float, 0), default=0.0)
-    p.add_argument("--seed", type=_number(int, 0), default=0)
-    p.add_argument("--init", choices=("neutral", "framework"), default="neutral",
-                   help="neutral: the same numpy weights in every framework; framework: its own initialiser")
-    p.add_argument("--device", default="cpu", help="cpu, gpu or gpu:N")
-    p.add_argument("--threads", type=_number(int, 0), default=0, help="0: every core available")
-    p.add_argument("--timeout", type=_number(float, 0, strict=True), help="wall-clock seconds")
+    for option, kind, minimum, strict in [("batch-size", int, 0, True), ("lr", float, 0, True),
+                                          ("epochs", int, 0, True), ("iterations", int, 0, True),
+                                          ("momentum", float, 0, False), ("weight-decay", float, 0, False),
+                                          ("gamma", float, 0, False), ("power", float, 0, False),
+                                          ("stepsize", int, 0, True), ("val-fraction", float, 0, False),
+                                          ("seed", int, 0, False), ("threads", int, 0, False),
+                                          ("timeout", float, 0, True)]:
+        p.add_argument("--" + option, type=_number(kind, minimum, strict),
+                       help=f"default {default[option.replace('-', '_')]}")
+    p.add_argument("--optimizer", choices=OPTIMIZERS, help=f"default {default['optimizer']}")
+    p.add_argument("--lr-policy", choices=LR_POLICIES, help="default fixed")
+    p.add_argument("--stepvalues", type=_int_list, help="multistep: e.g. 4000,6000")
+    p.add_argument("--init", choices=("neutral", "framework"),
+                   help="neutral (default): the same numpy weights in every framework; framework: its own")
+    p.add_argument("--device", help="cpu (default), gpu or gpu:N")
     p.add_argument("--data-dir", help="folder of official dataset files (default $SENSITIVITY_DATA_DIR)")
-    p.add_argument("--json", action="store_true", help="print the TrialResult as one line of JSON")
+    p.add_argument("--json", action="store_true", default=False, help="print the TrialResult as one JSON line")
     p.set_defaults(handler=_cmd_trial)
 
 
 def _spec_from_args(args) -> TrialSpec:
     from pydantic import ValidationError
 
-    fields = {name: getattr(args, name) for name in TrialSpec.model_fields if hasattr(args, name)}
+    from sensitivity.configs import ConfigError, load_config
+
+    try:
+        config = load_config(args.config) if hasattr(args, "config") else {}
+    except ConfigError as exc:
+        raise UsageError(f"sensitivity trial: --config: {exc}")
+    given = {name: getattr(args, name) for name in TrialSpec.model_fields if hasattr(args, name)}
+    fields = {**config, **given}
+    for required in ("framework", "dataset"):
+        if required not in fields:
+            raise UsageError(f"sensitivity trial: --{required} is required (on the command line or in --config)")
     try:
         return TrialSpec(**fields)
     except ValidationError as exc:
         error = exc.errors()[0]
         message = error["msg"].removeprefix("Value error, ")
         if error["loc"]:
-            message = f"{_option(error['loc'][0])}: {message}"
+            field = error["loc"][0]
+            origin = _option(field) if field in given else f"{args.config}: config.{field}"
+            message = f"{origin}: {message}"
         else:  # a rule across fields: name each field as its option
             message = re.sub(r"\b(" + "|".join(TrialSpec.model_fields) + r")\b", lambda m: _option(m[1]), message)
         raise UsageError(f"sensitivity trial: {message}")
@@ -184,11 +194,38 @@ def _cmd_datasets(args) -> int:
     return EXIT_OK
 
 
+def _add_import_caffe_parser(commands) -> None:
+    p = commands.add_parser("import-caffe", help="turn a Caffe solver (and net) into a configuration")
+    p.add_argument("solver", help="SOLVER.prototxt")
+    p.add_argument("--net", help="NET.prototxt (default: the solver's net: path, if it is beside the solver)")
+    p.add_argument("--out", help="CONFIG.yaml to write (default: stdout)")
+    p.set_defaults(handler=_cmd_import_caffe)
+
+
+def _cmd_import_caffe(args) -> int:
+    from sensitivity.caffe_import import CaffeImportError, import_solver
+    from sensitivity.configs import dump_config
+
+    try:
+        text = dump_config(import_solver(args.solver, args.net))
+    except CaffeImportError as exc:
+        raise UsageError(f"sensitivity import-caffe: {exc}")
+    if args.out:
+        from sensitivity.datasets.base import atomic_write
+        with atomic_write(args.out) as f:
+            f.write(text.encode())
+        print(f"wrote {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
 def build_parser() -> Parser:
     parser = Parser(prog="sensitivity", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     _add_trial_parser(commands)
     _add_listing_parsers(commands)
+    _add_import_caffe_parser(commands)
     return parser
 
 

@@ -171,6 +171,28 @@ MODELS = {
 }
 
 
+LAYER_TYPES = {cls.__name__: cls for cls in (Conv, Pool, Dense, ReLU, Flatten, Dropout)}
+
+
+def layers_to_dicts(model: ModelSpec) -> tuple:
+    """The layers as plain dicts ({"type": "Conv", "out_channels": 20, ...}) for JSON and YAML."""
+    return tuple({"type": type(layer).__name__, **vars(layer)} for layer in model.layers)
+
+
+def layers_from_dicts(name: str, layers) -> ModelSpec:
+    built = []
+    for i, layer in enumerate(layers):
+        fields = dict(layer)
+        kind = fields.pop("type", None)
+        if kind not in LAYER_TYPES:
+            raise ValueError(f"layer {i}: type {kind!r}; allowed: {', '.join(LAYER_TYPES)}")
+        try:
+            built.append(LAYER_TYPES[kind](**fields))
+        except TypeError as exc:
+            raise ValueError(f"layer {i} ({kind}): {exc}") from None
+    return ModelSpec(name, tuple(built))
+
+
 def get_model(name: str) -> ModelSpec:
     if name not in MODELS:
         raise KeyError(f"unknown model {name!r}; allowed: {', '.join(MODELS)}")

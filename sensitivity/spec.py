@@ -32,9 +32,11 @@ class TrialSpec(BaseModel):
     backend: Optional[str] = None  # for multi-backend frameworks (keras: tensorflow, jax, torch)
     dataset: str
     model: Optional[str] = None  # None: the dataset's default model
+    layers: Optional[tuple[dict, ...]] = None  # an inline ModelSpec (models.layers_from_dicts), e.g. from Caffe
     batch_size: int = Field(64, gt=0)
     lr: float = Field(0.01, gt=0)
     epochs: int = Field(5, gt=0)
+    iterations: Optional[int] = Field(None, gt=0)  # total optimizer steps, as Caffe's max_iter; overrides epochs
     optimizer: Literal[OPTIMIZERS] = "momentum"
     momentum: float = Field(0.9, ge=0, lt=1)
     weight_decay: float = Field(0.0, ge=0)  # lambda of the L2 term (lambda/2)|w|^2 added to the loss

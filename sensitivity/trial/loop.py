@@ -7,16 +7,15 @@ first non-finite loss (status diverged, with the accuracy of the model it left),
 from __future__ import annotations
 
 import math
-import os
 import time
 from typing import Callable
 
 import numpy as np
 
 from sensitivity import frameworks
-from sensitivity.datasets.base import Dataset, split_validation
+from sensitivity.datasets.base import Dataset, atomic_write, split_validation
 from sensitivity.frameworks.base import Adapter
-from sensitivity.models import get_model, init_weights
+from sensitivity.models import get_model, init_weights, layers_from_dicts
 from sensitivity.optim import lr_schedule
 from sensitivity.spec import EpochRecord, TrialResult, TrialSpec
 from sensitivity.trial import environment
@@ -40,7 +39,8 @@ def run(spec: TrialSpec, data: Dataset, model_name: str, emit: Callable[[dict], 
     """Train and evaluate one trial; `emit` receives one event dict per epoch."""
     started = time.perf_counter()
     adapter = frameworks.load_adapter(spec.framework)
-    model = get_model(model_name).resolve(data.classes)
+    model = layers_from_dicts(model_name, spec.layers) if spec.layers else get_model(model_name)
+    model = model.resolve(data.classes)
     x_train, y_train, x_val, y_val = split_validation(data.x_train, data.y_train, spec.val_fraction, spec.seed)
     steps = len(y_train) // spec.batch_size
     if steps == 0:
@@ -56,13 +56,16 @@ def run(spec: TrialSpec, data: Dataset, model_name: str, emit: Callable[[dict], 
     compile_time = time.perf_counter() - tick
 
     rng = np.random.default_rng(spec.seed)
-    rates = lr_schedule(spec, steps * spec.epochs)
+    total_steps = spec.iterations or steps * spec.epochs
+    epochs = math.ceil(total_steps / steps)
+    rates = lr_schedule(spec, total_steps)
     result = TrialResult(status="ok", spec=spec.model_dump(), steps=0,
                          params=model.param_count(data.input_shape, data.classes))
     train_time, loss = 0.0, None
     with ResourceMonitor(spec.device) as monitor:
-        for epoch in range(1, spec.epochs + 1):
+        for epoch in range(1, epochs + 1):
             order = rng.permutation(len(y_train))[: steps * spec.batch_size].reshape(steps, spec.batch_size)
+            order = order[: total_steps - (epoch - 1) * steps]  # the last epoch may stop early
             tick = time.perf_counter()
             stats = adapter.train_epoch(order, rates[(epoch - 1) * steps: epoch * steps])
             seconds = time.perf_counter() - tick
@@ -99,7 +102,7 @@ def run(spec: TrialSpec, data: Dataset, model_name: str, emit: Callable[[dict], 
 
 
 def save_weights(weights: list, path: str) -> None:
+    """The trained weights as kernel_0, bias_0, ... in neutral layout; written atomically."""
     arrays = {f"{kind}_{i}": array for i, pair in enumerate(weights) for kind, array in zip(("kernel", "bias"), pair)}
-    tmp = path + ".tmp.npz"
-    np.savez(tmp, **arrays)
-    os.replace(tmp, path)
+    with atomic_write(path) as f:
+        np.savez(f, **arrays)

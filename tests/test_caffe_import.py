@@ -1,0 +1,132 @@
+"""Caffe's solver and net files become configurations; what would change training unsupported is an error."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sensitivity import frameworks, prototxt
+from sensitivity.caffe_import import CaffeImportError, import_net, import_solver
+from sensitivity.configs import ConfigError, load_config
+from sensitivity.models import layers_from_dicts, get_model
+
+CAFFE = Path(__file__).resolve().parents[1] / "search_spaces" / "caffe"
+
+
+def test_prototxt_reads_nested_repeated_fields_with_lines():
+    message = prototxt.parse('a: 1  # comment\nb { c: "x" d: TRUE_ENUM }\nb { c: \'y\' }\ne: -1.5e-3\nf: true\n')
+    assert message.get("a") == 1 and message.get("e") == -1.5e-3 and message.get("f") is True
+    assert [b.get("c") for b in message.get_all("b")] == ["x", "y"]
+    assert message.get("b").get("d") == "TRUE_ENUM"
+    assert message.line_of("e") == 4
+
+
+@pytest.mark.parametrize("text, line", [("a: 1\nb {\n c: 2\n", 3), ("a 1\n", 1), ("a: 1\n}\n", 2), ("a: @\n", 1)])
+def test_prototxt_errors_name_the_line(text, line):
+    with pytest.raises(prototxt.PrototxtError, match=rf"f.prototxt:{line}:"):
+        prototxt.parse(text, "f.prototxt")
+
+
+def test_lenet_solver_gives_caffe_defaults_and_lenet():
+    entry = import_solver(CAFFE / "lenet_solver.prototxt")
+    config = entry["config"]
+    assert config == {"lr": 0.01, "momentum": 0.9, "weight_decay": 0.0005, "lr_policy": "inv", "gamma": 0.0001,
+                      "power": 0.75, "iterations": 10000, "optimizer": "momentum", "batch_size": 64,
+                      "model": "lenet5"}
+    assert get_model(config["model"]).param_count((1, 28, 28), 10) == 431_080
+    assert any(item.startswith("snapshot ") for item in entry["ignored"])
+    assert any("lr_mult 2" in item for item in entry["not_reproduced"])
+
+
+def test_cifar10_quick_net_is_the_registered_model():
+    entry = import_solver(CAFFE / "cifar10_quick_solver.prototxt")
+    assert entry["config"]["model"] == "cifar10_quick" and entry["config"]["batch_size"] == 100
+    assert entry["config"]["lr"] == 0.001 and entry["config"]["weight_decay"] == 0.004
+    assert any("mean subtraction" in item for item in entry["not_reproduced"])
+
+
+def test_a_net_unlike_any_registered_model_comes_inline(tmp_path):
+    text = (CAFFE / "lenet_train_test.prototxt").read_text().replace("num_output: 500", "num_output: 300")
+    (tmp_path / "net.prototxt").write_text(text)
+    net = import_net(tmp_path / "net.prototxt")
+    model = layers_from_dicts(net["model"]["model"], net["model"]["layers"])
+    assert net["model"]["model"] == "LeNet"
+    assert model.param_count((1, 28, 28), 10) == 520 + 25_050 + 800 * 300 + 300 + 3010
+
+
+def test_without_a_net_max_iter_stays_in_iterations(tmp_path):
+    solver = tmp_path / "solver.prototxt"
+    solver.write_text((CAFFE / "lenet_solver.prototxt").read_text())
+    entry = import_solver(solver)
+    assert entry["config"]["iterations"] == 10000 and "batch_size" not in entry["config"]
+    assert "no net file" in entry["note"]
+    explicit = import_solver(solver, CAFFE / "lenet_train_test.prototxt")
+    assert explicit["config"]["batch_size"] == 64
+
+
+@pytest.mark.parametrize("extra, message", [
+    ("iter_size: 2\n", "iter_size 2 is not supported"),
+    ("clip_gradients: 10\n", "'clip_gradients' changes training"),
+    ('lr_policy: "poly"\n', "lr_policy 'poly' is not supported; allowed: fixed"),
+    ('type: "AdaGrad"\n', "solver type 'AdaGrad' is not supported"),
+    ("delta: 1e-6\n", "delta 1e-06 is not supported"),
+])
+def test_unsupported_solver_fields_name_field_and_line(tmp_path, extra, message):
+    solver = tmp_path / "solver.prototxt"
+    solver.write_text("base_lr: 0.01\n" + extra)
+    with pytest.raises(CaffeImportError) as error:
+        import_solver(solver)
+    assert "solver.prototxt:2: " in str(error.value) and message in str(error.value)
+
+
+def test_unsupported_layer_names_type_and_line(tmp_path):
+    text = (CAFFE / "lenet_train_test.prototxt").read_text()
+    text = text.replace('type: "ReLU"', 'type: "LRN"')
+    (tmp_path / "net.prototxt").write_text(text)
+    line = text.splitlines().index('  type: "LRN"') + 1
+    with pytest.raises(CaffeImportError, match=rf"net.prototxt:{line}: layer type 'LRN' is not supported"):
+        import_net(tmp_path / "net.prototxt")
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "sensitivity.cli", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_import_caffe_cli_writes_yaml_that_trial_reads(tmp_path):
+    out = tmp_path / "lenet.yaml"
+    proc = run_cli("import-caffe", str(CAFFE / "lenet_solver.prototxt"), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    fields = load_config(out)
+    assert fields["lr"] == 0.01 and fields["lr_policy"] == "inv" and fields["model"] == "lenet5"
+    stdout = run_cli("import-caffe", str(CAFFE / "lenet_solver.prototxt")).stdout
+    assert yaml.safe_load(stdout)["config"] == yaml.safe_load(out.read_text())["config"]
+
+
+def test_import_caffe_errors_are_one_line_exit_2(tmp_path):
+    (tmp_path / "bad.prototxt").write_text("base_lr: 0.01\niter_size: 4\n")
+    proc = run_cli("import-caffe", str(tmp_path / "bad.prototxt"))
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and ":2:" in proc.stderr
+
+
+def test_config_with_unknown_key_is_an_error_naming_file_and_key(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("config:\n  lr: 0.1\n  learning_rate: 0.2\n")
+    with pytest.raises(ConfigError, match=r"c.yaml: config.learning_rate: unknown field"):
+        load_config(path)
+    proc = run_cli("trial", "--config", str(path), "--framework", "torch", "--dataset", "digits")
+    assert proc.returncode == 2 and "config.learning_rate" in proc.stderr
+
+
+@pytest.mark.skipif(not frameworks.importable("torch"), reason="needs torch")
+def test_trial_from_caffe_config_with_overrides(tmp_path):
+    out = tmp_path / "lenet.yaml"
+    run_cli("import-caffe", str(CAFFE / "lenet_solver.prototxt"), "--out", str(out))
+    proc = run_cli("trial", "--config", str(out), "--framework", "torch", "--dataset", "mnist5k",
+                   "--iterations", "70", "--json")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["status"] == "ok" and result["steps"] == 70 and len(result["curve"]) == 2
+    assert result["spec"]["lr_policy"] == "inv" and result["spec"]["weight_decay"] == 0.0005
+
