@@ -92,6 +92,8 @@ def test_frameworks_lists_every_framework_with_version():
         line = next(row for row in proc.stdout.splitlines() if row.startswith(name + " "))
         if frameworks.importable(name):
             assert line.rstrip().endswith("yes")
+    caffe = next(row for row in proc.stdout.splitlines() if row.startswith("caffe "))
+    assert "configuration only" in caffe
 
 
 def test_datasets_lists_offline_sets_as_present(tmp_path):

@@ -43,6 +43,13 @@ FRAMEWORKS = {
 }
 
 
+# Frameworks that enter through their configuration files only, with the reason.
+CONFIGURATION_ONLY = {
+    "caffe": "configuration only: no Caffe engine installs here (none in Debian bookworm; the PyPI name is an "
+             "empty placeholder); its solver and net files run on every other framework (sensitivity import-caffe)",
+}
+
+
 class FrameworkUnavailable(Exception):
     """The framework's package is not installed in the running interpreter."""
 
