@@ -1,0 +1,216 @@
+"""Search-space files -> a validated Space -> Optuna distributions and TrialSpecs.
+
+The schema is documented in search_spaces/README.md. Validation happens before anything runs: an unknown
+key, a wrong type, low above high, an unknown framework or dataset is a SpaceError whose one-line message
+names the file, the key path and what is allowed.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Annotated, Literal, Optional, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from sensitivity.spec import TrialSpec
+
+# Fields a space may tune or fix; the framework is a parameter of its own (the `frameworks` list).
+TUNABLE = ("batch_size", "lr", "epochs", "iterations", "optimizer", "momentum", "weight_decay", "lr_policy",
+           "gamma", "power", "stepsize", "init", "backend")
+FIXABLE = TUNABLE + ("threads", "device", "timeout", "stepvalues")
+METRICS = ("val_accuracy", "accuracy", "loss", "train_time_s", "setup_time_s", "compile_time_s", "test_time_s",
+           "throughput", "peak_rss_mb", "cpu_percent", "flops_per_s")
+
+
+class SpaceError(ValueError):
+    """A search space that cannot be used; one line naming the file, the key path and what is allowed."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class IntParam(_Strict):
+    type: Literal["int"]
+    low: int
+    high: int
+    log: bool = False
+    step: int = Field(1, gt=0)
+
+    @model_validator(mode="after")
+    def _range(self):
+        if self.low > self.high:
+            raise ValueError(f"low {self.low} is above high {self.high}")
+        if self.log and self.low <= 0:
+            raise ValueError("log needs low > 0")
+        return self
+
+
+class FloatParam(_Strict):
+    type: Literal["float"]
+    low: float
+    high: float
+    log: bool = False
+    step: Optional[float] = Field(None, gt=0)
+
+    @model_validator(mode="after")
+    def _range(self):
+        if self.low > self.high:
+            raise ValueError(f"low {self.low} is above high {self.high}")
+        if self.log and self.low <= 0:
+            raise ValueError("log needs low > 0")
+        if self.log and self.step is not None:
+            raise ValueError("step and log cannot be combined")
+        return self
+
+
+class CategoricalParam(_Strict):
+    type: Literal["categorical"]
+    choices: tuple[Union[bool, int, float, str], ...] = Field(min_length=1)
+
+
+Param = Annotated[Union[IntParam, FloatParam, CategoricalParam], Field(discriminator="type")]
+
+
+class Objective(_Strict):
+    metric: Literal[METRICS]
+    direction: Literal["maximize", "minimize"]
+
+
+class Space(_Strict):
+    study: str = Field(min_length=1)
+    dataset: str
+    model: Optional[str] = None
+    frameworks: tuple[str, ...] = Field(min_length=1)
+    parameters: dict[str, Param] = Field(default_factory=dict)
+    fixed: dict[str, Union[bool, int, float, str, list]] = Field(default_factory=dict)
+    objectives: tuple[Objective, ...] = Field(min_length=1)
+    val_fraction: float = Field(0.2, gt=0, lt=1)
+    seeds: int = Field(1, gt=0)
+
+    @field_validator("dataset")
+    @classmethod
+    def _known_dataset(cls, value):
+        from sensitivity import datasets
+        if value not in datasets.REGISTRY:
+            raise ValueError(f"unknown dataset {value!r}; allowed: {', '.join(sorted(datasets.REGISTRY))}")
+        return value
+
+    @field_validator("model")
+    @classmethod
+    def _known_model(cls, value):
+        from sensitivity.models import MODELS
+        if value is not None and value not in MODELS:
+            raise ValueError(f"unknown model {value!r}; allowed: {', '.join(sorted(MODELS))}")
+        return value
+
+    @field_validator("frameworks")
+    @classmethod
+    def _known_frameworks(cls, value):
+        from sensitivity.frameworks import FRAMEWORKS
+        for name in value:
+            if name not in FRAMEWORKS:
+                raise ValueError(f"unknown framework {name!r}; allowed: {', '.join(FRAMEWORKS)}")
+        if len(set(value)) != len(value):
+            raise ValueError("a framework is listed twice")
+        return value
+
+    @field_validator("parameters")
+    @classmethod
+    def _tunable(cls, value):
+        for name in value:
+            if name not in TUNABLE:
+                raise ValueError(f"{name!r} cannot be tuned; allowed: {', '.join(TUNABLE)}")
+        return value
+
+    @field_validator("fixed")
+    @classmethod
+    def _fixable(cls, value):
+        for name in value:
+            if name not in FIXABLE:
+                raise ValueError(f"{name!r} cannot be fixed; allowed: {', '.join(FIXABLE)}")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        both = set(self.parameters) & set(self.fixed)
+        if both:
+            raise ValueError(f"{sorted(both)[0]!r} is both a parameter and fixed")
+        metrics = [o.metric for o in self.objectives]
+        if len(set(metrics)) != len(metrics):
+            raise ValueError("an objective metric is listed twice")
+        return self
+
+    def distributions(self) -> dict:
+        """Optuna distributions of every parameter, the framework first."""
+        import optuna.distributions as d
+        out = {"framework": d.CategoricalDistribution(self.frameworks)}
+        for name, p in self.parameters.items():
+            if isinstance(p, IntParam):
+                out[name] = d.IntDistribution(p.low, p.high, log=p.log, step=p.step)
+            elif isinstance(p, FloatParam):
+                out[name] = d.FloatDistribution(p.low, p.high, log=p.log, step=p.step)
+            else:
+                out[name] = d.CategoricalDistribution(p.choices)
+        return out
+
+    def trial_spec(self, params: dict, seed: int, **run_options) -> TrialSpec:
+        """The TrialSpec of one sampled configuration and seed; run options (timeout, device) last."""
+        fields = {**self.fixed, **params, "dataset": self.dataset, "model": self.model, "seed": seed,
+                  "val_fraction": self.val_fraction}
+        fields.update({k: v for k, v in run_options.items() if v is not None})
+        if "stepvalues" in fields:
+            fields["stepvalues"] = tuple(fields["stepvalues"])
+        return TrialSpec(**fields)
+
+    def fingerprint(self) -> str:
+        """A hash of what the space samples and fixes (the study name excluded)."""
+        body = self.model_dump(mode="json", exclude={"study"})
+        return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def load_space(path) -> Space:
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise SpaceError(f"{path}: cannot read: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise SpaceError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise SpaceError(f"{path}: expected a mapping at the top level")
+    try:
+        space = Space.model_validate(data)
+    except ValidationError as exc:
+        raise SpaceError(f"{path}: {_describe(exc.errors()[0])}") from None
+    _check_fixed_values(path, space)
+    return space
+
+
+_PARAM_TYPES = {"int": IntParam, "float": FloatParam, "categorical": CategoricalParam}
+
+
+def _describe(error: dict) -> str:
+    raw = [str(part) for part in error["loc"]]
+    loc = [part for part in raw if part not in _PARAM_TYPES]
+    where = ".".join(loc) or "(top level)"
+    message = error["msg"].removeprefix("Value error, ")
+    if error["type"] == "extra_forbidden":
+        owner = (Space if len(raw) == 1 else Objective if raw[0] == "objectives"
+                 else _PARAM_TYPES.get(raw[2] if len(raw) > 2 else "", Space))
+        message = f"unknown key; allowed: {', '.join(owner.model_fields)}"
+    elif error["type"] in ("union_tag_invalid", "union_tag_not_found"):
+        message = "type must be one of int, float, categorical"
+    return f"{where}: {message}"
+
+
+def _check_fixed_values(path: Path, space: Space) -> None:
+    """Fixed values must be valid TrialSpec values (checked with a neutral sample of the parameters)."""
+    for name, value in space.fixed.items():
+        try:
+            TrialSpec(framework=space.frameworks[0], dataset=space.dataset,
+                      **{name: tuple(value) if isinstance(value, list) else value})
+        except ValidationError as exc:
+            raise SpaceError(f"{path}: fixed.{name}: {exc.errors()[0]['msg']}") from None
