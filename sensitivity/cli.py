@@ -222,12 +222,56 @@ def _cmd_import_caffe(args) -> int:
     return EXIT_OK
 
 
+def _add_sweep_parser(commands) -> None:
+    from sensitivity.sweep.driver import PRUNERS, SAMPLERS
+
+    p = commands.add_parser("sweep", help="run a sweep of a search space on Ray Tune into an Optuna study")
+    p.add_argument("space", help="search_spaces/NAME.yaml")
+    p.add_argument("--trials", type=_number(int, 0, strict=True), required=True,
+                   help="final trials the study should hold (orphans of a killed run do not count)")
+    p.add_argument("--parallel", type=_number(int, 0, strict=True), default=1)
+    p.add_argument("--sampler", choices=SAMPLERS, default="tpe")
+    p.add_argument("--pruner", choices=PRUNERS, default="none")
+    p.add_argument("--storage", help="sqlite:///FILE (default results/optuna.db), postgresql://..., journal:FILE")
+    p.add_argument("--study", help="study name (default: the space's)")
+    p.add_argument("--address", help="a running Ray cluster: auto or HOST:PORT (default: a local Ray)")
+    p.add_argument("--cpus-per-trial", type=_number(float, 0, strict=True), default=1)
+    p.add_argument("--gpus-per-trial", type=_number(float, 0), default=0)
+    p.add_argument("--timeout-per-trial", type=_number(float, 0, strict=True))
+    p.add_argument("--time-budget", type=_number(float, 0, strict=True), help="seconds for the whole sweep")
+    p.add_argument("--seed", type=_number(int, 0), help="the sampler's seed")
+    p.add_argument("--allow-space-change", action="store_true", help="resume a study made from another space")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(handler=_cmd_sweep)
+
+
+def _cmd_sweep(args) -> int:
+    from sensitivity.spaces import SpaceError
+    from sensitivity.sweep.driver import SweepError, SweepOptions, run_sweep
+    from sensitivity.sweep.storage import StorageError
+
+    options = SweepOptions(
+        trials=args.trials, parallel=args.parallel, sampler=args.sampler, pruner=args.pruner, storage=args.storage,
+        study=args.study, address=args.address, cpus_per_trial=args.cpus_per_trial,
+        gpus_per_trial=args.gpus_per_trial, timeout_per_trial=args.timeout_per_trial,
+        time_budget=args.time_budget, seed=args.seed, allow_space_change=args.allow_space_change,
+        progress=not args.no_progress)
+    try:
+        summary = run_sweep(args.space, options)
+    except (SpaceError, SweepError, StorageError) as exc:
+        raise UsageError(f"sensitivity sweep: {exc}")
+    print(f"study {summary['study']} in {summary['storage']}: {summary['final_trials']} final trials"
+          + (f"; orphans re-queued: {summary['orphans_requeued']}" if summary["orphans_requeued"] else ""))
+    return EXIT_OK
+
+
 def build_parser() -> Parser:
     parser = Parser(prog="sensitivity", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     _add_trial_parser(commands)
     _add_listing_parsers(commands)
     _add_import_caffe_parser(commands)
+    _add_sweep_parser(commands)
     return parser
 
 

@@ -44,6 +44,23 @@ def _inject_fault(event: dict) -> None:
         os._exit(3)
 
 
+def _exit_with_parent() -> None:
+    """End this worker when the process that started it dies (it runs in its own session, so it would
+    otherwise outlive a killed driver or Ray actor)."""
+    import threading
+    import time
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
 def serve(requests, proto) -> None:
     from sensitivity.datasets.base import Dataset
     from sensitivity.spec import TrialResult, TrialSpec
@@ -77,6 +94,7 @@ def serve(requests, proto) -> None:
 
 
 def main() -> None:
+    _exit_with_parent()
     proto = _protocol_stream()
     serve(sys.stdin, proto)
 

@@ -1,0 +1,197 @@
+"""`sensitivity sweep`: validate, open the study, recover what a killed driver left, run to N trials.
+
+Order matters: everything that can be wrong with the input (space, options, storage, environments) is
+reported before any trial starts or any study is created; then the study is opened, orphans of a killed
+driver are failed and re-queued, and Ray Tune runs exactly the trials still missing.
+"""
+from __future__ import annotations
+
+import threading
+import uuid
+from dataclasses import dataclass
+from typing import Optional
+
+from sensitivity.spaces import Space, load_space
+from sensitivity.sweep import ray_processes
+from sensitivity.sweep.progress import Progress
+from sensitivity.sweep.records import SPACE_HASH, beat, count_final
+from sensitivity.sweep.recovery import recover
+from sensitivity.sweep.storage import default_url, describe, open_storage
+
+SAMPLERS = ("tpe", "random", "grid", "qmc", "nsga2")
+PRUNERS = ("none", "asha", "hyperband")
+HEARTBEAT_S = 5.0
+
+
+class SweepError(Exception):
+    """Bad input found before anything ran: one line, exit 2."""
+
+
+@dataclass
+class SweepOptions:
+    trials: int
+    parallel: int = 1
+    sampler: str = "tpe"
+    pruner: str = "none"
+    storage: Optional[str] = None
+    study: Optional[str] = None
+    address: Optional[str] = None
+    cpus_per_trial: float = 1
+    gpus_per_trial: float = 0
+    timeout_per_trial: Optional[float] = None
+    time_budget: Optional[float] = None
+    seed: Optional[int] = None
+    allow_space_change: bool = False
+    progress: bool = True
+
+
+def run_sweep(space_path, options: SweepOptions) -> dict:
+    space = load_space(space_path)
+    _check_options(space, options)
+    _check_environments(space)
+    storage = open_storage(options.storage)
+    study = _open_study(space, storage, options)
+    driver_id = uuid.uuid4().hex[:12]
+    stop_beating = _start_heartbeat(study, driver_id)
+    try:
+        ray_processes.clean_up_leftovers()
+        orphans = recover(study, driver_id)
+        missing = options.trials - count_final(study)
+        summary = {"study": study.study_name, "storage": describe(options.storage or default_url()),
+                   "orphans_requeued": orphans}
+        if missing > 0:
+            _run_tune(study, space, options, driver_id, missing)
+        summary["final_trials"] = count_final(study)
+        return summary
+    finally:
+        stop_beating()
+
+
+def _check_options(space: Space, options: SweepOptions) -> None:
+    if options.sampler not in SAMPLERS:
+        raise SweepError(f"--sampler {options.sampler!r}: allowed {', '.join(SAMPLERS)}")
+    if options.pruner not in PRUNERS:
+        raise SweepError(f"--pruner {options.pruner!r}: allowed {', '.join(PRUNERS)}")
+    if options.pruner != "none" and len(space.objectives) > 1:
+        raise SweepError(f"--pruner {options.pruner}: pruning needs a single objective; this space has "
+                         f"{len(space.objectives)} (Optuna records no intermediate values with several)")
+    if options.sampler == "grid" and any(getattr(p, "type", "") == "float" and p.step is None
+                                         for p in space.parameters.values()):
+        raise SweepError("--sampler grid: every float parameter needs a step")
+    if options.trials <= 0 or options.parallel <= 0:
+        raise SweepError("--trials and --parallel must be positive")
+
+
+def _check_environments(space: Space) -> None:
+    from sensitivity import frameworks
+    for name in space.frameworks:
+        version, usable, why = frameworks.probe(name)
+        if not usable:
+            raise SweepError(f"framework {name} cannot run here: {why}")
+
+
+def _open_study(space: Space, storage, options: SweepOptions):
+    import optuna
+
+    name = options.study or space.study
+    directions = [o.direction for o in space.objectives]
+    sampler = make_sampler(options.sampler, space, options.seed)
+    study = optuna.create_study(study_name=name, storage=storage, directions=directions, sampler=sampler,
+                                load_if_exists=True)
+    if [d.name.lower() for d in study.directions] != directions:
+        raise SweepError(f"study {name} exists with other objectives' directions; use --study to name a new one")
+    stored = study.user_attrs.get(SPACE_HASH)
+    if stored is None:
+        study.set_user_attr(SPACE_HASH, space.fingerprint())
+        study.set_user_attr("space", space.model_dump(mode="json"))
+    elif stored != space.fingerprint():
+        if not options.allow_space_change:
+            raise SweepError(f"study {name} was made from another search space (fingerprint {stored}, now "
+                             f"{space.fingerprint()}); resume with --allow-space-change, or name a new --study")
+        study.set_user_attr(SPACE_HASH, space.fingerprint())
+    return study
+
+
+def make_sampler(name: str, space: Space, seed: Optional[int]):
+    import optuna.samplers as s
+    if name == "random":
+        return s.RandomSampler(seed=seed)
+    if name == "qmc":
+        return s.QMCSampler(seed=seed, warn_independent_sampling=False)
+    if name == "nsga2":
+        return s.NSGAIISampler(seed=seed)
+    if name == "grid":
+        return s.GridSampler(_grid(space), seed=seed)
+    return s.TPESampler(seed=seed, multivariate=True, warn_independent_sampling=False)
+
+
+def _grid(space: Space) -> dict:
+    import numpy as np
+    grid = {"framework": list(space.frameworks)}
+    for name, p in space.parameters.items():
+        if p.type == "categorical":
+            grid[name] = list(p.choices)
+        elif p.type == "int":
+            grid[name] = list(range(p.low, p.high + 1, p.step))
+        else:
+            grid[name] = [float(v) for v in np.arange(p.low, p.high + p.step / 2, p.step)]
+    return grid
+
+
+def _start_heartbeat(study, driver_id: str):
+    stop = threading.Event()
+    beat(study, driver_id)
+
+    def loop() -> None:
+        while not stop.wait(HEARTBEAT_S):
+            try:
+                beat(study, driver_id)
+            except Exception:  # a storage hiccup: the next beat retries
+                pass
+
+    threading.Thread(target=loop, daemon=True, name="heartbeat").start()
+    return stop.set
+
+
+def _run_tune(study, space: Space, options: SweepOptions, driver_id: str, missing: int) -> None:
+    import ray
+    from ray import tune
+
+    from sensitivity.sweep.dispatch import trainable
+    from sensitivity.sweep.searcher import StudySearcher
+
+    ray_processes.init_ray(options.address)
+    try:
+        run_options = {"timeout": options.timeout_per_trial}
+        if "threads" not in space.fixed:
+            run_options["threads"] = max(1, int(options.cpus_per_trial))
+        with Progress(study, options.trials, enabled=options.progress) as progress:
+            searcher = StudySearcher(study, space, driver_id, options.trials, run_options, progress.refresh)
+            scheduler = _scheduler(options.pruner, space)
+            resources = {"cpu": options.cpus_per_trial, "gpu": options.gpus_per_trial}
+            tuner = tune.Tuner(
+                tune.with_resources(trainable, resources),
+                tune_config=tune.TuneConfig(search_alg=searcher, scheduler=scheduler, num_samples=missing,
+                                            max_concurrent_trials=options.parallel, reuse_actors=True,
+                                            time_budget_s=options.time_budget),
+                run_config=tune.RunConfig(name=f"{study.study_name}-{driver_id}", verbose=0,
+                                          storage_path=ray_processes.tune_dir(), log_to_file=True,
+                                          failure_config=tune.FailureConfig(max_failures=0)),
+            )
+            tuner.fit()
+    finally:
+        ray.shutdown()
+        ray_processes.forget_own()
+
+
+def _scheduler(pruner: str, space: Space):
+    if pruner == "none":
+        return None
+    from ray.tune.schedulers import ASHAScheduler, HyperBandScheduler
+    objective = space.objectives[0]
+    mode = "max" if objective.direction == "maximize" else "min"
+    max_t = int(space.fixed.get("epochs", 10))
+    if pruner == "asha":
+        return ASHAScheduler(metric=objective.metric, mode=mode, time_attr="epoch", max_t=max_t, grace_period=1)
+    return HyperBandScheduler(metric=objective.metric, mode=mode, time_attr="epoch", max_t=max_t)
+

@@ -1,0 +1,40 @@
+"""The sweep's progress bar: done, running, pruned and failed trials, and the best so far."""
+from __future__ import annotations
+
+import sys
+
+from sensitivity.sweep.records import is_final
+
+
+class Progress:
+    def __init__(self, study, total: int, enabled: bool = True):
+        self.study, self.total, self.enabled = study, total, enabled
+        self.bar = None
+
+    def __enter__(self) -> "Progress":
+        if self.enabled:
+            from tqdm import tqdm
+            self.bar = tqdm(total=self.total, file=sys.stderr, unit="trial", dynamic_ncols=True)
+            self.refresh()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.refresh()
+            self.bar.close()
+
+    def refresh(self) -> None:
+        if self.bar is None:
+            return
+        from optuna.trial import TrialState
+        trials = self.study.get_trials(deepcopy=False)
+        counts = {state: sum(t.state == state for t in trials) for state in TrialState}
+        done = sum(is_final(t) for t in trials)
+        self.bar.n = min(done, self.total)
+        postfix = {"running": counts[TrialState.RUNNING], "pruned": counts[TrialState.PRUNED],
+                   "failed": sum(t.state == TrialState.FAIL and not t.user_attrs.get("orphaned") for t in trials)}
+        complete = [t for t in trials if t.state == TrialState.COMPLETE]
+        if complete and len(self.study.directions) == 1:
+            best = max if self.study.direction.name == "MAXIMIZE" else min
+            postfix["best"] = f"{best(t.value for t in complete):.4f}"
+        self.bar.set_postfix(postfix, refresh=True)

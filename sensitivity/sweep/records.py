@@ -1,0 +1,38 @@
+"""How trials are written in the study: the attribute names, and the counts a sweep is measured by.
+
+Each Optuna trial is one run of one configuration with one seed. Its user attributes hold the
+TrialResult's fields (`status`, `reason`, `accuracy`, ..., `curve`, `env`), the `seed`, the `config_id`
+shared by the seeds of one configuration, the `driver` that owns it, and, for a retry, `retry_of` (the
+number of the orphan it replaces). An orphan is a RUNNING trial whose driver stopped beating: it is
+marked FAIL with `orphaned` set, and its parameters are queued again.
+"""
+from __future__ import annotations
+
+import time
+
+HEARTBEAT_PREFIX = "heartbeat:"
+SPACE_HASH = "space_fingerprint"
+
+
+def final_states():
+    from optuna.trial import TrialState
+    return (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
+
+
+def is_final(trial) -> bool:
+    """COMPLETE, PRUNED, or FAIL that is not an orphan: a trial that counts towards N."""
+    return trial.state in final_states() and not trial.user_attrs.get("orphaned")
+
+
+def count_final(study) -> int:
+    return sum(is_final(t) for t in study.get_trials(deepcopy=False))
+
+
+def heartbeats(study) -> dict:
+    """{driver id: last beat (unix seconds)}."""
+    attrs = study._storage.get_study_system_attrs(study._study_id)
+    return {k[len(HEARTBEAT_PREFIX):]: v for k, v in attrs.items() if k.startswith(HEARTBEAT_PREFIX)}
+
+
+def beat(study, driver_id: str) -> None:
+    study._storage.set_study_system_attr(study._study_id, HEARTBEAT_PREFIX + driver_id, time.time())

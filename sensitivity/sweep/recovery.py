@@ -1,0 +1,48 @@
+"""Resume: after a driver was killed, its RUNNING trials become orphans and their parameters go back in
+the queue, exactly once; the study is then continued to N final trials.
+
+Idempotent: running it twice changes nothing the second time. A RUNNING trial is an orphan only when the
+driver that owns it has not beaten for `stale_after` seconds, so drivers sharing a study (PostgreSQL)
+never fail each other's live trials.
+"""
+from __future__ import annotations
+
+import time
+
+from sensitivity.sweep.records import heartbeats
+
+STALE_AFTER_S = 60.0
+
+
+def recover(study, my_driver: str, stale_after: float = STALE_AFTER_S) -> list:
+    """Mark orphans FAIL and queue each orphan's parameters once; returns the orphans' numbers."""
+    from optuna.trial import TrialState
+
+    beats = heartbeats(study)
+    now = time.time()
+    orphaned = []
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        owner = trial.user_attrs.get("driver")
+        if owner == my_driver:
+            continue
+        if owner in beats and now - beats[owner] < stale_after:
+            continue  # a live driver's trial
+        storage = study._storage
+        storage.set_trial_user_attr(trial._trial_id, "orphaned", True)
+        storage.set_trial_user_attr(trial._trial_id, "status", "failed")
+        storage.set_trial_user_attr(trial._trial_id, "reason",
+                                    f"orphaned: driver {owner} stopped while the trial ran")
+        storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
+        orphaned.append(trial.number)
+    _requeue_orphans(study)
+    return orphaned
+
+
+def _requeue_orphans(study) -> None:
+    """Queue the parameters of every orphan that no trial retries yet."""
+    trials = study.get_trials(deepcopy=False)
+    retried = {t.user_attrs.get("retry_of") for t in trials}
+    for trial in trials:
+        if trial.user_attrs.get("orphaned") and trial.number not in retried:
+            attrs = {k: trial.user_attrs[k] for k in ("seed", "config_id") if k in trial.user_attrs}
+            study.enqueue_trial(trial.params, user_attrs={**attrs, "retry_of": trial.number})

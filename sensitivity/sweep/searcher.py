@@ -1,0 +1,105 @@
+"""A Ray Tune Searcher that asks and tells the Optuna study from the driver, which alone writes it.
+
+One Tune trial is one Optuna trial. `suggest` asks the study (queued retries and seed siblings first),
+`on_trial_result` records each epoch as an intermediate value (single objective only: Optuna 5 has no
+intermediate values with several objectives), and `on_trial_complete` tells the outcome: COMPLETE for
+ok and diverged runs (a diverged run is told its measured, chance-level score), PRUNED with its last
+value for a run a scheduler stopped, FAIL with the reason for a failed or timed-out run.
+"""
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Callable, Optional
+
+from ray.tune.search import Searcher
+
+from sensitivity.spaces import Space
+from sensitivity.sweep.records import is_final
+
+RESULT_FIELDS = ("status", "reason", "accuracy", "val_accuracy", "loss", "curve", "setup_time_s", "compile_time_s",
+                 "train_time_s", "test_time_s", "throughput", "peak_rss_mb", "cpu_percent", "gpu", "flops_per_s",
+                 "params", "steps", "stderr_tail", "env")
+
+
+class StudySearcher(Searcher):
+    def __init__(self, study, space: Space, driver_id: str, target: int, run_options: dict,
+                 on_change: Optional[Callable[[], None]] = None):
+        metric = space.objectives[0].metric
+        super().__init__(metric=metric, mode="max" if space.objectives[0].direction == "maximize" else "min")
+        self.study, self.space, self.driver_id, self.target = study, space, driver_id, target
+        self.run_options = run_options
+        self.on_change = on_change or (lambda: None)
+        self.distributions = space.distributions()
+        self.single_objective = len(space.objectives) == 1
+        self.live: dict = {}  # Tune trial id -> Optuna trial
+        self.last_curve: dict = {}
+
+    def save(self, checkpoint_path: str) -> None:
+        pass  # the Optuna study is the record: nothing of Tune's to save
+
+    def restore(self, checkpoint_path: str) -> None:
+        pass
+
+    def open_slots(self) -> int:
+        """How many more trials this driver may start: N minus final trials minus those running now."""
+        from optuna.trial import TrialState
+        trials = self.study.get_trials(deepcopy=False)
+        running = sum(t.state == TrialState.RUNNING for t in trials)
+        return self.target - sum(is_final(t) for t in trials) - running
+
+    def suggest(self, trial_id: str) -> Optional[dict]:
+        if self.open_slots() <= 0:
+            return Searcher.FINISHED if not self.live else None
+        trial = self.study.ask(self.distributions)
+        attrs = trial.user_attrs
+        seed = attrs.get("seed", 0)
+        if "config_id" not in attrs:
+            config_id = uuid.uuid4().hex[:12]
+            trial.set_user_attr("config_id", config_id)
+            for sibling_seed in range(1, self.space.seeds):  # K seeds: K trials of one configuration
+                self.study.enqueue_trial(trial.params, user_attrs={"config_id": config_id, "seed": sibling_seed})
+        trial.set_user_attr("seed", seed)
+        trial.set_user_attr("driver", self.driver_id)
+        spec = self.space.trial_spec(trial.params, seed, **self.run_options)
+        self.live[trial_id] = trial
+        self.on_change()
+        return {"spec": spec.model_dump(mode="json"), "optuna_trial": trial.number}
+
+    def on_trial_result(self, trial_id: str, result: dict) -> None:
+        trial = self.live.get(trial_id)
+        if trial is None or result.get("final"):
+            return
+        self.last_curve[trial_id] = json.loads(result.get("curve_json") or "[]")
+        value = result.get(self.metric)
+        if self.single_objective and value is not None:
+            trial.report(value, step=int(result["epoch"]))
+
+    def on_trial_complete(self, trial_id: str, result: Optional[dict] = None, error: bool = False) -> None:
+        from optuna.trial import TrialState
+
+        trial = self.live.pop(trial_id, None)
+        if trial is None:
+            return
+        curve = self.last_curve.pop(trial_id, None)
+        if result and result.get("final"):
+            payload = json.loads(result["result_json"])
+            for name in RESULT_FIELDS:
+                trial.set_user_attr(name, payload.get(name))
+            values = [payload.get(o.metric) for o in self.space.objectives]
+            if payload["status"] in ("ok", "diverged") and None not in values:
+                self.study.tell(trial, values)
+            else:
+                if payload["status"] in ("ok", "diverged"):
+                    trial.set_user_attr("reason", f"no value for an objective: {values}")
+                self.study.tell(trial, state=TrialState.FAIL)
+        elif result and not error:  # stopped early by the scheduler
+            trial.set_user_attr("status", "pruned")
+            trial.set_user_attr("reason", f"stopped by the scheduler after epoch {result.get('epoch')}")
+            trial.set_user_attr("curve", curve)
+            self.study.tell(trial, state=TrialState.PRUNED)
+        else:
+            trial.set_user_attr("status", "failed")
+            trial.set_user_attr("reason", "the Ray trial raised an error (see Ray's logs)")
+            self.study.tell(trial, state=TrialState.FAIL)
+        self.on_change()

@@ -1,0 +1,50 @@
+"""Optuna storages by URL: an SQLite file under results/ by default, a journal file, or PostgreSQL.
+
+`open_storage` fails early, with one line, when a storage cannot be reached, before any trial starts.
+`describe` gives a URL safe to print or put in a report (never a password).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+DEFAULT_DB = Path("results") / "optuna.db"
+
+
+class StorageError(Exception):
+    """The storage cannot be opened or reached; the message says which and why, without a password."""
+
+
+def default_url() -> str:
+    return f"sqlite:///{DEFAULT_DB.resolve()}"
+
+
+def describe(url: str) -> str:
+    """The URL without its password."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def open_storage(url: str | None = None):
+    """An Optuna storage for `url`: sqlite:///..., postgresql://..., or journal:PATH (or a *.journal path)."""
+    import optuna
+    import sqlalchemy.exc
+
+    url = url or default_url()
+    try:
+        if url.startswith("journal:") or url.endswith((".journal", ".log")):
+            path = Path(url.removeprefix("journal:"))
+            path.parent.mkdir(parents=True, exist_ok=True)
+            backend = optuna.storages.journal.JournalFileBackend(str(path))
+            return optuna.storages.JournalStorage(backend)
+        if url.startswith("sqlite:///"):
+            Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+            # one writer (the driver), but readers such as the dashboard may hold the file briefly
+            return optuna.storages.RDBStorage(url, engine_kwargs={"connect_args": {"timeout": 60}})
+        return optuna.storages.RDBStorage(url, engine_kwargs={"pool_pre_ping": True})
+    except (sqlalchemy.exc.SQLAlchemyError, OSError, ImportError, ValueError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise StorageError(f"storage {describe(url)} cannot be opened: {reason}") from None
