@@ -265,6 +265,74 @@ def _cmd_sweep(args) -> int:
     return EXIT_OK
 
 
+def _add_study_parsers(commands) -> None:
+    p = commands.add_parser("studies", help="list the studies of a storage, or show one")
+    p.add_argument("action", choices=("list", "show"), nargs="?", default="list")
+    p.add_argument("name", nargs="?")
+    p.add_argument("--storage")
+    p.set_defaults(handler=_cmd_studies)
+    p = commands.add_parser("export", help="write a study's trials as CSV or Parquet")
+    p.add_argument("name")
+    p.add_argument("--format", choices=("csv", "parquet"), default="csv")
+    p.add_argument("--out", help="default results/NAME.csv or .parquet")
+    p.add_argument("--storage")
+    p.set_defaults(handler=_cmd_export)
+    p = commands.add_parser("dashboard", help="optuna-dashboard on 127.0.0.1")
+    p.add_argument("--storage")
+    p.add_argument("--port", type=_number(int, 0, strict=True), default=8080)
+    p.set_defaults(handler=_cmd_dashboard)
+
+
+def _storage_errors(command: str):
+    """Map a storage that cannot be used to a one-line usage error."""
+    import contextlib
+
+    from sensitivity.sweep.storage import StorageError
+
+    @contextlib.contextmanager
+    def mapping():
+        try:
+            yield
+        except StorageError as exc:
+            raise UsageError(f"sensitivity {command}: {exc}")
+    return mapping()
+
+
+def _cmd_studies(args) -> int:
+    from sensitivity.sweep import studies
+
+    with _storage_errors("studies"):
+        if args.action == "show":
+            if not args.name:
+                raise UsageError("sensitivity studies show: a study NAME is required")
+            print(studies.show(studies.load(args.name, args.storage)))
+            return EXIT_OK
+        rows = studies.list_studies(args.storage)
+    print(f"{'study':<30} {'trials':>6} {'final':>6} {'directions':<22} started")
+    for row in rows:
+        print(f"{row['study']:<30} {row['trials']:>6} {row['final']:>6} {row['directions']:<22} {row['started']}")
+    return EXIT_OK
+
+
+def _cmd_export(args) -> int:
+    from pathlib import Path
+
+    from sensitivity.sweep import studies
+
+    with _storage_errors("export"):
+        study = studies.load(args.name, args.storage)
+    out = studies.export(study, args.format, Path(args.out or f"results/{args.name}.{args.format}"))
+    print(out)
+    return EXIT_OK
+
+
+def _cmd_dashboard(args) -> int:
+    from sensitivity.sweep import studies
+
+    with _storage_errors("dashboard"):
+        return studies.dashboard(args.storage, args.port)
+
+
 def build_parser() -> Parser:
     parser = Parser(prog="sensitivity", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
@@ -272,6 +340,7 @@ def build_parser() -> Parser:
     _add_listing_parsers(commands)
     _add_import_caffe_parser(commands)
     _add_sweep_parser(commands)
+    _add_study_parsers(commands)
     return parser
 
 

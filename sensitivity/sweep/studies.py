@@ -1,0 +1,95 @@
+"""Reading studies back: list them, show one, export its trials as CSV or Parquet, serve the dashboard."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from sensitivity.sweep.records import is_final
+from sensitivity.sweep.storage import StorageError, open_storage
+
+EXPORT_ATTRS = ("status", "reason", "seed", "config_id", "accuracy", "val_accuracy", "loss", "train_time_s",
+                "setup_time_s", "compile_time_s", "test_time_s", "throughput", "peak_rss_mb", "cpu_percent",
+                "flops_per_s", "params", "steps", "retry_of", "orphaned")
+
+
+def list_studies(storage_url=None) -> list:
+    import optuna
+    storage = open_storage(storage_url)
+    rows = []
+    for summary in optuna.get_all_study_summaries(storage, include_best_trial=False):
+        study = optuna.load_study(study_name=summary.study_name, storage=storage)
+        trials = study.get_trials(deepcopy=False)
+        rows.append({"study": summary.study_name, "trials": len(trials), "final": sum(is_final(t) for t in trials),
+                     "directions": ",".join(d.name.lower() for d in summary.directions),
+                     "started": summary.datetime_start.isoformat(" ", "seconds") if summary.datetime_start else ""})
+    return rows
+
+
+def load(name: str, storage_url=None):
+    import optuna
+    storage = open_storage(storage_url)
+    try:
+        return optuna.load_study(study_name=name, storage=storage)
+    except KeyError:
+        names = [s.study_name for s in optuna.get_all_study_summaries(storage, include_best_trial=False)]
+        raise StorageError(f"no study {name!r} in this storage; studies: {', '.join(names) or 'none'}") from None
+
+
+def trials_frame(study):
+    """One row per trial: number, state, values, parameters (param_*), results (the TrialResult fields)."""
+    import pandas as pd
+    rows = []
+    for t in study.get_trials(deepcopy=False):
+        row = {"number": t.number, "state": t.state.name,
+               "duration_s": t.duration.total_seconds() if t.duration else None}
+        for i, value in enumerate(t.values or [None] * len(study.directions)):
+            row[f"value_{i}"] = value
+        row.update({f"param_{k}": v for k, v in t.params.items()})
+        row.update({k: t.user_attrs.get(k) for k in EXPORT_ATTRS})
+        row["framework_version"] = (t.user_attrs.get("env") or {}).get("framework_version")
+        row["curve"] = json.dumps(t.user_attrs.get("curve") or [])
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def show(study) -> str:
+    """A readable table of the trials, then the best trial or the Pareto set."""
+    frame = trials_frame(study)
+    if frame.empty:
+        return f"study {study.study_name}: no trials"
+    columns = ["number", "state", "status"] + [c for c in frame.columns if c.startswith(("param_", "value_"))] \
+        + ["accuracy", "train_time_s", "duration_s"]
+    lines = [f"study {study.study_name}: {len(frame)} trials, {sum(is_final(t) for t in study.trials)} final",
+             frame[columns].to_string(index=False, float_format=lambda v: f"{v:.4g}")]
+    try:
+        best = study.best_trials
+    except ValueError:
+        best = []
+    label = "best trial" if len(study.directions) == 1 else "Pareto set"
+    lines.append(f"{label}: " + (", ".join(f"#{t.number} {t.params} -> {t.values}" for t in best) or "none yet"))
+    return "\n".join(lines)
+
+
+def export(study, fmt: str, out: Path) -> Path:
+    frame = trials_frame(study)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if fmt == "csv":
+        frame.to_csv(out, index=False)
+    else:
+        frame.to_parquet(out, index=False)
+    return out
+
+
+def dashboard(storage_url, port: int) -> int:
+    """optuna-dashboard on 127.0.0.1 (not on every interface) until interrupted."""
+    from sensitivity.sweep.storage import default_url
+    url = storage_url or default_url()
+    open_storage(url)  # a clear error now rather than from the dashboard
+    target = url.removeprefix("journal:")  # the dashboard takes a journal file by its path
+    command = [str(Path(sys.executable).parent / "optuna-dashboard"), target, "--host", "127.0.0.1",
+               "--port", str(port)]
+    print(f"optuna-dashboard on http://127.0.0.1:{port}/", file=sys.stderr)
+    return subprocess.call(command)
