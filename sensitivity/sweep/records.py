@@ -8,7 +8,10 @@ marked FAIL with `orphaned` set, and its parameters are queued again.
 """
 from __future__ import annotations
 
+import socket
 import time
+
+import psutil
 
 HEARTBEAT_PREFIX = "heartbeat:"
 SPACE_HASH = "space_fingerprint"
@@ -29,10 +32,24 @@ def count_final(study) -> int:
 
 
 def heartbeats(study) -> dict:
-    """{driver id: last beat (unix seconds)}."""
+    """{driver id: {"time": last beat (unix seconds), "host", "pid", "created"}}."""
     attrs = study._storage.get_study_system_attrs(study._study_id)
     return {k[len(HEARTBEAT_PREFIX):]: v for k, v in attrs.items() if k.startswith(HEARTBEAT_PREFIX)}
 
 
 def beat(study, driver_id: str) -> None:
-    study._storage.set_study_system_attr(study._study_id, HEARTBEAT_PREFIX + driver_id, time.time())
+    me = psutil.Process()
+    study._storage.set_study_system_attr(study._study_id, HEARTBEAT_PREFIX + driver_id, {
+        "time": time.time(), "host": socket.gethostname(), "pid": me.pid, "created": me.create_time()})
+
+
+def driver_alive(beat_record: dict, stale_after: float) -> bool:
+    """A driver is alive while it beats; on this host, a driver whose process is gone is dead at once."""
+    if time.time() - beat_record["time"] >= stale_after:
+        return False
+    if beat_record.get("host") != socket.gethostname():
+        return True
+    try:
+        return abs(psutil.Process(beat_record["pid"]).create_time() - beat_record["created"]) < 0.01
+    except psutil.NoSuchProcess:
+        return False

@@ -2,14 +2,12 @@
 the queue, exactly once; the study is then continued to N final trials.
 
 Idempotent: running it twice changes nothing the second time. A RUNNING trial is an orphan only when the
-driver that owns it has not beaten for `stale_after` seconds, so drivers sharing a study (PostgreSQL)
-never fail each other's live trials.
+driver that owns it has stopped: its process is gone (same host) or it has not beaten for `stale_after`
+seconds (another host), so drivers sharing a study (PostgreSQL) never fail each other's live trials.
 """
 from __future__ import annotations
 
-import time
-
-from sensitivity.sweep.records import heartbeats
+from sensitivity.sweep.records import driver_alive, heartbeats
 
 STALE_AFTER_S = 60.0
 
@@ -19,13 +17,12 @@ def recover(study, my_driver: str, stale_after: float = STALE_AFTER_S) -> list:
     from optuna.trial import TrialState
 
     beats = heartbeats(study)
-    now = time.time()
     orphaned = []
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         owner = trial.user_attrs.get("driver")
         if owner == my_driver:
             continue
-        if owner in beats and now - beats[owner] < stale_after:
+        if owner in beats and driver_alive(beats[owner], stale_after):
             continue  # a live driver's trial
         storage = study._storage
         storage.set_trial_user_attr(trial._trial_id, "orphaned", True)

@@ -1,0 +1,162 @@
+"""Sweeps end to end: a real local Ray, real workers, a real SQLite study; a driver killed with SIGKILL."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import optuna
+import psutil
+import pytest
+from optuna.trial import TrialState
+
+from sensitivity import frameworks
+
+pytestmark = pytest.mark.skipif(not frameworks.importable("torch"), reason="needs torch")
+
+SPACE = """
+study: {study}
+dataset: digits
+model: mlp
+frameworks: [torch]
+parameters:
+  lr: {{type: float, low: 0.01, high: 0.3, log: true}}
+  batch_size: {{type: categorical, choices: [32, 64]}}
+fixed: {{epochs: {epochs}, optimizer: momentum, momentum: 0.9}}
+objectives: [{{metric: val_accuracy, direction: maximize}}]
+val_fraction: 0.2
+seeds: {seeds}
+"""
+
+
+def write_space(tmp_path, study="t", epochs=2, seeds=1, extra=""):
+    path = tmp_path / f"{study}.yaml"
+    path.write_text(SPACE.format(study=study, epochs=epochs, seeds=seeds) + extra)
+    return path
+
+
+def sweep(tmp_path, *args, timeout=600):
+    return subprocess.run([sys.executable, "-m", "sensitivity.cli", "sweep", *map(str, args), "--no-progress"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=timeout)
+
+
+def load(tmp_path, name="t"):
+    return optuna.load_study(study_name=name, storage=f"sqlite:///{tmp_path}/results/optuna.db")
+
+
+def test_sweep_records_every_trial_with_its_curve(tmp_path):
+    proc = sweep(tmp_path, write_space(tmp_path, seeds=2), "--trials", 4, "--parallel", 2, "--seed", 1)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    study = load(tmp_path)
+    trials = study.get_trials()
+    assert len(trials) == 4 and all(t.state == TrialState.COMPLETE for t in trials)
+    for t in trials:
+        assert t.user_attrs["status"] == "ok" and len(t.user_attrs["curve"]) == 2
+        assert sorted(t.intermediate_values) == [1, 2]  # per-epoch values: learning curves
+        assert t.value == t.user_attrs["val_accuracy"] and t.user_attrs["accuracy"] is not None
+        assert t.user_attrs["env"]["ray_node_id"]
+    configs = {}
+    for t in trials:
+        configs.setdefault(t.user_attrs["config_id"], []).append(t)
+    assert all(sorted(x.user_attrs["seed"] for x in group) == [0, 1] for group in configs.values())
+    assert all(len({json.dumps(x.params, sort_keys=True) for x in group}) == 1 for group in configs.values())
+
+
+def test_failing_trials_are_recorded_and_the_sweep_goes_on(tmp_path):
+    space = write_space(tmp_path).read_text().replace("choices: [32, 64]", "choices: [32, 100000]")
+    space = space.replace("{type: float, low: 0.01, high: 0.3, log: true}", "{type: categorical, choices: [0.05, 0.1]}")
+    (tmp_path / "t.yaml").write_text(space)
+    proc = sweep(tmp_path, tmp_path / "t.yaml", "--trials", 4, "--parallel", 2, "--sampler", "grid")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    trials = load(tmp_path).get_trials()
+    failed = [t for t in trials if t.state == TrialState.FAIL]
+    assert len(trials) == 4 and failed and len(failed) < 4
+    assert all("batch_size 100000 exceeds" in t.user_attrs["reason"] for t in failed)
+
+
+def test_kill_9_of_the_driver_then_resume_gives_exactly_n(tmp_path):
+    space = write_space(tmp_path, epochs=6)
+    args = [sys.executable, "-m", "sensitivity.cli", "sweep", str(space), "--trials", "6", "--parallel", "2",
+            "--no-progress"]
+    driver = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    storage = f"sqlite:///{tmp_path}/results/optuna.db"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:  # kill while one trial is done and others run
+        time.sleep(1)
+        try:
+            trials = optuna.load_study(study_name="t", storage=storage).get_trials()
+        except Exception:
+            continue
+        if any(t.state == TrialState.COMPLETE for t in trials) and any(t.state == TrialState.RUNNING for t in trials):
+            break
+    ray_children = [p.pid for p in psutil.Process(driver.pid).children(recursive=True)]
+    driver.send_signal(signal.SIGKILL)
+    driver.wait()
+    before = {t.number: t.state for t in optuna.load_study(study_name="t", storage=storage).get_trials()}
+    assert TrialState.RUNNING in before.values()
+
+    proc = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    trials = load(tmp_path).get_trials()
+    orphans = [t for t in trials if t.user_attrs.get("orphaned")]
+    final = [t for t in trials if t.state in (TrialState.COMPLETE, TrialState.FAIL, TrialState.PRUNED)
+             and not t.user_attrs.get("orphaned")]
+    assert len(final) == 6
+    assert not [t for t in trials if t.state in (TrialState.RUNNING, TrialState.WAITING)]
+    assert {t.number for t in orphans} == {n for n, s in before.items() if s == TrialState.RUNNING}
+    assert all(t.state == TrialState.FAIL for t in orphans)
+    retries = [t.user_attrs["retry_of"] for t in trials if "retry_of" in t.user_attrs]
+    assert sorted(retries) == sorted(t.number for t in orphans)  # each orphan retried exactly once
+    for orphan in orphans:
+        retry = next(t for t in trials if t.user_attrs.get("retry_of") == orphan.number)
+        assert retry.params == orphan.params
+    completed_before = {n for n, s in before.items() if s == TrialState.COMPLETE}
+    assert completed_before <= {t.number for t in final}  # no completed trial lost
+    assert not [pid for pid in ray_children if psutil.pid_exists(pid)
+                and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
+    assert "orphans re-queued" in proc.stdout
+
+
+@pytest.mark.parametrize("mutation, message", [
+    (lambda s: s.replace("dataset: digits", "dataset: imagenet"), "dataset: unknown dataset 'imagenet'"),
+    (lambda s: s.replace("frameworks: [torch]", "frameworks: [caffe2]"), "frameworks: unknown framework"),
+    (lambda s: s.replace("low: 0.01, high: 0.3", "low: 0.3, high: 0.01"), "parameters.lr: low 0.3 is above"),
+    (lambda s: s.replace("low: 0.01", "low: abc"), "parameters.lr.low: Input should be a valid number"),
+    (lambda s: s + "colour: red\n", "colour: unknown key; allowed: study"),
+    (lambda s: s.replace("type: float", "type: real"), "parameters.lr: type must be one of"),
+    (lambda s: s.replace("epochs: 2", "epochs: 0"), "fixed.epochs"),
+])
+def test_malformed_space_is_one_line_exit_2_and_no_study(tmp_path, mutation, message):
+    path = tmp_path / "bad.yaml"
+    path.write_text(mutation(SPACE.format(study="bad", epochs=2, seeds=1)))
+    proc = sweep(tmp_path, path, "--trials", 2)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "bad.yaml" in lines[0] and message in lines[0], proc.stderr
+    assert not (tmp_path / "results" / "optuna.db").exists()
+
+
+def test_pruner_with_several_objectives_is_a_usage_error(tmp_path):
+    space = write_space(tmp_path).read_text().replace(
+        "objectives: [{metric: val_accuracy, direction: maximize}]",
+        "objectives: [{metric: val_accuracy, direction: maximize}, {metric: train_time_s, direction: minimize}]")
+    (tmp_path / "t.yaml").write_text(space)
+    proc = sweep(tmp_path, tmp_path / "t.yaml", "--trials", 2, "--pruner", "asha")
+    assert proc.returncode == 2 and "pruning needs a single objective" in proc.stderr
+
+
+def test_resuming_with_a_changed_space_is_refused(tmp_path):
+    assert sweep(tmp_path, write_space(tmp_path), "--trials", 1).returncode == 0
+    changed = write_space(tmp_path, epochs=3)
+    proc = sweep(tmp_path, changed, "--trials", 2)
+    assert proc.returncode == 2 and "another search space" in proc.stderr
+    assert len(load(tmp_path).get_trials()) == 1
+    assert sweep(tmp_path, changed, "--trials", 2, "--allow-space-change").returncode == 0
+    assert len(load(tmp_path).get_trials()) == 2
+
+
+def test_unreachable_storage_is_reported_before_any_trial(tmp_path):
+    proc = sweep(tmp_path, write_space(tmp_path), "--trials", 1,
+                 "--storage", "postgresql://nobody:secret@127.0.0.1:1/none")
+    assert proc.returncode == 2 and "cannot be opened" in proc.stderr and "secret" not in proc.stderr
