@@ -4,7 +4,9 @@ Each Optuna trial is one run of one configuration with one seed. Its user attrib
 TrialResult's fields (`status`, `reason`, `accuracy`, ..., `curve`, `env`), the `seed`, the `config_id`
 shared by the seeds of one configuration, the `driver` that owns it, and, for a retry, `retry_of` (the
 number of the orphan it replaces). An orphan is a RUNNING trial whose driver stopped beating: it is
-marked FAIL with `orphaned` set, and its parameters are queued again.
+marked FAIL with `orphaned` set, and its parameters are queued again. When drivers sharing a study ask
+at the same moment, the trials beyond the N-th (by number) are told FAIL with `surplus` set before they
+run, and their queued parameters go back in the queue: neither kind counts towards N.
 """
 from __future__ import annotations
 
@@ -23,8 +25,17 @@ def final_states():
 
 
 def is_final(trial) -> bool:
-    """COMPLETE, PRUNED, or FAIL that is not an orphan: a trial that counts towards N."""
-    return trial.state in final_states() and not trial.user_attrs.get("orphaned")
+    """COMPLETE, PRUNED, or FAIL that is neither an orphan nor a surplus: a trial that counts towards N."""
+    attrs = trial.user_attrs
+    return trial.state in final_states() and not attrs.get("orphaned") and not attrs.get("surplus")
+
+
+def counts_towards_target(trial) -> bool:
+    """Final, or running (a running trial will become final)."""
+    from optuna.trial import TrialState
+    attrs = trial.user_attrs
+    return is_final(trial) or (trial.state == TrialState.RUNNING and not attrs.get("orphaned")
+                               and not attrs.get("surplus"))
 
 
 def count_final(study) -> int:

@@ -38,7 +38,7 @@ def recover(study, my_driver: str, stale_after: float = STALE_AFTER_S) -> list:
 def _requeue_orphans(study) -> None:
     """Queue the parameters of every orphan that no trial retries yet."""
     trials = study.get_trials(deepcopy=False)
-    retried = {t.user_attrs.get("retry_of") for t in trials}
+    retried = {t.user_attrs.get("retry_of") for t in trials if not t.user_attrs.get("surplus")}
     for trial in trials:
         if trial.user_attrs.get("orphaned") and trial.number not in retried:
             attrs = {k: trial.user_attrs[k] for k in ("seed", "config_id") if k in trial.user_attrs}

@@ -15,7 +15,7 @@ from typing import Callable, Optional
 from ray.tune.search import Searcher
 
 from sensitivity.spaces import Space
-from sensitivity.sweep.records import is_final
+from sensitivity.sweep.records import counts_towards_target
 
 RESULT_FIELDS = ("status", "reason", "accuracy", "val_accuracy", "loss", "curve", "setup_time_s", "compile_time_s",
                  "train_time_s", "test_time_s", "throughput", "peak_rss_mb", "cpu_percent", "gpu", "flops_per_s",
@@ -42,16 +42,16 @@ class StudySearcher(Searcher):
         pass
 
     def open_slots(self) -> int:
-        """How many more trials this driver may start: N minus final trials minus those running now."""
-        from optuna.trial import TrialState
-        trials = self.study.get_trials(deepcopy=False)
-        running = sum(t.state == TrialState.RUNNING for t in trials)
-        return self.target - sum(is_final(t) for t in trials) - running
+        """How many more trials may start: N minus the final trials and those running now."""
+        return self.target - sum(counts_towards_target(t) for t in self.study.get_trials(deepcopy=False))
 
     def suggest(self, trial_id: str) -> Optional[dict]:
         if self.open_slots() <= 0:
             return Searcher.FINISHED if not self.live else None
         trial = self.study.ask(self.distributions)
+        trial.set_user_attr("driver", self.driver_id)
+        if self._is_surplus(trial):
+            return Searcher.FINISHED if not self.live else None
         attrs = trial.user_attrs
         seed = attrs.get("seed", 0)
         if "config_id" not in attrs:
@@ -60,11 +60,28 @@ class StudySearcher(Searcher):
             for sibling_seed in range(1, self.space.seeds):  # K seeds: K trials of one configuration
                 self.study.enqueue_trial(trial.params, user_attrs={"config_id": config_id, "seed": sibling_seed})
         trial.set_user_attr("seed", seed)
-        trial.set_user_attr("driver", self.driver_id)
         spec = self.space.trial_spec(trial.params, seed, **self.run_options)
         self.live[trial_id] = trial
         self.on_change()
         return {"spec": spec.model_dump(mode="json"), "optuna_trial": trial.number}
+
+    def _is_surplus(self, trial) -> bool:
+        """Another driver asked at the same time and the N-th trial has a lower number than this one:
+        tell this one FAIL as a surplus, before it runs, and queue its parameters again if queued."""
+        from optuna.trial import TrialState
+
+        earlier = [t for t in self.study.get_trials(deepcopy=False)
+                   if t.number < trial.number and counts_towards_target(t)]
+        if len(earlier) < self.target:
+            return False
+        queued = {k: v for k, v in trial.user_attrs.items() if k in ("seed", "config_id", "retry_of")}
+        trial.set_user_attr("surplus", True)
+        trial.set_user_attr("status", "failed")
+        trial.set_user_attr("reason", f"not run: the study already had {self.target} trials")
+        self.study.tell(trial, state=TrialState.FAIL)
+        if queued:
+            self.study.enqueue_trial(trial.params, user_attrs=queued)
+        return True
 
     def on_trial_result(self, trial_id: str, result: dict) -> None:
         trial = self.live.get(trial_id)

@@ -1,0 +1,115 @@
+"""Storages and recovery against real backends: SQLite, a journal file, and a real PostgreSQL server.
+
+PostgreSQL runs when SENSITIVITY_TEST_POSTGRES_URL is set (scripts/start_postgres.sh prints one; .ci/run
+starts it); with SENSITIVITY_REQUIRE_POSTGRES=1, as in CI, its absence is a failure, not a skip.
+"""
+import os
+import subprocess
+import sys
+import uuid
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from sensitivity import frameworks
+from sensitivity.sweep import records
+from sensitivity.sweep.recovery import recover
+from sensitivity.sweep.storage import StorageError, describe, open_storage
+
+POSTGRES = os.environ.get("SENSITIVITY_TEST_POSTGRES_URL")
+
+
+def _postgres_param():
+    if POSTGRES:
+        return pytest.param(POSTGRES, id="postgresql")
+    if os.environ.get("SENSITIVITY_REQUIRE_POSTGRES") == "1":
+        pytest.fail("SENSITIVITY_REQUIRE_POSTGRES=1 but SENSITIVITY_TEST_POSTGRES_URL is not set")
+    return pytest.param(None, id="postgresql", marks=pytest.mark.skip(reason="no PostgreSQL server (set "
+                                                                               "SENSITIVITY_TEST_POSTGRES_URL)"))
+
+
+@pytest.fixture(params=["sqlite", "journal", _postgres_param()])
+def storage_url(request, tmp_path):
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/s.db"
+    if request.param == "journal":
+        return f"journal:{tmp_path}/s.journal"
+    return request.param
+
+
+def new_study(url):
+    return optuna.create_study(study_name=f"s-{uuid.uuid4().hex[:8]}", storage=open_storage(url))
+
+
+def fake_dead_driver(study, driver_id):
+    """A heartbeat of a process on this host that no longer exists."""
+    study._storage.set_study_system_attr(study._study_id, records.HEARTBEAT_PREFIX + driver_id, {
+        "time": 9e12, "host": __import__("socket").gethostname(), "pid": 2**22 + 1, "created": 0.0})
+
+
+def test_recovery_fails_dead_drivers_trials_only_and_requeues_once(storage_url):
+    study = new_study(storage_url)
+    records.beat(study, "live")
+    fake_dead_driver(study, "dead")
+    done = study.ask({"x": optuna.distributions.FloatDistribution(0, 1)})
+    done.set_user_attr("driver", "dead")
+    study.tell(done, 0.5)
+    orphan = study.ask({"x": optuna.distributions.FloatDistribution(0, 1)})
+    orphan.set_user_attr("driver", "dead")
+    orphan.set_user_attr("seed", 3)
+    live = study.ask({"x": optuna.distributions.FloatDistribution(0, 1)})
+    live.set_user_attr("driver", "live")
+
+    assert recover(study, "me") == [orphan.number]
+    assert recover(study, "me") == []  # idempotent
+    trials = {t.number: t for t in study.get_trials()}
+    assert trials[orphan.number].state == TrialState.FAIL and trials[orphan.number].user_attrs["orphaned"]
+    assert trials[live.number].state == TrialState.RUNNING
+    waiting = [t for t in trials.values() if t.state == TrialState.WAITING]
+    assert len(waiting) == 1 and waiting[0].user_attrs == {"seed": 3, "retry_of": orphan.number}
+    assert waiting[0].system_attrs["fixed_params"] == trials[orphan.number].params  # asked with these
+    assert records.count_final(study) == 1
+
+
+def test_a_stale_heartbeat_from_another_host_makes_orphans(storage_url):
+    study = new_study(storage_url)
+    study._storage.set_study_system_attr(study._study_id, records.HEARTBEAT_PREFIX + "far", {
+        "time": 0.0, "host": "elsewhere", "pid": 1, "created": 0.0})
+    trial = study.ask()
+    trial.set_user_attr("driver", "far")
+    assert recover(study, "me") == [trial.number]
+
+
+def test_unreachable_storage_is_a_clear_error_without_password():
+    with pytest.raises(StorageError, match=r"postgresql://u:\*\*\*@127.0.0.1:1/db cannot be opened"):
+        open_storage("postgresql://u:hunter2@127.0.0.1:1/db")
+    assert describe("postgresql://u:hunter2@h/db") == "postgresql://u:***@h/db"
+
+
+@pytest.mark.skipif(not frameworks.importable("torch"), reason="needs torch")
+def test_two_drivers_share_one_postgresql_study(tmp_path):
+    if not POSTGRES:
+        if os.environ.get("SENSITIVITY_REQUIRE_POSTGRES") == "1":
+            pytest.fail("SENSITIVITY_TEST_POSTGRES_URL is not set")
+        pytest.skip("no PostgreSQL server")
+    study = f"two-{uuid.uuid4().hex[:8]}"
+    space = tmp_path / "s.yaml"
+    space.write_text(f"""
+study: {study}
+dataset: digits
+frameworks: [torch]
+parameters: {{lr: {{type: float, low: 0.01, high: 0.3, log: true}}}}
+fixed: {{epochs: 3}}
+objectives: [{{metric: val_accuracy, direction: maximize}}]
+""")
+    args = [sys.executable, "-m", "sensitivity.cli", "sweep", str(space), "--trials", "6", "--storage", POSTGRES,
+            "--no-progress"]
+    drivers = [subprocess.Popen(args, cwd=tmp_path / d if (tmp_path / d).mkdir() is None else None,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for d in ("a", "b")]
+    outputs = [d.communicate(timeout=600) for d in drivers]
+    assert all(d.returncode == 0 for d in drivers), [o[1][-2000:] for o in outputs]
+    trials = optuna.load_study(study_name=study, storage=POSTGRES).get_trials()
+    assert not [t for t in trials if t.user_attrs.get("orphaned")]  # no driver failed the other's trials
+    assert sum(records.is_final(t) for t in trials) == 6
+    assert {t.user_attrs["driver"] for t in trials if records.is_final(t)}.__len__() == 2
