@@ -113,7 +113,12 @@ def _open_study(space: Space, storage, options: SweepOptions):
 
 
 def make_sampler(name: str, space: Space, seed: Optional[int]):
+    import warnings
+
+    import optuna
     import optuna.samplers as s
+    # multivariate TPE is marked experimental; it is the better choice for correlated hyper-parameters
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     if name == "random":
         return s.RandomSampler(seed=seed)
     if name == "qmc":
@@ -122,7 +127,7 @@ def make_sampler(name: str, space: Space, seed: Optional[int]):
         return s.NSGAIISampler(seed=seed)
     if name == "grid":
         return s.GridSampler(_grid(space), seed=seed)
-    return s.TPESampler(seed=seed, multivariate=True, warn_independent_sampling=False)
+    return s.TPESampler(seed=seed, multivariate=True)
 
 
 def _grid(space: Space) -> dict:
@@ -154,13 +159,13 @@ def _start_heartbeat(study, driver_id: str):
 
 
 def _run_tune(study, space: Space, options: SweepOptions, driver_id: str, missing: int) -> None:
+    ray_processes.init_ray(options.address)  # first: Ray reads its environment when imported
     import ray
     from ray import tune
 
     from sensitivity.sweep.dispatch import trainable
     from sensitivity.sweep.searcher import StudySearcher
 
-    ray_processes.init_ray(options.address)
     try:
         run_options = {"timeout": options.timeout_per_trial}
         if "threads" not in space.fixed:

@@ -26,10 +26,14 @@ def tune_dir() -> str:
 
 
 def init_ray(address=None) -> None:
-    import ray
-
+    """Start a local Ray, or join the cluster at `address`; Ray reads these variables when imported."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+    # A cluster started with Ray's token authentication (Ray 2.60's default) admits token clients only.
+    if address and ((Path.home() / ".ray" / "auth_token").exists() or os.environ.get("RAY_AUTH_TOKEN")):
+        os.environ.setdefault("RAY_AUTH_MODE", "token")
+    import ray
+
     if address:
         ray.init(address=address, log_to_driver=False, configure_logging=False)
         return
