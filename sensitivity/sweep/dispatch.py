@@ -42,12 +42,15 @@ def trainable(config: dict) -> None:
     worker = _worker_for(spec)
     elapsed = 0.0
     curve = []
+    last_epoch = None if spec.iterations else spec.epochs
 
     def on_event(event: dict) -> None:
         nonlocal elapsed
         if event.get("event") == "epoch":
             elapsed += event["seconds"]
             curve.append({k: v for k, v in event.items() if k != "event"})
+            if event["epoch"] == last_epoch:
+                return  # the final report stands for the last epoch, so a scheduler cannot cut it off
             tune.report({**epoch_metrics(event, elapsed), "curve_json": json.dumps(curve)})
 
     finished = False

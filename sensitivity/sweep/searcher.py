@@ -88,9 +88,14 @@ class StudySearcher(Searcher):
         if trial is None or result.get("final"):
             return
         self.last_curve[trial_id] = json.loads(result.get("curve_json") or "[]")
-        value = result.get(self.metric)
-        if self.single_objective and value is not None:
-            trial.report(value, step=int(result["epoch"]))
+        self._record_epoch(trial, result)
+
+    def _record_epoch(self, trial, result: dict) -> None:
+        """The epoch's value as an intermediate value (single objective only), once per epoch."""
+        value, epoch = result.get(self.metric), result.get("epoch")
+        if self.single_objective and value is not None and epoch is not None:
+            if int(epoch) not in trial.storage.get_trial(trial._trial_id).intermediate_values:
+                trial.report(value, step=int(epoch))
 
     def on_trial_complete(self, trial_id: str, result: Optional[dict] = None, error: bool = False) -> None:
         from optuna.trial import TrialState
@@ -101,6 +106,8 @@ class StudySearcher(Searcher):
         curve = self.last_curve.pop(trial_id, None)
         if result and result.get("final"):
             payload = json.loads(result["result_json"])
+            if payload["status"] in ("ok", "diverged"):
+                self._record_epoch(trial, result)  # the last epoch comes with the final report
             for name in RESULT_FIELDS:
                 trial.set_user_attr(name, payload.get(name))
             values = [payload.get(o.metric) for o in self.space.objectives]
@@ -110,7 +117,9 @@ class StudySearcher(Searcher):
                 if payload["status"] in ("ok", "diverged"):
                     trial.set_user_attr("reason", f"no value for an objective: {values}")
                 self.study.tell(trial, state=TrialState.FAIL)
-        elif result and not error:  # stopped early by the scheduler
+        elif result and not error:  # stopped early by the scheduler, on the result given here
+            self._record_epoch(trial, result)
+            curve = json.loads(result.get("curve_json") or "null") or curve
             trial.set_user_attr("status", "pruned")
             trial.set_user_attr("reason", f"stopped by the scheduler after epoch {result.get('epoch')}")
             trial.set_user_attr("curve", curve)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-import subprocess
+import os
 import sys
 from pathlib import Path
 
@@ -92,4 +92,5 @@ def dashboard(storage_url, port: int) -> int:
     command = [str(Path(sys.executable).parent / "optuna-dashboard"), target, "--host", "127.0.0.1",
                "--port", str(port)]
     print(f"optuna-dashboard on http://127.0.0.1:{port}/", file=sys.stderr)
-    return subprocess.call(command)
+    sys.stderr.flush()
+    os.execv(command[0], command)  # become the dashboard: a signal to this process reaches the server

@@ -160,3 +160,19 @@ def test_unreachable_storage_is_reported_before_any_trial(tmp_path):
     proc = sweep(tmp_path, write_space(tmp_path), "--trials", 1,
                  "--storage", "postgresql://nobody:secret@127.0.0.1:1/none")
     assert proc.returncode == 2 and "cannot be opened" in proc.stderr and "secret" not in proc.stderr
+
+
+def test_asha_stops_weak_trials_and_they_are_pruned_not_complete(tmp_path):
+    space = write_space(tmp_path, epochs=4).read_text().replace(
+        "{type: float, low: 0.01, high: 0.3, log: true}", "{type: categorical, choices: [0.2, 0.0005, 0.0002, 0.1]}")
+    (tmp_path / "t.yaml").write_text(space)
+    proc = sweep(tmp_path, tmp_path / "t.yaml", "--trials", 6, "--parallel", 2, "--pruner", "asha", "--seed", 3)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    trials = load(tmp_path).get_trials()
+    pruned = [t for t in trials if t.state == TrialState.PRUNED]
+    complete = [t for t in trials if t.state == TrialState.COMPLETE]
+    assert pruned and len(pruned) + len(complete) == 6
+    for t in pruned:
+        assert t.user_attrs["status"] == "pruned" and 1 <= len(t.intermediate_values) < 4
+        assert t.value == t.intermediate_values[max(t.intermediate_values)]  # its last value
+    assert all(len(t.user_attrs["curve"]) == 4 for t in complete)

@@ -1,0 +1,71 @@
+"""Resource figures: psutil on this machine; NVML's error path here, and its figures with a stand-in for
+the GPU this machine lacks (the code path is the real one a GPU machine takes)."""
+import time
+import types
+
+import numpy as np
+import pytest
+
+from sensitivity.trial import monitor
+
+
+def test_cpu_trial_has_rss_and_cpu_and_no_gpu():
+    with monitor.ResourceMonitor("cpu") as m:
+        block = np.ones((2000, 2000))
+        deadline = time.process_time() + 0.3
+        while time.process_time() < deadline:
+            block = block @ block[:, :1].repeat(2000, axis=1) / 2000
+    assert m.peak_rss_mb > 30 and m.cpu_percent > 20 and m.gpu is None
+
+
+def test_no_nvidia_library_gives_a_reason_not_figures():
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+        pytest.skip("this machine has an NVIDIA GPU")
+    except Exception:
+        pass
+    reason = monitor.open_nvml("gpu")
+    assert isinstance(reason, str) and "NVML" in reason
+    with monitor.ResourceMonitor("gpu:0") as m:
+        pass
+    assert m.gpu == {"error": reason} and m.peak_rss_mb > 0
+
+
+class FakeNvml:
+    """Stands in for nvidia-ml-py's module on a machine without a GPU."""
+
+    class NVMLError(Exception):
+        pass
+
+    def __init__(self):
+        self.energy = 1_000_000
+
+    def nvmlInit(self):
+        pass
+
+    def nvmlDeviceGetHandleByIndex(self, index):
+        return index
+
+    def nvmlDeviceGetName(self, handle):
+        return b"Fake H200"
+
+    def nvmlDeviceGetUtilizationRates(self, handle):
+        return types.SimpleNamespace(gpu=80)
+
+    def nvmlDeviceGetMemoryInfo(self, handle):
+        return types.SimpleNamespace(used=3 * 2**30)
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle):
+        self.energy += 5000  # millijoules per reading
+        return self.energy
+
+
+def test_gpu_figures_from_nvml(monkeypatch):
+    fake = FakeNvml()
+    monkeypatch.setattr(monitor, "open_nvml", lambda device: monitor.NvmlDevice(fake, 1))
+    monkeypatch.setattr(monitor, "SAMPLE_SECONDS", 0.01)
+    with monitor.ResourceMonitor("gpu:1") as m:
+        time.sleep(0.2)
+    assert m.gpu["name"] == "Fake H200" and m.gpu["utilization_percent"] == 80
+    assert m.gpu["peak_memory_mb"] == 3 * 1024 and m.gpu["energy_j"] == pytest.approx(5.0)
