@@ -100,6 +100,7 @@ class TrialResult:
     compile_time_s: Optional[float] = None  # first-step compilation, where the framework compiles
     train_time_s: Optional[float] = None
     test_time_s: Optional[float] = None
+    wall_time_s: Optional[float] = None  # the whole trial inside the worker, per-epoch evaluation included
     throughput: Optional[float] = None  # training samples per second
     peak_rss_mb: Optional[float] = None
     cpu_percent: Optional[float] = None

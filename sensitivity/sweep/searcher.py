@@ -18,7 +18,7 @@ from sensitivity.spaces import Space
 from sensitivity.sweep.records import counts_towards_target
 
 RESULT_FIELDS = ("status", "reason", "accuracy", "val_accuracy", "loss", "curve", "setup_time_s", "compile_time_s",
-                 "train_time_s", "test_time_s", "throughput", "peak_rss_mb", "cpu_percent", "gpu", "flops_per_s",
+                 "train_time_s", "test_time_s", "wall_time_s", "throughput", "peak_rss_mb", "cpu_percent", "gpu", "flops_per_s",
                  "params", "steps", "stderr_tail", "env")
 
 

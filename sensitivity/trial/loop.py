@@ -98,6 +98,7 @@ def run(spec: TrialSpec, data: Dataset, model_name: str, emit: Callable[[dict], 
     result.flops_per_s = flops / train_time if train_time > 0 else None
     result.peak_rss_mb, result.cpu_percent, result.gpu = monitor.peak_rss_mb, monitor.cpu_percent, monitor.gpu
     result.env = environment.describe(spec, adapter, threads, model_name)
+    result.wall_time_s = time.perf_counter() - started
     return result
 
 

@@ -1,0 +1,83 @@
+#!/usr/bin/env python
+"""Sweep dispatch figures, from real sweeps on a local Ray into a throw-away SQLite study.
+
+1. Dispatch overhead per trial: trials that train nothing (one optimizer step of the MLP on digits),
+   one at a time on warm workers. For each trial after the first, the gap between its completion and
+   the previous one's, minus its own time inside the worker (wall_time_s), is what Ray Tune, the Optuna
+   ask/tell, the worker's protocol and the data hand-over cost. Target: median at most 0.2 s.
+2. Parallel speed-up: the same one-CPU trials (threads 1, a few seconds of training each) with
+   --parallel 1 and --parallel 2 on this machine, as trials per hour from the first trial's start to
+   the last one's end. Target: at least 1.8 times.
+
+    .venv/bin/python scripts/bench_dispatch.py [--overhead-trials 20] [--speedup-trials 8]
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import optuna
+
+SPACE = """
+study: {study}
+dataset: digits
+model: mlp
+frameworks: [torch]
+parameters: {{lr: {{type: float, low: 0.01, high: 0.1, log: true}}}}
+fixed: {fixed}
+objectives: [{{metric: val_accuracy, direction: maximize}}]
+"""
+
+
+def run_sweep(folder: Path, study: str, fixed: str, trials: int, parallel: int) -> list:
+    (folder / f"{study}.yaml").write_text(SPACE.format(study=study, fixed=fixed))
+    proc = subprocess.run([sys.executable, "-m", "sensitivity.cli", "sweep", f"{study}.yaml", "--trials",
+                           str(trials), "--parallel", str(parallel), "--no-progress"], cwd=folder,
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"sweep failed:\n{proc.stderr[-3000:]}")
+    storage = f"sqlite:///{folder}/results/optuna.db"
+    trials = optuna.load_study(study_name=study, storage=storage).get_trials()
+    bad = [t.number for t in trials if t.state.name != "COMPLETE"]
+    if bad:
+        sys.exit(f"trials {bad} did not complete")
+    return sorted(trials, key=lambda t: t.datetime_complete)
+
+
+def overhead(folder: Path, count: int) -> list:
+    trials = run_sweep(folder, "overhead", "{iterations: 1, threads: 1}", count, 1)
+    return [(b.datetime_complete - a.datetime_complete).total_seconds() - b.user_attrs["wall_time_s"]
+            for a, b in zip(trials[1:], trials[2:])]  # from the third on: both workers warm
+
+
+def trials_per_hour(folder: Path, count: int, parallel: int) -> float:
+    trials = run_sweep(folder, f"speedup{parallel}", "{epochs: 40, threads: 1, batch_size: 16}", count, parallel)
+    span = (trials[-1].datetime_complete - min(t.datetime_start for t in trials)).total_seconds()
+    return 3600 * count / span
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--overhead-trials", type=int, default=20)
+    parser.add_argument("--speedup-trials", type=int, default=8)
+    args = parser.parse_args()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    with tempfile.TemporaryDirectory(prefix="bench-dispatch-") as tmp:
+        folder = Path(tmp)
+        gaps = overhead(folder, args.overhead_trials)
+        median = statistics.median(gaps)
+        print(f"dispatch overhead per trial (warm workers, {len(gaps)} trials): median {median:.3f} s, "
+              f"min {min(gaps):.3f} s, max {max(gaps):.3f} s; target <= 0.2 s: {'yes' if median <= 0.2 else 'NO'}")
+        one = trials_per_hour(folder, args.speedup_trials, 1)
+        two = trials_per_hour(folder, args.speedup_trials, 2)
+        ratio = two / one
+        print(f"one-CPU trials per hour: parallel 1 {one:.0f}, parallel 2 {two:.0f}; speed-up {ratio:.2f}x; "
+              f"target >= 1.8x: {'yes' if ratio >= 1.8 else 'NO'}")
+
+
+if __name__ == "__main__":
+    main()
