@@ -28,6 +28,22 @@ def describe(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
+def _write_ahead_log(engine) -> None:
+    """SQLite in WAL mode with synchronous=NORMAL: a commit survives the process being killed (only an
+    operating-system crash can lose the last ones) and costs a fraction of the default's fsync, which
+    matters with a user attribute per result field (0.35 s against 0.05 s per trial, measured here)."""
+    import sqlalchemy
+
+    @sqlalchemy.event.listens_for(engine, "connect")
+    def _pragmas(connection, _record) -> None:
+        cursor = connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    engine.dispose()  # connections opened from now on get the pragmas
+
+
 def open_storage(url: str | None = None):
     """An Optuna storage for `url`: sqlite:///..., postgresql://..., or journal:PATH (or a *.journal path)."""
     import optuna
@@ -43,7 +59,9 @@ def open_storage(url: str | None = None):
         if url.startswith("sqlite:///"):
             Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
             # one writer (the driver), but readers such as the dashboard may hold the file briefly
-            return optuna.storages.RDBStorage(url, engine_kwargs={"connect_args": {"timeout": 60}})
+            storage = optuna.storages.RDBStorage(url, engine_kwargs={"connect_args": {"timeout": 60}})
+            _write_ahead_log(storage.engine)
+            return storage
         return optuna.storages.RDBStorage(url, engine_kwargs={"pool_pre_ping": True})
     except (sqlalchemy.exc.SQLAlchemyError, OSError, ImportError, ValueError) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
