@@ -98,7 +98,7 @@ def import_net(net_path) -> dict:
     """A Caffe net's training phase as a ModelSpec (a registered model's name when it is one)."""
     net_path = Path(net_path)
     net = _read(net_path)
-    layers, ignored, not_reproduced, batch_size, input_shape = [], [], [], None, None
+    layers, ignored, not_reproduced, batch_size = [], [], [], None
     lr_mults = set()
     for layer in net.get_all("layer") or net.get_all("layers"):
         kind, line = str(layer.get("type")), layer.line_of("type")

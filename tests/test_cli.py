@@ -44,7 +44,8 @@ def test_unknown_command_is_one_line_exit_2():
 
 
 def test_later_option_overrides_earlier(tmp_path):
-    from sensitivity.cli import _spec_from_args, build_parser
+    from sensitivity.cli import build_parser
+    from sensitivity.commands.trial import _spec_from_args
     args = build_parser().parse_args(["trial", "--framework", "torch", "--dataset", "digits", "--lr", "0.1",
                                       "--lr", "0.2"])
     spec = _spec_from_args(args)

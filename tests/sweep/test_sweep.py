@@ -1,6 +1,5 @@
 """Sweeps end to end: a real local Ray, real workers, a real SQLite study; a driver killed with SIGKILL."""
 import json
-import os
 import signal
 import subprocess
 import sys

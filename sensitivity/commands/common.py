@@ -1,0 +1,39 @@
+"""What every command shares: one-line usage errors, exit codes, number parsing."""
+from __future__ import annotations
+
+import argparse
+
+EXIT_OK, EXIT_TRIAL_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """Bad input; the message is one line naming the option and what is allowed."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors and no usage block."""
+
+    def error(self, message: str):
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def number(kind, minimum=None, strict=False):
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, got {text!r}")
+        if minimum is not None and (value < minimum or (strict and value == minimum)):
+            raise argparse.ArgumentTypeError(f"must be {'>' if strict else '>='} {minimum}, got {text}")
+        return value
+    parse.__name__ = kind.__name__
+    return parse
+
+
+def int_list(text: str):
+    try:
+        return tuple(int(part) for part in text.split(",") if part)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}")
+
+

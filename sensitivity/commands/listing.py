@@ -1,0 +1,78 @@
+"""`sensitivity frameworks`, `datasets` and `import-caffe`: what is here, and Caffe's files."""
+from __future__ import annotations
+
+import sys
+
+from sensitivity.commands.common import EXIT_OK, EXIT_TRIAL_FAILED, UsageError
+
+
+def add_parsers(commands) -> None:
+    p = commands.add_parser("frameworks", help="list frameworks, their environment and version")
+    p.set_defaults(handler=_cmd_frameworks)
+    p = commands.add_parser("datasets", help="list datasets, or download one")
+    p.add_argument("action", nargs="?", choices=("list", "download"), default="list")
+    p.add_argument("name", nargs="?")
+    p.add_argument("--data-dir")
+    p.set_defaults(handler=_cmd_datasets)
+    _add_import_caffe_parser(commands)
+
+
+def _cmd_frameworks(args) -> int:
+    from sensitivity import frameworks
+
+    print(f"{'framework':<12} {'environment':<12} {'version':<12} usable")
+    for name, info in frameworks.FRAMEWORKS.items():
+        version, usable, why = frameworks.probe(name)
+        print(f"{name:<12} {info.env:<12} {version or '-':<12} {'yes' if usable else 'no: ' + why}")
+    for name, why in frameworks.CONFIGURATION_ONLY.items():
+        print(f"{name:<12} {'-':<12} {'-':<12} no: {why}")
+    return EXIT_OK
+
+
+def _cmd_datasets(args) -> int:
+    from sensitivity import datasets
+
+    if args.action == "download":
+        if args.name not in datasets.REGISTRY:
+            raise UsageError(f"sensitivity datasets download: unknown dataset {args.name!r}; "
+                             f"allowed: {', '.join(sorted(datasets.REGISTRY))}")
+        try:
+            print(datasets.download(args.name, args.data_dir))
+        except datasets.DatasetError as exc:
+            print(f"sensitivity datasets download: {exc}", file=sys.stderr)
+            return EXIT_TRIAL_FAILED
+        return EXIT_OK
+    print(f"{'name':<14} {'shape':<12} {'classes':<8} {'present':<8} source")
+    for row in datasets.info_table(args.data_dir):
+        shape = "x".join(str(n) for n in row["shape"])
+        print(f"{row['name']:<14} {shape:<12} {row['classes']:<8} {'yes' if row['present'] else 'no':<8} "
+              f"{row['source']}")
+    return EXIT_OK
+
+
+def _add_import_caffe_parser(commands) -> None:
+    p = commands.add_parser("import-caffe", help="turn a Caffe solver (and net) into a configuration")
+    p.add_argument("solver", help="SOLVER.prototxt")
+    p.add_argument("--net", help="NET.prototxt (default: the solver's net: path, if it is beside the solver)")
+    p.add_argument("--out", help="CONFIG.yaml to write (default: stdout)")
+    p.set_defaults(handler=_cmd_import_caffe)
+
+
+def _cmd_import_caffe(args) -> int:
+    from sensitivity.caffe_import import CaffeImportError, import_solver
+    from sensitivity.configs import dump_config
+
+    try:
+        text = dump_config(import_solver(args.solver, args.net))
+    except CaffeImportError as exc:
+        raise UsageError(f"sensitivity import-caffe: {exc}")
+    if args.out:
+        from sensitivity.datasets.base import atomic_write
+        with atomic_write(args.out) as f:
+            f.write(text.encode())
+        print(f"wrote {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+

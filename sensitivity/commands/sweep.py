@@ -1,0 +1,122 @@
+"""`sensitivity sweep`, `studies`, `export` and `dashboard`: running and reading studies."""
+from __future__ import annotations
+
+from sensitivity.commands.common import EXIT_OK, UsageError, number
+
+
+def add_parsers(commands) -> None:
+    _add_sweep_parser(commands)
+    _add_study_parsers(commands)
+
+
+def _add_sweep_parser(commands) -> None:
+    from sensitivity.sweep.driver import PRUNERS, SAMPLERS
+
+    p = commands.add_parser("sweep", help="run a sweep of a search space on Ray Tune into an Optuna study")
+    p.add_argument("space", help="search_spaces/NAME.yaml")
+    p.add_argument("--trials", type=number(int, 0, strict=True), required=True,
+                   help="final trials the study should hold (orphans of a killed run do not count)")
+    p.add_argument("--parallel", type=number(int, 0, strict=True), default=1)
+    p.add_argument("--sampler", choices=SAMPLERS, default="tpe")
+    p.add_argument("--pruner", choices=PRUNERS, default="none")
+    p.add_argument("--storage", help="sqlite:///FILE (default results/optuna.db), postgresql://..., journal:FILE")
+    p.add_argument("--study", help="study name (default: the space's)")
+    p.add_argument("--address", help="a running Ray cluster: auto or HOST:PORT (default: a local Ray)")
+    p.add_argument("--cpus-per-trial", type=number(float, 0, strict=True), default=1)
+    p.add_argument("--gpus-per-trial", type=number(float, 0), default=0)
+    p.add_argument("--timeout-per-trial", type=number(float, 0, strict=True))
+    p.add_argument("--time-budget", type=number(float, 0, strict=True), help="seconds for the whole sweep")
+    p.add_argument("--seed", type=number(int, 0), help="the sampler's seed")
+    p.add_argument("--allow-space-change", action="store_true", help="resume a study made from another space")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(handler=_cmd_sweep)
+
+
+def _cmd_sweep(args) -> int:
+    from sensitivity.spaces import SpaceError
+    from sensitivity.sweep.driver import SweepError, SweepOptions, run_sweep
+    from sensitivity.sweep.storage import StorageError
+
+    options = SweepOptions(
+        trials=args.trials, parallel=args.parallel, sampler=args.sampler, pruner=args.pruner, storage=args.storage,
+        study=args.study, address=args.address, cpus_per_trial=args.cpus_per_trial,
+        gpus_per_trial=args.gpus_per_trial, timeout_per_trial=args.timeout_per_trial,
+        time_budget=args.time_budget, seed=args.seed, allow_space_change=args.allow_space_change,
+        progress=not args.no_progress)
+    try:
+        summary = run_sweep(args.space, options)
+    except (SpaceError, SweepError, StorageError) as exc:
+        raise UsageError(f"sensitivity sweep: {exc}")
+    print(f"study {summary['study']} in {summary['storage']}: {summary['final_trials']} final trials"
+          + (f"; orphans re-queued: {summary['orphans_requeued']}" if summary["orphans_requeued"] else ""))
+    return EXIT_OK
+
+
+def _add_study_parsers(commands) -> None:
+    p = commands.add_parser("studies", help="list the studies of a storage, or show one")
+    p.add_argument("action", choices=("list", "show"), nargs="?", default="list")
+    p.add_argument("name", nargs="?")
+    p.add_argument("--storage")
+    p.set_defaults(handler=_cmd_studies)
+    p = commands.add_parser("export", help="write a study's trials as CSV or Parquet")
+    p.add_argument("name")
+    p.add_argument("--format", choices=("csv", "parquet"), default="csv")
+    p.add_argument("--out", help="default results/NAME.csv or .parquet")
+    p.add_argument("--storage")
+    p.set_defaults(handler=_cmd_export)
+    p = commands.add_parser("dashboard", help="optuna-dashboard on 127.0.0.1")
+    p.add_argument("--storage")
+    p.add_argument("--port", type=number(int, 0, strict=True), default=8080)
+    p.set_defaults(handler=_cmd_dashboard)
+
+
+def _storage_errors(command: str):
+    """Map a storage that cannot be used to a one-line usage error."""
+    import contextlib
+
+    from sensitivity.sweep.storage import StorageError
+
+    @contextlib.contextmanager
+    def mapping():
+        try:
+            yield
+        except StorageError as exc:
+            raise UsageError(f"sensitivity {command}: {exc}")
+    return mapping()
+
+
+def _cmd_studies(args) -> int:
+    from sensitivity.sweep import studies
+
+    with _storage_errors("studies"):
+        if args.action == "show":
+            if not args.name:
+                raise UsageError("sensitivity studies show: a study NAME is required")
+            print(studies.show(studies.load(args.name, args.storage)))
+            return EXIT_OK
+        rows = studies.list_studies(args.storage)
+    print(f"{'study':<30} {'trials':>6} {'final':>6} {'directions':<22} started")
+    for row in rows:
+        print(f"{row['study']:<30} {row['trials']:>6} {row['final']:>6} {row['directions']:<22} {row['started']}")
+    return EXIT_OK
+
+
+def _cmd_export(args) -> int:
+    from pathlib import Path
+
+    from sensitivity.sweep import studies
+
+    with _storage_errors("export"):
+        study = studies.load(args.name, args.storage)
+    out = studies.export(study, args.format, Path(args.out or f"results/{args.name}.{args.format}"))
+    print(out)
+    return EXIT_OK
+
+
+def _cmd_dashboard(args) -> int:
+    from sensitivity.sweep import studies
+
+    with _storage_errors("dashboard"):
+        return studies.dashboard(args.storage, args.port)
+
+

@@ -1,0 +1,119 @@
+"""`sensitivity trial`: one trial, from options or a configuration file, printed or as JSON."""
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+
+from sensitivity.commands.common import EXIT_OK, EXIT_TRIAL_FAILED, UsageError, int_list, number
+from sensitivity.spec import LR_POLICIES, OPTIMIZERS, TrialSpec
+
+
+def add_parsers(commands) -> None:
+    from sensitivity import datasets, frameworks, models
+
+    default = {name: field.default for name, field in TrialSpec.model_fields.items()}
+    p = commands.add_parser("trial", help="run one trial and print its result",
+                            argument_default=argparse.SUPPRESS)  # only options given override a --config
+    p.add_argument("--config", help="a configuration YAML (from import-caffe or the defaults table)")
+    p.add_argument("--framework", choices=sorted(frameworks.FRAMEWORKS), help="required, here or in --config")
+    p.add_argument("--backend", help="for keras: tensorflow (default), jax or torch")
+    p.add_argument("--dataset", choices=sorted(datasets.REGISTRY), help="required, here or in --config")
+    p.add_argument("--model", choices=sorted(models.MODELS), help="default: the dataset's model")
+    for option, kind, minimum, strict in [("batch-size", int, 0, True), ("lr", float, 0, True),
+                                          ("epochs", int, 0, True), ("iterations", int, 0, True),
+                                          ("momentum", float, 0, False), ("weight-decay", float, 0, False),
+                                          ("gamma", float, 0, False), ("power", float, 0, False),
+                                          ("stepsize", int, 0, True), ("val-fraction", float, 0, False),
+                                          ("seed", int, 0, False), ("threads", int, 0, False),
+                                          ("timeout", float, 0, True)]:
+        p.add_argument("--" + option, type=number(kind, minimum, strict),
+                       help=f"default {default[option.replace('-', '_')]}")
+    p.add_argument("--optimizer", choices=OPTIMIZERS, help=f"default {default['optimizer']}")
+    p.add_argument("--lr-policy", choices=LR_POLICIES, help="default fixed")
+    p.add_argument("--stepvalues", type=int_list, help="multistep: e.g. 4000,6000")
+    p.add_argument("--init", choices=("neutral", "framework"),
+                   help="neutral (default): the same numpy weights in every framework; framework: its own")
+    p.add_argument("--device", help="cpu (default), gpu or gpu:N")
+    p.add_argument("--data-dir", help="folder of official dataset files (default $SENSITIVITY_DATA_DIR)")
+    p.add_argument("--json", action="store_true", default=False, help="print the TrialResult as one JSON line")
+    p.set_defaults(handler=_cmd_trial)
+
+
+def _spec_from_args(args) -> TrialSpec:
+    from pydantic import ValidationError
+
+    from sensitivity.configs import ConfigError, load_config
+
+    try:
+        config = load_config(args.config) if hasattr(args, "config") else {}
+    except ConfigError as exc:
+        raise UsageError(f"sensitivity trial: --config: {exc}")
+    given = {name: getattr(args, name) for name in TrialSpec.model_fields if hasattr(args, name)}
+    fields = {**config, **given}
+    for required in ("framework", "dataset"):
+        if required not in fields:
+            raise UsageError(f"sensitivity trial: --{required} is required (on the command line or in --config)")
+    try:
+        return TrialSpec(**fields)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        message = error["msg"].removeprefix("Value error, ")
+        if error["loc"]:
+            field = error["loc"][0]
+            origin = _option(field) if field in given else f"{args.config}: config.{field}"
+            message = f"{origin}: {message}"
+        else:  # a rule across fields: name each field as its option
+            message = re.sub(r"\b(" + "|".join(TrialSpec.model_fields) + r")\b", lambda m: _option(m[1]), message)
+        raise UsageError(f"sensitivity trial: {message}")
+
+
+def _option(field: str) -> str:
+    return "--" + str(field).replace("_", "-")
+
+
+def _cmd_trial(args) -> int:
+    from sensitivity import datasets, frameworks
+    from sensitivity.trial.runner import run_trial
+
+    spec = _spec_from_args(args)
+    try:
+        frameworks.worker_variables(spec)
+    except ValueError as exc:
+        raise UsageError(f"sensitivity trial: --backend: {exc}")
+    try:
+        datasets.prepare(spec.dataset, spec.data_dir)
+    except datasets.DatasetError as exc:
+        raise UsageError(f"sensitivity trial: --dataset {spec.dataset}: {exc}")
+
+    def progress(event: dict) -> None:
+        if event.get("event") == "epoch" and not args.json:
+            loss = event["train_loss"]
+            print(f"epoch {event['epoch']}: loss {loss if loss is None else round(loss, 4)}, "
+                  f"test accuracy {event['test_accuracy']}, {event['seconds']:.2f} s", file=sys.stderr)
+
+    result = run_trial(spec, on_event=progress, echo_stderr=not args.json)
+    if args.json:
+        print(result.to_json())
+    else:
+        _print_summary(result)
+    return EXIT_OK if result.status in ("ok", "diverged") else EXIT_TRIAL_FAILED
+
+
+def _print_summary(result) -> None:
+    spec = result.spec
+    print(f"{spec.get('framework')} on {spec.get('dataset')}: {result.status}"
+          + (f" ({result.reason})" if result.reason else ""))
+    fmt = lambda v, unit="": "-" if v is None else (f"{v:.4g}{unit}" if isinstance(v, float) else f"{v}{unit}")  # noqa: E731
+    rows = [("test accuracy", fmt(result.accuracy)), ("validation accuracy", fmt(result.val_accuracy)),
+            ("final train loss", fmt(result.loss)), ("setup", fmt(result.setup_time_s, " s")),
+            ("compile", fmt(result.compile_time_s, " s")), ("train", fmt(result.train_time_s, " s")),
+            ("test", fmt(result.test_time_s, " s")), ("throughput", fmt(result.throughput, " samples/s")),
+            ("peak RSS", fmt(result.peak_rss_mb, " MB")), ("CPU", fmt(result.cpu_percent, " %")),
+            ("parameters", fmt(result.params)), ("version", result.env.get("framework_version", "-"))]
+    for name, value in rows:
+        print(f"  {name:<20} {value}")
+    if result.status in ("failed", "timeout") and result.stderr_tail:
+        print("  stderr (tail):\n    " + result.stderr_tail.strip().replace("\n", "\n    "))
+
+
