@@ -16,6 +16,9 @@ def add_parsers(commands) -> None:
     p = commands.add_parser("trial", help="run one trial and print its result",
                             argument_default=argparse.SUPPRESS)  # only options given override a --config
     p.add_argument("--config", help="a configuration YAML (from import-caffe or the defaults table)")
+    p.add_argument("--from-study", help="rerun a trial of this study (with --trial N; options override)")
+    p.add_argument("--trial", type=number(int, 0), help="the trial number, with --from-study")
+    p.add_argument("--storage", help="the study's storage, with --from-study (default results/optuna.db)")
     p.add_argument("--framework", choices=sorted(frameworks.FRAMEWORKS), help="required, here or in --config")
     p.add_argument("--backend", help="for keras: tensorflow (default), jax or torch")
     p.add_argument("--dataset", choices=sorted(datasets.REGISTRY), help="required, here or in --config")
@@ -49,6 +52,8 @@ def _spec_from_args(args) -> TrialSpec:
         config = load_config(args.config) if hasattr(args, "config") else {}
     except ConfigError as exc:
         raise UsageError(f"sensitivity trial: --config: {exc}")
+    if hasattr(args, "from_study"):
+        config = {**config, **_fields_from_study(args)}
     given = {name: getattr(args, name) for name in TrialSpec.model_fields if hasattr(args, name)}
     fields = {**config, **given}
     for required in ("framework", "dataset"):
@@ -66,6 +71,28 @@ def _spec_from_args(args) -> TrialSpec:
         else:  # a rule across fields: name each field as its option
             message = re.sub(r"\b(" + "|".join(TrialSpec.model_fields) + r")\b", lambda m: _option(m[1]), message)
         raise UsageError(f"sensitivity trial: {message}")
+
+
+def _fields_from_study(args) -> dict:
+    """The TrialSpec fields of trial N of a study, rebuilt from its stored space, parameters and seed."""
+    from sensitivity.spaces import Space
+    from sensitivity.sweep import studies
+    from sensitivity.sweep.storage import StorageError
+
+    if not hasattr(args, "trial"):
+        raise UsageError("sensitivity trial: --from-study needs --trial N")
+    try:
+        study = studies.load(args.from_study, getattr(args, "storage", None))
+    except StorageError as exc:
+        raise UsageError(f"sensitivity trial: --from-study: {exc}")
+    numbers = {t.number: t for t in study.get_trials(deepcopy=False)}
+    if args.trial not in numbers:
+        raise UsageError(f"sensitivity trial: --trial {args.trial}: study {args.from_study} has trials "
+                         f"0 to {max(numbers, default=-1)}")
+    trial = numbers[args.trial]
+    space = Space.model_validate(study.user_attrs["space"])
+    spec = space.trial_spec(trial.params, trial.user_attrs.get("seed", 0))
+    return spec.model_dump(exclude_defaults=True)
 
 
 def _option(field: str) -> str:

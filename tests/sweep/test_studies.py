@@ -81,3 +81,16 @@ def test_dashboard_serves_the_study_on_localhost(swept):
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_trial_from_study_reruns_its_configuration(swept):
+    import optuna
+    study = optuna.load_study(study_name="look", storage=f"sqlite:///{swept}/results/optuna.db")
+    original = study.trials[1]
+    proc = cli(swept, "trial", "--from-study", "look", "--trial", 1, "--json")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rerun = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert rerun["spec"]["lr"] == original.params["lr"] and rerun["spec"]["epochs"] == 2
+    assert rerun["spec"]["val_fraction"] == 0.2 and rerun["spec"]["seed"] == original.user_attrs["seed"]
+    assert rerun["val_accuracy"] == pytest.approx(original.user_attrs["val_accuracy"])  # same seed, same result
+    assert cli(swept, "trial", "--from-study", "look", "--trial", 7).returncode == 2
