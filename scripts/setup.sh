@@ -2,7 +2,8 @@
 # Create or update the two framework environments; safe to run again (a stamp skips what is current).
 #   .venv/         modern (numpy 2): the driver, torch, tensorflow-cpu, keras, jax+flax, pytensor, every optional part
 #   .venv-legacy/  legacy (numpy 1.23.5): mxnet, chainer, Theano, and `sensitivity` itself for the worker
-# Usage: scripts/setup.sh [modern|legacy|all]   (default all)
+#   and Debian's chromium (image export, browser test) when run as root with apt
+# Usage: scripts/setup.sh [modern|legacy|system|all]   (default all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -42,9 +43,20 @@ setup_legacy() {
     echo "$stamp" > .venv-legacy/.setup-stamp
 }
 
+setup_system() {  # Debian's Chromium: kaleido's image export and the report's browser test need it
+    if command -v chromium >/dev/null 2>&1; then return; fi
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "setup: installing Debian's chromium"
+        (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null
+    else
+        echo "setup: chromium is missing: install Debian's chromium for PNG/SVG/PDF export" >&2
+    fi
+}
+
 case "$WHICH" in
     modern) setup_modern ;;
     legacy) setup_legacy ;;
-    all) setup_modern; setup_legacy ;;
-    *) echo "usage: scripts/setup.sh [modern|legacy|all]" >&2; exit 2 ;;
+    system) setup_system ;;
+    all) setup_system; setup_modern; setup_legacy ;;
+    *) echo "usage: scripts/setup.sh [modern|legacy|system|all]" >&2; exit 2 ;;
 esac
