@@ -1,0 +1,282 @@
+"""PyTensor 3 adapter (Theano's successor): shared variables, one compiled training step, one predict.
+
+PyTensor 3 has no convolution or pooling op, so both are built from its array ops: convolution as im2col
+(k*k strided slices stacked, then one matrix product) and pooling as the elementwise maximum or sum of
+k*k strided slices, after padding the bottom and right edges to Caffe's ceil size with -inf (max) or
+zeros (average, divided by each window's in-image count). Inside the image layers the activations are
+CNHW, so the im2col product needs no transposes; NCHW comes back at Flatten.
+
+The learning rate is an input of the step function and momentum and weight decay are shared scalars, so
+one compiled function serves every configuration of a model; compiled graphs are cached per (model,
+input shape, optimizer, device) for the life of the process. The training set lives in shared variables;
+each step passes only its index vector and the batch is gathered inside the graph.
+
+Backend on CPU: PyTensor's C backend (`Mode(linker="cvm", optimizer="fast_run")`). LeNet-5's step and
+predict took 108 s to compile on an empty cache (about 5 s warm) against 771 s for the default numba
+backend (9 s warm, and slower steps); PYTENSOR_FLAGS=mode=JAX|NUMBA selects another. Without a linked
+BLAS, the C backend's products call NumPy's OpenBLAS, whose threads `setup` limits with threadpoolctl.
+GPU: PyTensor reaches a GPU through its JAX backend, so "gpu[:N]" compiles with mode JAX on JAX's GPU N
+(tested here on JAX's CPU only). JAX needs static shapes, so there functions are compiled per batch size,
+`compile` runs them once (and restores the weights) so that XLA's compile is not counted as training,
+and graphs with dropout are not reused across builds (JAX keeps its own copy of the random state).
+"""
+from __future__ import annotations
+
+import functools
+import math
+import os
+import weakref
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+from pytensor.compile.mode import Mode, get_mode
+from pytensor.gradient import disconnected_grad
+from pytensor.tensor.random.utils import RandomStream
+
+from sensitivity.frameworks.base import EpochStats
+from sensitivity.models import Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, pooled_size
+from sensitivity.optim import ADAM_BETA1, ADAM_BETA2, EPSILON, RMSPROP_RHO
+
+pytensor.config.floatX = "float32"
+FLOAT = "float32"
+EVAL_BATCH = 1000  # the shared loop predicts in batches of this size
+_GRAPHS: dict = {}  # (model, input shape, optimizer, device) -> [_Graph]; each used by one adapter at a time
+
+
+def _mode(device: str):
+    if device != "cpu":
+        import jax
+        jax.config.update("jax_default_device", jax.devices("gpu")[int(device[4:] or 0)])
+        return get_mode("JAX")
+    chosen = {flag.split("=")[0].strip() for flag in os.environ.get("PYTENSOR_FLAGS", "").split(",")}
+    if chosen & {"mode", "linker"}:
+        return get_mode(None)  # the user's choice
+    return Mode(linker="cvm", optimizer="fast_run")
+
+
+class PytensorAdapter:
+    name = "pytensor"
+
+    def version(self) -> str:
+        """PyTensor's version and, once built, its linker (VMLinker: the C backend; JAXLinker; NumbaLinker)."""
+        graph = getattr(self, "graph", None)
+        return pytensor.__version__ + (f" ({type(graph.mode.linker).__name__})" if graph else "")
+
+    def setup(self, threads: int, device: str, seed: int) -> None:
+        from threadpoolctl import threadpool_limits
+        threadpool_limits(limits=threads)  # process-wide until changed: not used as a context manager
+        self.seed, self.device = seed, device
+
+    def build(self, model: ModelSpec, input_shape: tuple, classes: int, weights, spec) -> None:
+        key = (model, tuple(input_shape), spec.optimizer, self.device)
+        pool = _GRAPHS.setdefault(key, [])
+        free = [g for g in pool if g.owner() is None and not (g.static and g.has_dropout)]
+        self.graph = free[0] if free else _Graph(model, tuple(input_shape), classes, spec.optimizer,
+                                                 _mode(self.device))
+        if not free:
+            pool.append(self.graph)
+        self.graph.owner = weakref.ref(self)
+        if weights is None:
+            weights = _glorot_uniform(model.param_shapes(input_shape, classes), self.seed)
+        self.graph.reset(weights, spec.momentum, spec.weight_decay, self.seed)
+
+    def set_data(self, x_train: np.ndarray, y_train: np.ndarray) -> None:
+        self.graph.x_data.set_value(x_train.astype(FLOAT, copy=False))
+        self.graph.y_data.set_value(y_train.astype(np.int64, copy=False))
+
+    def compile(self, batch_size: int) -> None:
+        step = self.graph.function("step", batch_size)
+        predict = self.graph.function("predict", EVAL_BATCH)
+        if self.graph.static:  # JAX compiles at the first call: make that call now, then undo the step
+            saved = [(var, var.get_value()) for var in self.graph.state()]
+            step(np.zeros(batch_size, np.int64), np.float32(0.0))
+            predict(np.zeros((EVAL_BATCH,) + self.graph.input_shape, FLOAT))
+            for var, value in saved:
+                var.set_value(value)
+
+    def train_epoch(self, order: np.ndarray, lrs: np.ndarray) -> EpochStats:
+        step, total = self.graph.function("step", order.shape[1]), 0.0
+        order, lrs = order.astype(np.int64, copy=False), lrs.astype(FLOAT)
+        for i in range(len(order)):
+            loss = float(step(order[i], lrs[i]))
+            total += loss
+            if not math.isfinite(loss):
+                return EpochStats(float("nan"), i + 1, diverged=True)
+        return EpochStats(total / max(len(order), 1), len(order))
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        return np.asarray(self.graph.function("predict", len(x))(x.astype(FLOAT, copy=False)))
+
+    def get_weights(self) -> list:
+        return [(np.asarray(k.get_value()), np.asarray(b.get_value())) for k, b in self.graph.params]
+
+    def input_gradient(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        fn = self.graph.function("input_gradient", len(x))
+        return np.asarray(fn(x.astype(FLOAT, copy=False), y.astype(np.int64, copy=False)))
+
+
+class _Graph:
+    """Shared variables of one model and its functions, each compiled on first use."""
+
+    def __init__(self, model: ModelSpec, input_shape: tuple, classes: int, optimizer: str, mode):
+        self.model, self.input_shape, self.classes, self.optimizer, self.mode = (
+            model, input_shape, classes, optimizer, mode)
+        self.owner = lambda: None
+        shared = lambda shape, name: pytensor.shared(np.zeros(shape, FLOAT), name)  # noqa: E731
+        self.params = [(shared(k, f"kernel{i}"), shared(b, f"bias{i}"))
+                       for i, (k, b) in enumerate(model.param_shapes(input_shape, classes))]
+        self.x_data = shared((1,) + input_shape, "x_data")
+        self.y_data = pytensor.shared(np.zeros(1, np.int64), "y_data")
+        self.momentum, self.decay = shared((), "momentum"), shared((), "weight_decay")
+        self.srng = RandomStream(0)
+        flat = [p for pair in self.params for p in pair]
+        slot = lambda: [shared(p.get_value().shape, "slot") for p in flat]  # noqa: E731
+        self.v = slot() if optimizer in ("momentum", "nesterov", "adam") else []
+        self.s = slot() if optimizer in ("adam", "rmsprop") else []
+        self.t = shared((), "adam_t")
+        self.functions = {}
+        self.static = type(mode.linker).__name__ == "JAXLinker"  # JAX: static shapes, compiled per size
+        self.has_dropout = any(isinstance(layer, Dropout) for layer in model.layers)
+
+    def state(self) -> list:
+        return [p for pair in self.params for p in pair] + self.v + self.s + [self.t]
+
+    def reset(self, weights: list, momentum: float, weight_decay: float, seed: int) -> None:
+        for (k, b), (k0, b0) in zip(self.params, weights):
+            k.set_value(np.asarray(k0, FLOAT))
+            b.set_value(np.asarray(b0, FLOAT))
+        for slot in self.v + self.s + [self.t]:
+            slot.set_value(np.zeros(np.shape(slot.get_value()), FLOAT))
+        self.momentum.set_value(np.asarray(momentum, FLOAT))
+        self.decay.set_value(np.asarray(weight_decay, FLOAT))
+        self.srng.seed(seed)
+
+    def forward(self, x, training: bool):
+        params, shape = iter(self.params), self.input_shape
+        h = x.dimshuffle(1, 0, 2, 3) if x.ndim == 4 else x  # CNHW inside the image layers
+        for layer in self.model.layers:
+            if isinstance(layer, Conv):
+                h = _conv(h, *next(params), layer, shape)
+            elif isinstance(layer, Pool):
+                h = _pool(h, layer, shape)
+            elif isinstance(layer, Dense):
+                k, b = next(params)
+                h = pt.dot(h, k) + b
+            elif isinstance(layer, ReLU):
+                h = pt.maximum(h, 0)
+            elif isinstance(layer, Flatten):
+                h = h.dimshuffle(1, 0, 2, 3) if h.ndim == 4 else h
+                h = h.reshape((h.shape[0], -1))
+            elif isinstance(layer, Dropout) and training:
+                keep = self.srng.uniform(size=h.shape, dtype=FLOAT) >= layer.rate
+                h = pt.where(keep, h / np.float32(1.0 - layer.rate), np.float32(0.0))
+            shape = ModelSpec("one", (layer,)).shapes(shape)[0]
+        return h
+
+    def _loss(self, x, y, training: bool):
+        logits = self.forward(x, training)
+        shifted = logits - disconnected_grad(logits.max(axis=1, keepdims=True))
+        log_probs = shifted - pt.log(pt.exp(shifted).sum(axis=1, keepdims=True))  # C ops, unlike LogSoftmax
+        return -(log_probs * pt.eq(y[:, None], np.arange(self.classes)[None, :])).sum(axis=1)
+
+    def function(self, name: str, size: int):
+        """The compiled function `name`, for any batch size (per batch size under JAX)."""
+        size = size if self.static else None
+        if (name, size) not in self.functions:
+            self.functions[name, size] = getattr(self, "_compile_" + name)(size)
+        return self.functions[name, size]
+
+    def _compile_predict(self, size):
+        x = pt.tensor("x", dtype=FLOAT, shape=(size,) + self.input_shape)
+        return pytensor.function([x], self.forward(x, training=False), mode=self.mode)
+
+    def _compile_input_gradient(self, size):
+        x = pt.tensor("x", dtype=FLOAT, shape=(size,) + self.input_shape)
+        y = pt.tensor("y", dtype="int64", shape=(size,))
+        return pytensor.function([x, y], pt.grad(self._loss(x, y, False).sum(), x), mode=self.mode)
+
+    def _compile_step(self, size):
+        """loss = step(indices, lr): one canonical update; the loss is that of the weights before it."""
+        idx, lr = pt.tensor("indices", dtype="int64", shape=(size,)), pt.scalar("lr", dtype=FLOAT)
+        batch = pt.specify_shape(self.x_data[idx], (size,) + self.input_shape)  # batch gathered in the graph
+        loss = self._loss(batch, self.y_data[idx], training=True).mean()
+        flat = [p for pair in self.params for p in pair]
+        grads = [g + self.decay * w for g, w in zip(pt.grad(loss, flat), flat)]
+        return pytensor.function([idx, lr], loss, updates=self._updates(flat, grads, lr), mode=self.mode)
+
+    def _updates(self, weights: list, grads: list, lr) -> list:
+        mu, kind, updates = self.momentum, self.optimizer, []
+        if kind == "adam":
+            t = self.t + 1
+            updates.append((self.t, t))
+            correction1, correction2 = 1 - ADAM_BETA1 ** t, 1 - ADAM_BETA2 ** t
+        for i, (w, g) in enumerate(zip(weights, grads)):
+            if kind == "sgd":
+                updates.append((w, w - lr * g))
+            elif kind in ("momentum", "nesterov"):  # v = mu*v - lr*g; w += v (nesterov: w += mu*v - lr*g)
+                v = mu * self.v[i] - lr * g
+                updates += [(self.v[i], v), (w, w + (v if kind == "momentum" else mu * v - lr * g))]
+            elif kind == "adam":
+                m = ADAM_BETA1 * self.v[i] + (1 - ADAM_BETA1) * g
+                s = ADAM_BETA2 * self.s[i] + (1 - ADAM_BETA2) * g * g
+                updates += [(self.v[i], m), (self.s[i], s),
+                            (w, w - lr * (m / correction1) / (pt.sqrt(s / correction2) + EPSILON))]
+            elif kind == "rmsprop":
+                s = RMSPROP_RHO * self.s[i] + (1 - RMSPROP_RHO) * g * g
+                updates += [(self.s[i], s), (w, w - lr * g / (pt.sqrt(s) + EPSILON))]
+        return [(var, pt.cast(value, var.dtype)) for var, value in updates]
+
+
+def _conv(h, kernel, bias, layer: Conv, chw: tuple):
+    """Correlation of CNHW activations by im2col: (O, C*k*k) kernel times (C*k*k, N*oh*ow) patches."""
+    c, height, width = chw
+    k, s, p = layer.kernel, layer.stride, layer.pad
+    if p:
+        h = pt.set_subtensor(pt.zeros((c, h.shape[1], height + 2 * p, width + 2 * p), dtype=FLOAT)
+                             [:, :, p:p + height, p:p + width], h)
+    oh, ow = (height + 2 * p - k) // s + 1, (width + 2 * p - k) // s + 1
+    patches = pt.stack([h[:, :, i:i + s * (oh - 1) + 1:s, j:j + s * (ow - 1) + 1:s]
+                        for i in range(k) for j in range(k)], axis=1)
+    out = pt.dot(kernel.reshape((layer.out_channels, c * k * k)), patches.reshape((c * k * k, -1)))
+    return out.reshape((layer.out_channels, -1, oh, ow)) + bias[:, None, None, None]
+
+
+def _pool(h, layer: Pool, chw: tuple):
+    """Max or average pooling of CNHW activations with Caffe's ceil rounding, as k*k strided slices of the
+    input padded with -inf (max) or zeros (average, divided by each window's in-image count)."""
+    c, height, width = chw
+    k, s = layer.kernel, layer.stride
+    oh, ow = (pooled_size(n, k, s, layer.ceil) for n in (height, width))
+    full_h, full_w = (oh - 1) * s + k, (ow - 1) * s + k
+    if full_h > height or full_w > width:
+        fill = -np.inf if layer.kind == "max" else 0.0
+        padded = pt.full((c, h.shape[1], max(full_h, height), max(full_w, width)), fill, dtype=FLOAT)
+        h = pt.set_subtensor(padded[:, :, :height, :width], h)
+    slices = [h[:, :, i:i + s * (oh - 1) + 1:s, j:j + s * (ow - 1) + 1:s] for i in range(k) for j in range(k)]
+    if layer.kind == "max":  # elementwise maxima of strided slices: 20x faster than a reshape and max
+        return functools.reduce(pt.maximum, slices)
+    return pt.add(*slices) / _counts(chw, layer)
+
+
+def _counts(chw: tuple, layer: Pool) -> np.ndarray:
+    """How many in-image elements each pooling window holds, shaped (oh, ow)."""
+    _, height, width = chw
+    k, s = layer.kernel, layer.stride
+    rows, cols = ([min(o * s + k, n) - o * s for o in range(pooled_size(n, k, s, layer.ceil))]
+                  for n in (height, width))
+    return np.outer(rows, cols).astype(FLOAT)
+
+
+def _glorot_uniform(param_shapes: list, seed: int) -> list:
+    """PyTensor ships no initialisers; this is the one of the Theano deep-learning tutorials it inherits:
+    kernels uniform in +-sqrt(6/(fan_in+fan_out)) drawn by numpy's RandomState, biases zero."""
+    rng, out = np.random.RandomState(seed), []
+    for kernel_shape, bias_shape in param_shapes:
+        receptive = int(np.prod(kernel_shape[2:]))
+        fan_in, fan_out = kernel_shape[1] * receptive, kernel_shape[0] * receptive
+        if len(kernel_shape) == 2:
+            fan_in, fan_out = kernel_shape
+        bound = math.sqrt(6.0 / (fan_in + fan_out))
+        out.append((rng.uniform(-bound, bound, kernel_shape).astype(FLOAT), np.zeros(bias_shape, FLOAT)))
+    return out
