@@ -1,0 +1,164 @@
+"""One self-contained HTML page about a study: plotly.js inline once, every figure as a div, the tables,
+the environment the trials ran in and the study's storage (never its password). It opens offline.
+
+A section without the data it needs says what would fill it. "Transfer of defaults" and "Robustness" are
+filled by other commands: `transfer_section` and `robustness_section` take their tables (and figures).
+"""
+from __future__ import annotations
+
+import datetime
+import html
+from pathlib import Path
+
+import pandas as pd
+
+from sensitivity.analysis.frontier import runtime_accuracy_frontier
+from sensitivity.analysis.importance import parameter_importance
+from sensitivity.analysis.plots import KINDS, plot_frontier, plot_importance, plot_resources, plot_seeds
+from sensitivity.analysis.resources import resource_use
+from sensitivity.analysis.seeds import NEEDS_SEEDS, has_intervals, seed_intervals
+from sensitivity.analysis.summary import framework_summary
+from sensitivity.analysis.table import OUTCOMES, NotEnoughData, trials_table
+
+ENVIRONMENT = (("host", "env_host"), ("CPU", "env_cpu"), ("GPU", "gpu_name"), ("device", "env_device"),
+               ("python", "env_python"), ("numpy", "env_numpy"), ("git revision", "env_git_revision"),
+               ("initialiser", "env_init"), ("threads", "env_threads"))
+STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;color:#222}
+h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-top:.6em}table{border-collapse:collapse;margin:.6em 0}
+td,th{border:1px solid #ddd;padding:3px 8px;text-align:right;font-size:.9em}th{background:#f4f4f4}
+td:first-child,th:first-child{text-align:left}.missing{color:#8a5a00;background:#fff6e0;padding:.5em 1em}
+.note{color:#555}nav a{margin-right:1em}.scroll{overflow-x:auto}"""
+
+
+def write_report(study, out_path, *, transfer=None, robustness=None) -> Path:
+    """Write the report of `study` (or of a trial table) to `out_path` (.html); returns the path.
+    `transfer` and `robustness` are the tables the transfer and robustness commands compute, if any."""
+    out = Path(out_path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render_report(trials_table(study), transfer=transfer, robustness=robustness), encoding="utf-8")
+    return out
+
+
+def render_report(table: pd.DataFrame, *, transfer=None, robustness=None) -> str:
+    from plotly.offline import get_plotlyjs
+
+    name = table.attrs.get("study", "trial table")
+    sections = [("study", "Study", study_section(table)),
+                ("environment", "Environment", table_html(environment(table), "not recorded: the trials carry "
+                                                          "no environment (env) attributes")),
+                ("summary", "Framework by dataset", _guarded(lambda: table_html(framework_summary(table)))),
+                ("frontier", "Runtime-accuracy frontier", _guarded(lambda: _frontier(table))),
+                ("importance", "Hyper-parameter importance", _guarded(lambda: _importance(table))),
+                ("isolation", "Isolation of each parameter", _figure_section(table, "isolation")),
+                ("seeds", "Seeds: mean and interval", _guarded(lambda: _seeds(table))),
+                ("resources", "Resource use", _guarded(lambda: _resources(table))),
+                ("divergence", "Divergence", _figure_section(table, "divergence")),
+                ("curves", "Learning curves", _figure_section(table, "curves")),
+                ("slice", "Slice", _figure_section(table, "slice")),
+                ("contour", "Contour", _figure_section(table, "contour")),
+                ("transfer", "Transfer of defaults", transfer_section(transfer)),
+                ("robustness", "Robustness", robustness_section(robustness))]
+    nav = " ".join(f'<a href="#{anchor}">{html.escape(title)}</a>' for anchor, title, _ in sections)
+    body = "\n".join(f'<section id="{anchor}"><h2>{html.escape(title)}</h2>\n{content}\n</section>'
+                     for anchor, title, content in sections)
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>sensitivity report: '
+            f'{html.escape(name)}</title>\n<style>{STYLE}</style>\n<script type="text/javascript">{get_plotlyjs()}'
+            f'</script></head>\n<body><h1>sensitivity report: {html.escape(name)}</h1>\n<nav>{nav}</nav>\n{body}\n'
+            f'</body></html>\n')
+
+
+def study_section(table: pd.DataFrame) -> str:
+    attrs = table.attrs
+    counts = table["outcome"].value_counts()
+    rows = [("study", attrs.get("study", "(a trial table, not a study)")),
+            ("storage", attrs.get("storage", "unknown")), ("dataset", attrs.get("dataset") or "unknown"),
+            ("objectives", ", ".join(attrs.get("directions") or []) or "unknown"),
+            ("final trials", f"{len(table)}: " + ", ".join(f"{counts.get(o, 0)} {o}" for o in OUTCOMES)),
+            ("report written", datetime.datetime.now().isoformat(" ", "seconds"))]
+    return table_html(pd.DataFrame(rows, columns=["", "value"]))
+
+
+def environment(table: pd.DataFrame) -> pd.DataFrame:
+    """Where the trials ran: framework versions per framework, then host, CPU, GPU, git revision..."""
+    rows = []
+    if "framework_version" in table and table["framework_version"].notna().any():
+        versions = table.dropna(subset=["framework_version"]).groupby("framework")["framework_version"].unique()
+        rows += [(f"{framework} version", ", ".join(map(str, v))) for framework, v in versions.items()]
+    for label, column in ENVIRONMENT:
+        if column in table and table[column].notna().any():
+            rows.append((label, ", ".join(sorted(map(str, table[column].dropna().unique())))))
+    return pd.DataFrame(rows, columns=["", "value"])
+
+
+def table_html(frame: pd.DataFrame, empty: str = "no rows") -> str:
+    if frame.empty:
+        return _missing(empty)
+    return '<div class="scroll">' + frame.to_html(index=False, border=0, na_rep="-",
+                                                   float_format=lambda v: f"{v:.4g}") + "</div>"
+
+
+def figure_html(fig, anchor: str) -> str:
+    div = fig.to_html(full_html=False, include_plotlyjs=False, div_id=f"figure-{anchor}",
+                      config={"displaylogo": False, "responsive": True})
+    return f'<div class="figure" data-kind="{anchor}">{div}</div>'
+
+
+def _missing(message: str) -> str:
+    return f'<p class="missing">{html.escape(message)}</p>'
+
+
+def _guarded(build) -> str:
+    try:
+        return build()
+    except NotEnoughData as reason:
+        return _missing(str(reason))
+
+
+def _figure_section(table: pd.DataFrame, kind: str) -> str:
+    compute, plot = KINDS[kind]
+    return _guarded(lambda: figure_html(plot(compute(table)), kind))
+
+
+def _frontier(table: pd.DataFrame) -> str:
+    frontier = runtime_accuracy_frontier(table)
+    note = (f'<p class="note">Reference point for the hypervolume: accuracy {frontier.reference_point[0]:g}, '
+            f'train time {frontier.reference_point[1]:.4g} s (1.1 x the slowest ok trial).</p>')
+    return figure_html(plot_frontier(frontier), "frontier") + note + table_html(frontier.summary)
+
+
+def _importance(table: pd.DataFrame) -> str:
+    importance = parameter_importance(table)
+    ranks = importance.pivot(index="parameter", columns="evaluator", values="importance")
+    ranks = ranks.rename_axis(columns=None).reset_index().sort_values(ranks.columns[0], ascending=False)
+    return figure_html(plot_importance(importance), "importance") + table_html(ranks)
+
+
+def _seeds(table: pd.DataFrame) -> str:
+    intervals = seed_intervals(table)
+    note = "" if has_intervals(intervals) else _missing(
+        f"{NEEDS_SEEDS} (the space's `seeds: 2` or more); the means below are single runs, n=1")
+    columns = ["framework", "configuration", "n_seeds", "accuracy_mean", "accuracy_low", "accuracy_high",
+               "train_time_s_mean", "train_time_s_low", "train_time_s_high"]
+    shown = intervals.sort_values("accuracy_mean", ascending=False).head(30)[columns]
+    return note + figure_html(plot_seeds(intervals), "seeds") + table_html(shown)
+
+
+def _resources(table: pd.DataFrame) -> str:
+    usage = resource_use(table)
+    return figure_html(plot_resources(usage), "resources") + table_html(usage)
+
+
+def transfer_section(transfer=None, figures=()) -> str:
+    """Transfer of defaults between frameworks and datasets: its table and figures, once computed."""
+    return _external_section(transfer, figures, "sensitivity transfer", "transfer")
+
+
+def robustness_section(robustness=None, figures=()) -> str:
+    """Robustness to adversarial examples: its table and figures, once computed."""
+    return _external_section(robustness, figures, "sensitivity robustness", "robustness")
+
+
+def _external_section(frame, figures, command: str, anchor: str) -> str:
+    if frame is None or len(frame) == 0:
+        return _missing(f"not computed for this study: run {command}")
+    return "".join(figure_html(fig, f"{anchor}-{i}") for i, fig in enumerate(figures)) + table_html(frame)

@@ -1,0 +1,46 @@
+"""What every figure shares: one colour per framework, labels that carry n, and the mark of a framework
+default configuration (a black-edged star, one legend entry per figure)."""
+from __future__ import annotations
+
+try:
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+except ImportError:  # pragma: no cover - the extra is part of the modern environment
+    raise ImportError("figures need plotly: pip install 'sensitivity[plots]'") from None
+
+__all__ = ["go", "make_subplots", "colours", "framework_label", "add_default_marks", "finish"]
+
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+           "#17becf")
+DEFAULT_MARK = dict(symbol="star", size=15, color="gold", line=dict(color="black", width=1.5))
+DEFAULT_NAME = "framework default"
+
+
+def colours(frameworks) -> dict:
+    """The same colour for a framework in every figure of a report (by sorted name)."""
+    return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(sorted(set(frameworks)))}
+
+
+def framework_label(framework: str, n_trials: int, n_seeds: int, unit: str = "trials") -> str:
+    n_seeds = int(n_seeds)
+    return f"{framework} (n={int(n_trials)} {unit}, {n_seeds} seed{'' if n_seeds == 1 else 's'})"
+
+
+def add_default_marks(fig, x, y, hover, row=None, col=None) -> None:
+    """Stars on the framework default configurations; the legend names them once per figure."""
+    if len(x) == 0:
+        return
+    shown = any(trace.name == DEFAULT_NAME and trace.showlegend is not False for trace in fig.data)
+    trace = go.Scatter(x=list(x), y=list(y), mode="markers", marker=DEFAULT_MARK, name=DEFAULT_NAME,
+                       legendgroup=DEFAULT_NAME, showlegend=not shown, hovertext=list(hover),
+                       hoverinfo="text")
+    if row is None:
+        fig.add_trace(trace)
+    else:
+        fig.add_trace(trace, row=row, col=col)
+
+
+def finish(fig, title: str, height: int = 500):
+    fig.update_layout(title=title, height=height, template="plotly_white", legend=dict(groupclick="toggleitem"),
+                      hoverlabel=dict(namelength=-1))
+    return fig

@@ -1,0 +1,255 @@
+"""The trial table every analysis reads, and the grouping and binning every analysis shares.
+
+`trials_table` gives one row per final trial (orphans and surplus trials left out) with an `outcome`:
+`ok` and `diverged` (Optuna COMPLETE; a diverged trial keeps its measured, chance-level accuracy),
+`pruned` (kept apart: never on a frontier) and `failed` (FAIL, timeouts included: counted, never scored).
+Parameters keep Optuna's `param_` prefix; `framework` repeats `param_framework`; `curve` is a list of
+per-epoch dicts; `gpu_*` and `env_*` flatten the result's `gpu` and `env` records.
+"""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+
+OUTCOMES = ("ok", "diverged", "pruned", "failed")
+TRAINED = ("ok", "diverged")
+PARAM = "param_"
+METRICS = ("accuracy", "val_accuracy", "loss", "train_time_s", "setup_time_s", "compile_time_s", "test_time_s",
+           "wall_time_s", "throughput", "peak_rss_mb", "cpu_percent", "flops_per_s", "gpu_utilization_percent",
+           "gpu_peak_memory_mb", "gpu_energy_j")
+GPU_FIELDS = ("name", "utilization_percent", "peak_memory_mb", "energy_j")
+ENV_FIELDS = ("python", "numpy", "host", "platform", "cpu", "gpu", "device", "threads", "git_revision", "init",
+              "model")
+FINAL_STATES = ("COMPLETE", "PRUNED", "FAIL")
+
+
+class NotEnoughData(ValueError):
+    """An analysis lacks the trials it needs; the message says what would fill it."""
+
+
+def trials_table(source) -> pd.DataFrame:
+    """The trial table of a study, or of a frame from `sensitivity.sweep.studies.trials_frame` (or its CSV).
+
+    A table already made by this function is returned as it is. `attrs` holds the study's name, storage
+    (without password), dataset and parameter distributions (JSON) when the source is a study.
+    """
+    if isinstance(source, pd.DataFrame):
+        return source if "outcome" in source.columns else _normalise(source.copy())
+    return _normalise(_from_study(source))
+
+
+def _from_study(study) -> pd.DataFrame:
+    from optuna.distributions import distribution_to_json
+
+    from sensitivity.sweep.studies import trials_frame
+
+    frame = trials_frame(study)
+    trials = study.get_trials(deepcopy=False)
+    extras = pd.DataFrame([_extra_fields(t) for t in trials], columns=_EXTRA_COLUMNS)
+    if not frame.empty:
+        frame = frame.merge(extras, on="number", how="left")
+    distributions = {}
+    for trial in trials:
+        for name, dist in trial.distributions.items():
+            distributions.setdefault(name, distribution_to_json(dist))
+    frame.attrs.update(study=study.study_name, storage=storage_description(study), distributions=distributions,
+                       dataset=(study.user_attrs.get("space") or {}).get("dataset"),
+                       directions=[d.name.lower() for d in study.directions])
+    return frame
+
+
+_EXTRA_COLUMNS = (["number", "surplus", "wall_time_s", "is_default"] + [f"gpu_{k}" for k in GPU_FIELDS]
+                  + [f"env_{k}" for k in ENV_FIELDS])
+
+
+def _extra_fields(trial) -> dict:
+    """What `trials_frame` leaves out: the GPU and environment records, surplus and default flags."""
+    attrs = trial.user_attrs
+    gpu, env = attrs.get("gpu") or {}, attrs.get("env") or {}
+    row = {"number": trial.number, "surplus": attrs.get("surplus"), "wall_time_s": attrs.get("wall_time_s"),
+           "is_default": attrs.get("is_default")}
+    row.update({f"gpu_{k}": gpu.get(k) for k in GPU_FIELDS})
+    row.update({f"env_{k}": env.get(k) for k in ENV_FIELDS})
+    return row
+
+
+def storage_description(study) -> str:
+    """The study's storage as a URL safe to show (no password): RDB URL, journal file, or in memory."""
+    from sensitivity.sweep.storage import describe
+
+    storage = getattr(study, "_storage", None)
+    for layer in (storage, getattr(storage, "_backend", None)):  # RDB storages come wrapped in a cache
+        if getattr(layer, "url", None):
+            return describe(str(layer.url))
+        if getattr(layer, "_file_path", None):
+            return f"journal:{layer._file_path}"
+    return "in memory"
+
+
+def _normalise(frame: pd.DataFrame) -> pd.DataFrame:
+    attrs = dict(frame.attrs)
+    for column in ("number", "state", "status"):
+        if column not in frame:
+            frame[column] = range(len(frame)) if column == "number" else None
+    if "state" in frame and frame["state"].notna().any():
+        frame = frame[frame["state"].isin(FINAL_STATES)]
+    for flag in ("orphaned", "surplus"):
+        if flag in frame:
+            frame = frame[~frame[flag].eq(True)]
+    frame = frame.copy()
+    if PARAM + "framework" in frame:
+        frame["framework"] = frame[PARAM + "framework"].astype(str)
+    elif "framework" not in frame:
+        frame["framework"] = "unknown"
+    if "dataset" not in frame:
+        frame["dataset"] = attrs.get("dataset") or "unknown"
+    seeds = frame["seed"] if "seed" in frame else pd.Series(0, index=frame.index)
+    frame["seed"] = pd.to_numeric(seeds, errors="coerce").fillna(0).astype(int)  # TrialSpec's default seed
+    ids = frame["config_id"] if "config_id" in frame else pd.Series(None, index=frame.index, dtype=object)
+    frame["config_id"] = ids.where(ids.notna(), "#" + frame["number"].astype(str)).astype(str)
+    frame["outcome"] = _outcomes(frame)
+    for column in METRICS:
+        frame[column] = pd.to_numeric(frame[column], errors="coerce") if column in frame else np.nan
+    frame["curve"] = [_parse_curve(c) for c in frame["curve"]] if "curve" in frame else [[]] * len(frame)
+    if "is_default" in frame and frame["is_default"].notna().any():
+        frame["is_default"] = frame["is_default"].eq(True)
+    else:
+        frame = frame.drop(columns="is_default", errors="ignore")
+    frame.attrs = attrs
+    return frame.reset_index(drop=True)
+
+
+def _outcomes(frame: pd.DataFrame) -> pd.Series:
+    state = frame["state"].fillna("COMPLETE")
+    status = frame["status"].fillna("ok")
+    outcome = np.where(state == "PRUNED", "pruned", np.where(state == "FAIL", "failed", status))
+    return pd.Series(outcome, index=frame.index).where(lambda s: s.isin(OUTCOMES), "failed")
+
+
+def _parse_curve(curve) -> list:
+    if isinstance(curve, str):
+        return json.loads(curve) if curve else []
+    return list(curve) if isinstance(curve, (list, tuple, np.ndarray)) else []
+
+
+def trained(table: pd.DataFrame) -> pd.DataFrame:
+    """Trials that trained to a result: outcome ok or diverged (Optuna COMPLETE)."""
+    return table[table["outcome"].isin(TRAINED)]
+
+
+def has_defaults(table: pd.DataFrame) -> bool:
+    return "is_default" in table and bool(table["is_default"].any())
+
+
+def defaults_of(table: pd.DataFrame) -> pd.Series:
+    """Boolean mask of framework default configurations (all False without an `is_default` column)."""
+    return table["is_default"].astype(bool) if "is_default" in table else pd.Series(False, index=table.index)
+
+
+def parameter_names(table: pd.DataFrame, framework: bool = True) -> list:
+    names = [c[len(PARAM):] for c in table.columns if c.startswith(PARAM)]
+    names = sorted(names, key=lambda n: (n != "framework", n))
+    return names if framework else [n for n in names if n != "framework"]
+
+
+def grouped(rows: pd.DataFrame, keys=("framework",), *, outcomes: bool = False, **aggregations) -> pd.DataFrame:
+    """One row per group of `keys` with `n_trials` and `n_seeds` (distinct seeds), then `aggregations`
+    (pandas named aggregations, name=(column, function)); `outcomes` adds n_ok, n_diverged, n_pruned,
+    n_failed. The one grouping every analysis uses, so counts mean the same everywhere."""
+    keys = list(keys)
+    out = rows.groupby(keys, sort=True, observed=True).agg(
+        n_trials=("number", "size"), n_seeds=("seed", "nunique"), **aggregations)
+    if outcomes:
+        counts = rows.groupby(keys + ["outcome"], observed=True).size().unstack("outcome", fill_value=0)
+        counts = counts.reindex(columns=list(OUTCOMES), fill_value=0).add_prefix("n_")
+        out = out.join(counts).fillna({f"n_{o}": 0 for o in OUTCOMES})
+        out[[f"n_{o}" for o in OUTCOMES]] = out[[f"n_{o}" for o in OUTCOMES]].astype(int)
+    return out.reset_index()
+
+
+def parameter_distributions(table: pd.DataFrame, framework: bool = True) -> dict:
+    """Optuna distributions of the parameters: the study's where they hold every value, else inferred
+    from the column (categorical for text; int or float otherwise, on a log scale when positive and
+    spanning two decades or more)."""
+    from optuna.distributions import json_to_distribution
+
+    stored = table.attrs.get("distributions") or {}
+    out = {}
+    for name in parameter_names(table, framework):
+        values = table[PARAM + name].dropna()
+        if values.empty:
+            continue
+        dist = json_to_distribution(stored[name]) if name in stored else None
+        out[name] = dist if dist is not None and _holds(dist, values) else _inferred(values)
+    return out
+
+
+def _holds(dist, values: pd.Series) -> bool:
+    if hasattr(dist, "choices"):
+        return set(values.unique().tolist()) <= set(dist.choices)
+    numbers = pd.to_numeric(values, errors="coerce")
+    return numbers.notna().all() and dist.low <= numbers.min() and numbers.max() <= dist.high
+
+
+def _inferred(values: pd.Series):
+    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+    if pd.api.types.is_bool_dtype(values) or not pd.api.types.is_numeric_dtype(values):
+        return CategoricalDistribution(sorted(values.unique().tolist(), key=str))
+    low, high = float(values.min()), float(values.max())
+    log = low > 0 and high / low >= 100
+    if (values == values.round()).all():
+        return IntDistribution(int(low), int(high), log=log)
+    return FloatDistribution(low, high, log=log)
+
+
+def is_categorical(dist) -> bool:
+    return hasattr(dist, "choices")
+
+
+def bin_parameter(values: pd.Series, dist, bins: int = 5) -> pd.DataFrame:
+    """Each value's bin: `value` (its label), `order` (for sorting) and `centre` (NaN for categories).
+    Categories, and numbers with at most `bins` distinct values, are their own bins; other numbers fall
+    in `bins` equal bins over the distribution's range (in log space for a log distribution)."""
+    values = values.dropna()
+    distinct = values.unique()
+    numeric = not is_categorical(dist) and pd.api.types.is_numeric_dtype(values)
+    if not numeric or len(distinct) <= bins:
+        ordered = sorted(distinct.tolist(), key=(float if numeric else str))
+        order = values.map({v: i for i, v in enumerate(ordered)})
+        return pd.DataFrame({"value": values.map(format_value), "order": order.astype(int),
+                             "centre": values.astype(float) if numeric else np.nan}, index=values.index)
+    log = bool(getattr(dist, "log", False))
+    scale = (lambda x: np.log10(x)) if log else (lambda x: x)
+    low, high = min(dist.low, values.min()), max(dist.high, values.max())
+    edges = np.linspace(scale(low), scale(high), bins + 1)
+    index = np.clip(np.searchsorted(edges, scale(values.to_numpy(float)), side="right") - 1, 0, bins - 1)
+    unscale = (lambda x: 10.0 ** x) if log else (lambda x: x)
+    labels = [f"[{format_value(unscale(edges[i]))}, {format_value(unscale(edges[i + 1]))}"
+              + ("]" if i == bins - 1 else ")") for i in range(bins)]
+    centres = unscale((edges[:-1] + edges[1:]) / 2)
+    return pd.DataFrame({"value": np.asarray(labels)[index], "order": index, "centre": centres[index]},
+                        index=values.index)
+
+
+def format_value(value) -> str:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+        return str(value)
+    if isinstance(value, float) and math.isnan(value):
+        return "-"
+    return f"{value:.3g}"
+
+
+def configuration_label(rows: pd.DataFrame, names) -> pd.Series:
+    """A readable label of each row's parameters `names` ("lr=0.01, batch_size=64"); "default" for none."""
+    columns = [rows[PARAM + n].tolist() for n in names]
+    labels = [", ".join(f"{n}={format_value(v)}" for n, v in zip(names, values) if not _missing(v)) or "default"
+              for values in zip(*columns)] if names else ["default"] * len(rows)
+    return pd.Series(labels, index=rows.index, dtype=object)
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))

@@ -1,0 +1,102 @@
+"""Figures: every kind draws from its computed data, marks framework defaults, shows n where frameworks
+are compared, and writes self-contained HTML. Pixels are the browser test's business."""
+import re
+
+import plotly.graph_objects as go
+import pytest
+from analysis_data import frame
+
+from sensitivity.analysis.plots import KINDS, figure, write_figure
+from sensitivity.analysis.style import DEFAULT_NAME
+from sensitivity.analysis.table import NotEnoughData, trials_table
+
+COMPARING = ("frontier", "isolation", "seeds", "resources", "divergence", "curves", "slice")
+
+
+@pytest.fixture(scope="module")
+def table(seeded_study):
+    return trials_table(seeded_study)
+
+
+def test_registry_maps_every_kind_to_compute_and_plot():
+    assert list(KINDS) == ["frontier", "importance", "isolation", "slice", "contour", "curves", "seeds",
+                           "resources", "divergence"]
+    assert all(callable(compute) and callable(plot) for compute, plot in KINDS.values())
+
+
+@pytest.fixture(scope="module")
+def figures(table):
+    return {kind: figure(table, kind) for kind in KINDS}
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_every_kind_draws_a_figure_with_data(figures, kind):
+    fig = figures[kind]
+    assert isinstance(fig, go.Figure) and fig.layout.title.text
+    assert any(len(trace.x if trace.x is not None else trace.y) for trace in fig.data)
+
+
+@pytest.mark.parametrize("kind", [k for k in KINDS if k != "importance"])
+def test_framework_defaults_are_starred(figures, kind):
+    marks = [t for t in figures[kind].data if t.name == DEFAULT_NAME]
+    assert marks and sum(len(t.x) for t in marks) >= 1
+    assert sum(t.showlegend for t in marks) == 1  # one legend entry however many subplots
+
+
+def test_importance_names_the_defaults_beside_the_bars(figures):
+    texts = [text for trace in figures["importance"].data if trace.text is not None for text in trace.text]
+    assert any(text.startswith("framework defaults: ") for text in texts)
+
+
+@pytest.mark.parametrize("kind", COMPARING)
+def test_figures_comparing_frameworks_show_n(figures, kind):
+    labels = []
+    for trace in figures[kind].data:
+        labels.append(trace.name or "")
+        for attribute in ("hovertext", "x", "text"):
+            value = getattr(trace, attribute, None)
+            labels.extend(value if isinstance(value, (tuple, list)) else [value] if isinstance(value, str) else [])
+    assert any(re.search(r"n=\d+", str(label)) for label in labels)
+
+
+def test_seeds_figure_says_n_1_and_draws_no_interval_for_one_seed():
+    rows = [{"framework": fw, "lr": 0.01, "seed": 0, "config_id": fw, "accuracy": 0.9, "train_time_s": 1}
+            for fw in ("torch", "jax")]
+    fig = figure(trials_table(frame(*rows)), "seeds")
+    traces = [t for t in fig.data if t.name != DEFAULT_NAME]
+    assert all(t.text == ("n=1",) for t in traces)
+    assert all(all(v != v for v in t.error_x.array) for t in traces)  # NaN: no bar
+
+
+def test_options_reach_the_function_that_takes_them(table):
+    fig = figure(table, "seeds", top=3)
+    assert len({y for t in fig.data for y in t.y}) == 3
+    isolation = figure(table, "isolation", parameters=["lr"], bins=2)
+    assert len(isolation.layout.annotations) == 1  # one subplot title: lr
+    with pytest.raises(ValueError, match="unknown option 'colour' for frontier"):
+        figure(table, "frontier", colour="red")
+    with pytest.raises(ValueError, match="unknown figure kind 'pie'; allowed: frontier, importance"):
+        figure(table, "pie")
+
+
+def test_write_figure_html_is_self_contained(table, tmp_path):
+    out = write_figure(table, "frontier", tmp_path / "sub" / "frontier.html")
+    text = out.read_text()
+    assert out.parent.name == "sub" and "Plotly.newPlot" in text
+    assert not re.search(r"<script[^>]+src=", text)  # plotly.js inline, nothing fetched
+    assert len(text) > 1_000_000
+
+
+def test_write_figure_refuses_unknown_formats_and_empty_data(table, tmp_path):
+    with pytest.raises(ValueError, match="allowed endings: .html, .png, .svg, .pdf"):
+        write_figure(table, "frontier", tmp_path / "frontier.jpg")
+    with pytest.raises(NotEnoughData):
+        write_figure(trials_table(frame({"framework": "torch", "state": "FAIL", "status": "failed"})), "frontier",
+                     tmp_path / "f.html")
+
+
+def test_image_export_without_a_browser_says_what_to_install(table, tmp_path, monkeypatch):
+    monkeypatch.setenv("BROWSER_PATH", str(tmp_path / "no-chromium"))
+    with pytest.raises(RuntimeError, match="install Debian's `chromium` package"):
+        write_figure(table, "frontier", tmp_path / "frontier.png")
+    assert not (tmp_path / "frontier.png").exists()

@@ -1,0 +1,65 @@
+"""The HTML report: one page, plotly.js once, every section present or saying what would fill it."""
+import re
+
+import pandas as pd
+import pytest
+from analysis_data import make_study
+
+from sensitivity.analysis.plots import KINDS
+from sensitivity.analysis.report import environment, robustness_section, transfer_section, write_report
+from sensitivity.analysis.table import trials_table
+
+SECTIONS = ("study", "environment", "summary", "frontier", "importance", "isolation", "seeds", "resources",
+            "divergence", "curves", "slice", "contour", "transfer", "robustness")
+
+
+@pytest.fixture(scope="module")
+def small_report(tmp_path_factory):
+    path = tmp_path_factory.mktemp("report") / "small.html"
+    return write_report(make_study(n_configs=6, seeds=1), path).read_text()
+
+
+def test_a_small_one_seed_study_gets_every_section_and_every_figure(small_report):
+    for anchor in SECTIONS:
+        assert f'<section id="{anchor}">' in small_report
+    figures = re.findall(r'<div class="figure" data-kind="([a-z-]+)">', small_report)
+    assert sorted(figures) == sorted(KINDS)
+    assert small_report.count('class="plotly-graph-div"') == len(KINDS)
+
+
+def test_plotly_js_is_inline_once_and_nothing_is_fetched(small_report):
+    assert small_report.count("plotly.js v") == 1  # the library's banner
+    assert not re.search(r"<script[^>]+src=", small_report) and "<link" not in small_report
+    assert small_report.count("Plotly.newPlot") == len(KINDS)
+
+
+def test_sections_without_data_say_what_would_fill_them(small_report):
+    assert "seed intervals need 2 or more seeds per configuration" in small_report
+    assert "not computed for this study: run sensitivity transfer" in small_report
+    assert "not computed for this study: run sensitivity robustness" in small_report
+
+
+def test_report_of_failed_trials_explains_each_empty_section(tmp_path):
+    text = write_report(make_study(n_configs=0, failed=2), tmp_path / "failed.html").read_text()
+    assert "importance needs at least 2 complete trials with varied parameters" in text
+    assert "the runtime-accuracy frontier needs at least one trial with status ok" in text
+    assert "learning curves need trials with a per-epoch curve" in text
+    # failures are still counted across the parameters' ranges: the one figure such a study has
+    assert re.findall(r'<div class="figure" data-kind="([a-z-]+)">', text) == ["divergence"]
+
+
+def test_environment_and_storage_are_shown(small_report):
+    assert "testhost" in small_report and "Test CPU" in small_report and "abc1234" in small_report
+    assert "torch-1.0" in small_report and "in memory" in small_report
+
+
+def test_environment_lists_versions_per_framework():
+    env = environment(trials_table(make_study(n_configs=3))).set_index("")["value"]
+    assert env["torch version"] == "torch-1.0" and env["host"] == "testhost" and env["python"] == "3.11.7"
+
+
+def test_transfer_and_robustness_hooks_render_their_tables():
+    table = pd.DataFrame({"from": ["torch"], "to": ["jax"], "accuracy_drop": [0.12]})
+    assert "accuracy_drop" in transfer_section(table) and "0.12" in transfer_section(table)
+    assert "run sensitivity robustness" in robustness_section(None)
+    assert "run sensitivity transfer" in transfer_section(pd.DataFrame())
