@@ -94,3 +94,15 @@ def test_trial_from_study_reruns_its_configuration(swept):
     assert rerun["spec"]["val_fraction"] == 0.2 and rerun["spec"]["seed"] == original.user_attrs["seed"]
     assert rerun["val_accuracy"] == pytest.approx(original.user_attrs["val_accuracy"])  # same seed, same result
     assert cli(swept, "trial", "--from-study", "look", "--trial", 7).returncode == 2
+
+
+def test_plot_and_report_commands(swept):
+    html = cli(swept, "plot", "look", "--kind", "frontier", "--out", swept / "frontier.html")
+    assert html.returncode == 0, html.stderr[-2000:]
+    assert "plotly" in (swept / "frontier.html").read_text().lower()
+    bad = cli(swept, "plot", "look", "--kind", "frontier", "--out", swept / "frontier.gif")
+    assert bad.returncode == 2 and ".svg" in bad.stderr
+    report = cli(swept, "report", "look")
+    assert report.returncode == 0, report.stderr[-2000:]
+    page = (swept / "results" / "look-report.html").read_text()
+    assert "Runtime-accuracy" in page and "not computed for this study" in page
