@@ -1,0 +1,325 @@
+"""Keras 3 adapter: a Sequential model trained by Keras' own `model.compile` / `model.fit`.
+
+The backend (tensorflow, jax or torch) is fixed before import by KERAS_BACKEND, which the runner sets
+from TrialSpec.backend (`sensitivity.frameworks.worker_variables`). Images are NHWC (channels_last).
+
+Canonical semantics inside Keras:
+- One optimizer subclass (`CanonicalOptimizer`) for all five rules: Keras' SGD already keeps lr inside
+  the velocity (v = mu*v - lr*g; Nesterov w += mu*v - lr*g, the canonical form), but Keras' Adam adds
+  epsilon to sqrt(v) *before* the bias correction ("epsilon hat") and Keras' RMSprop puts epsilon inside
+  the square root, so both differ from the canonical formulas; one class writes all five.
+- Weight decay is the L2 term: the optimizer adds lambda*w to every gradient (biases included). Not
+  Keras' `weight_decay` argument (decoupled, AdamW-style), nor the old Keras `decay` (an lr decay): the
+  slip DLBench made. Doing it in the optimizer rather than with L2(lambda/2) regularizers keeps the loss
+  that fit reports the data loss (regularizer losses are added to it) and spares the sum of squares.
+- The learning rate of every step comes from the epoch's `lrs` array, kept in optimizer variables (so the
+  jax backend's stateless train step carries it) and indexed by iterations since the epoch began.
+- An epoch is one `model.fit` over exactly the batches of `order`, one gather, shuffle=False; a callback
+  counts steps and stops fit after the first batch whose loss is not finite.
+Threads: tensorflow tf.config.threading, torch torch.set_num_threads; jax's XLA CPU pool is sized when jax
+initialises (all CPUs the process may use), before any adapter code runs: `threads` has no effect there
+(see jax_adapter). Seeds: keras.utils.set_random_seed on tensorflow; every initializer and Dropout layer
+also gets its own seed, so the jax and torch backends need only Python's, numpy's and torch's seeded.
+"""
+from __future__ import annotations
+
+import math
+import os
+import random
+
+import keras
+import numpy as np
+from keras import ops
+
+from sensitivity.frameworks.base import EpochStats
+from sensitivity.models import Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, nhwc_dense_rows, pooled_size
+from sensitivity.optim import ADAM_BETA1, ADAM_BETA2, EPSILON, RMSPROP_RHO
+
+BACKEND = keras.backend.backend()
+
+
+def _to_nhwc(x: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(x.transpose(0, 2, 3, 1)) if x.ndim == 4 else x
+
+
+def _backend_version() -> str:
+    return __import__(BACKEND).__version__  # the backends' module names: tensorflow, jax, torch
+
+
+class KerasAdapter:
+    name = "keras"
+
+    def version(self) -> str:
+        return f"{keras.__version__} ({BACKEND} backend {_backend_version()})"
+
+    def setup(self, threads: int, device: str, seed: int) -> None:
+        if BACKEND == "tensorflow":
+            import tensorflow as tf
+            try:
+                tf.config.threading.set_intra_op_parallelism_threads(threads)
+                tf.config.threading.set_inter_op_parallelism_threads(threads)
+            except RuntimeError:  # settable once per process: a warm worker keeps the first setting
+                pass
+            keras.utils.set_random_seed(seed)
+        else:  # keras.utils.set_random_seed would import TensorFlow (3 s) to seed it; every random layer
+            random.seed(seed)  # and initializer here has its own seed, so only these generators remain
+            np.random.seed(seed)
+            if BACKEND == "torch":
+                import torch
+                torch.set_num_threads(threads)
+                torch.manual_seed(seed)
+        self.seed = seed
+        self.device = "cpu" if device == "cpu" else "gpu:" + (device[4:] or "0")
+
+    def build(self, model: ModelSpec, input_shape: tuple, classes: int, weights, spec) -> None:
+        requested = spec.backend or os.environ.get("KERAS_BACKEND") or "tensorflow"
+        if requested != BACKEND:
+            raise RuntimeError(f"keras runs on the {BACKEND} backend here, the trial asks for {requested}: "
+                               f"KERAS_BACKEND must be set before keras is imported (the runner does)")
+        given = iter(weights) if weights is not None else None
+        shape, flat_from = tuple(input_shape), None
+        layers = [keras.Input(shape[1:] + shape[:1] if len(shape) == 3 else shape)]  # (H, W, C)
+        self.weighted, self.flat_before = [], []  # Conv2D/Dense layers; the (C,H,W) a Dense reads, if any
+        for i, (layer, out) in enumerate(zip(model.layers, model.shapes(input_shape))):
+            if isinstance(layer, (Conv, Dense)):
+                chw = flat_from if isinstance(layer, Dense) else None
+                init = self._initializers(i, next(given) if given else None, chw)
+                if isinstance(layer, Conv):
+                    if layer.pad:
+                        layers.append(keras.layers.ZeroPadding2D(layer.pad))
+                    layers.append(keras.layers.Conv2D(layer.out_channels, layer.kernel, layer.stride, **init))
+                else:
+                    layers.append(keras.layers.Dense(layer.units, **init))
+                self.weighted.append(layers[-1])
+                self.flat_before.append(chw)
+                flat_from = None
+            elif isinstance(layer, Pool):
+                layers.append(_pool_layer(layer, shape))
+            elif isinstance(layer, Flatten):
+                layers.append(keras.layers.Flatten())
+                flat_from = shape if len(shape) == 3 else None
+            elif isinstance(layer, ReLU):
+                layers.append(keras.layers.ReLU())
+            elif isinstance(layer, Dropout):
+                layers.append(keras.layers.Dropout(layer.rate, seed=self.seed + i))
+            shape = out
+        with keras.device(self.device):
+            self.model = keras.Sequential(layers)
+            self.optimizer = CanonicalOptimizer(spec.optimizer, spec.momentum, spec.weight_decay)
+            self.model.compile(optimizer=self.optimizer,
+                               loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        self.counter = _StepCounter()
+
+    def _initializers(self, i: int, pair, chw) -> dict:
+        """The neutral (kernel, bias) as initializers in Keras' layout (no random op is run: on the jax
+        backend each one compiles alone, 3 s for LeNet), or Keras' defaults (Glorot uniform kernel, zero
+        bias) seeded per layer."""
+        if pair is None:
+            return {"kernel_initializer": keras.initializers.GlorotUniform(seed=self.seed + i)}
+        kernel, bias = pair
+        kernel = kernel.transpose(2, 3, 1, 0) if kernel.ndim == 4 else nhwc_dense_rows(kernel, chw) if chw else kernel
+        return {"kernel_initializer": _Given(kernel), "bias_initializer": _Given(bias)}
+
+    def set_data(self, x_train: np.ndarray, y_train: np.ndarray) -> None:
+        self.x, self.y = _to_nhwc(x_train), y_train.astype(np.int32)  # fit feeds from memory
+
+    def _fit(self, order: np.ndarray, lrs: np.ndarray):
+        self.optimizer.start_epoch(lrs)
+        idx = order.reshape(-1)
+        with keras.device(self.device):
+            return self.model.fit(self.x[idx], self.y[idx], batch_size=order.shape[1], epochs=1,
+                                  shuffle=False, verbose=0, callbacks=[self.counter])
+
+    def compile(self, batch_size: int) -> None:
+        """Build the optimizer and compile fit's train step with one step, then restore every variable."""
+        with keras.device(self.device):
+            self.optimizer.capacity = max(1, len(self.y) // batch_size)
+            self.optimizer.build(self.model.trainable_variables)
+        state = self.model.variables + self.optimizer.variables
+        saved = [ops.convert_to_numpy(v.value) for v in state]
+        self._fit(np.arange(batch_size)[None] % len(self.y), np.zeros(1))
+        for variable, value in zip(state, saved):
+            variable.assign(value)
+
+    def train_epoch(self, order: np.ndarray, lrs: np.ndarray) -> EpochStats:
+        if not self.optimizer.built:
+            self.compile(order.shape[1])
+        history = self._fit(order, lrs)
+        steps, loss = self.counter.steps, history.history["loss"][-1]
+        if not math.isfinite(loss):
+            return EpochStats(float("nan"), steps, diverged=True)
+        return EpochStats(float(loss), steps)
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        with keras.device(self.device):
+            return np.asarray(self.model.predict_on_batch(_to_nhwc(x)))
+
+    def get_weights(self) -> list:
+        out = []
+        for layer, chw in zip(self.weighted, self.flat_before):
+            kernel, bias = layer.get_weights()
+            if kernel.ndim == 4:
+                kernel = kernel.transpose(3, 2, 0, 1)
+            elif chw:
+                c, h, w = chw
+                kernel = kernel.reshape(h, w, c, -1).transpose(2, 0, 1, 3).reshape(c * h * w, -1)
+            out.append((np.ascontiguousarray(kernel), bias))
+        return out
+
+    def input_gradient(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        with keras.device(self.device):
+            grad = np.asarray(_input_gradient(self.model, _to_nhwc(x).astype(np.float32), y.astype(np.int32)))
+        return grad.transpose(0, 3, 1, 2) if grad.ndim == 4 else grad
+
+
+def _summed_loss(model, x, y):
+    logits = model(x, training=False)
+    return ops.sum(keras.losses.sparse_categorical_crossentropy(y, logits, from_logits=True))
+
+
+def _input_gradient(model, x: np.ndarray, y: np.ndarray):
+    """d(summed cross-entropy)/dx with the backend's own autodiff (Keras 3 has no common one)."""
+    if BACKEND == "tensorflow":
+        import tensorflow as tf
+        xt = tf.constant(x)
+        with tf.GradientTape() as tape:
+            tape.watch(xt)
+            loss = _summed_loss(model, xt, tf.constant(y))
+        return tape.gradient(loss, xt).numpy()
+    if BACKEND == "jax":
+        import jax
+        return jax.grad(lambda xv: _summed_loss(model, xv, y))(x)
+    import torch
+    xt = ops.convert_to_tensor(x).requires_grad_(True)
+    (grad,) = torch.autograd.grad(_summed_loss(model, xt, ops.convert_to_tensor(y)), xt)
+    return grad.detach().cpu().numpy()
+
+
+class _Given(keras.initializers.Initializer):
+    """An initializer that returns the given array."""
+
+    def __init__(self, value: np.ndarray):
+        self.value = np.ascontiguousarray(value)
+
+    def __call__(self, shape, dtype=None):
+        if tuple(shape) != self.value.shape:
+            raise ValueError(f"weights of shape {self.value.shape} given for a variable of shape {tuple(shape)}")
+        return ops.convert_to_tensor(self.value, dtype)
+
+
+class _StepCounter(keras.callbacks.Callback):
+    """Counts the steps fit takes and stops it after the first non-finite loss (fit's running mean of
+    the loss stays non-finite from that batch on)."""
+
+    def on_train_begin(self, logs=None):
+        self.steps = 0
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.steps += 1
+        if not math.isfinite(float(logs["loss"])):
+            self.model.stop_training = True
+
+
+class CeilPool2D(keras.layers.Layer):
+    """Caffe's ceil pooling where Keras' 'same' is not exact: pad bottom/right (-inf for max), pool
+    'valid', and for averages rescale each window by its in-image count, as Caffe does at the edge."""
+
+    def __init__(self, kind: str, kernel: int, stride: int, pads: tuple, scale: np.ndarray, **kwargs):
+        super().__init__(**kwargs)
+        self.kind, self.kernel, self.stride, self.pads = kind, kernel, stride, pads
+        self.scale = scale  # (out_h, out_w, 1): window size / in-image elements
+
+    def call(self, x):
+        fill = -np.inf if self.kind == "max" else 0.0
+        x = ops.pad(x, [[0, 0], [0, self.pads[0]], [0, self.pads[1]], [0, 0]], constant_values=fill)
+        if self.kind == "max":
+            return ops.max_pool(x, self.kernel, self.stride, "valid")
+        return ops.average_pool(x, self.kernel, self.stride, "valid") * ops.convert_to_tensor(self.scale)
+
+    def compute_output_shape(self, input_shape):
+        n, h, w, c = input_shape
+        return (n, (h + self.pads[0] - self.kernel) // self.stride + 1,
+                (w + self.pads[1] - self.kernel) // self.stride + 1, c)
+
+
+def _pool_layer(layer: Pool, chw: tuple):
+    """Keras pooling with Caffe's rounding: 'valid' when no padding is needed; 'same' when its output
+    and window starts agree (torch's 'same' averages replicate-pad an uneven edge, so not for those);
+    otherwise an explicitly padded CeilPool2D."""
+    _, h, w = chw
+    outs = [pooled_size(n, layer.kernel, layer.stride, layer.ceil) for n in (h, w)]
+    pads = tuple(max((o - 1) * layer.stride + layer.kernel - n, 0) for o, n in zip(outs, (h, w)))
+    keras_pool = keras.layers.MaxPooling2D if layer.kind == "max" else keras.layers.AveragePooling2D
+    if not any(pads):
+        return keras_pool(layer.kernel, layer.stride, "valid")
+    same = all(o == math.ceil(n / layer.stride) and max((o - 1) * layer.stride + layer.kernel - n, 0) < 2
+               for o, n in zip(outs, (h, w)))  # SAME puts floor(total/2) before: none when total < 2
+    if same and (layer.kind == "max" or BACKEND != "torch"):
+        return keras_pool(layer.kernel, layer.stride, "same")
+    counts = [np.minimum(np.arange(o) * layer.stride + layer.kernel, n) - np.arange(o) * layer.stride
+              for o, n in zip(outs, (h, w))]
+    scale = (layer.kernel ** 2 / np.outer(counts[0], counts[1]))[:, :, None].astype(np.float32)
+    return CeilPool2D(layer.kind, layer.kernel, layer.stride, pads, scale)
+
+
+class CanonicalOptimizer(keras.optimizers.Optimizer):
+    """The canonical update (sensitivity.optim) as a Keras optimizer; lambda*w joins every gradient.
+
+    The rate comes from `EpochRates`: call `start_epoch(lrs)` before each fit; `capacity` (the most
+    steps an epoch may have) must be set before `build`."""
+
+    def __init__(self, kind: str, momentum: float, l2: float):
+        schedule = EpochRates()
+        super().__init__(learning_rate=schedule, name="canonical_" + kind)
+        schedule.optimizer = self
+        self.kind, self.mu, self.l2, self.capacity = kind, momentum, l2, 1
+
+    def build(self, variables):
+        if self.built:
+            return
+        super().build(variables)
+        self.rates = self.add_variable((self.capacity,), name="epoch_rates")
+        self.first_step = self.add_variable((), dtype=self.iterations.dtype, name="epoch_first_step")
+        slot = lambda name: [self.add_variable_from_reference(v, name) for v in variables]  # noqa: E731
+        self.v = slot("velocity") if self.kind in ("momentum", "nesterov", "adam") else None
+        self.s = slot("square") if self.kind in ("adam", "rmsprop") else None
+
+    def start_epoch(self, lrs: np.ndarray) -> None:
+        if len(lrs) > self.capacity:
+            raise ValueError(f"an epoch of {len(lrs)} steps exceeds the {self.capacity} compiled for")
+        self.rates.assign(np.pad(lrs.astype(np.float32), (0, self.capacity - len(lrs))))
+        self.first_step.assign(ops.convert_to_numpy(self.iterations))  # a copy: jax donates both
+
+    def update_step(self, gradient, variable, learning_rate):
+        lr = ops.cast(learning_rate, variable.dtype)
+        g = gradient + self.l2 * variable if self.l2 else gradient
+        i = self._get_variable_index(variable)
+        if self.kind == "sgd":
+            self.assign_sub(variable, lr * g)
+        elif self.kind in ("momentum", "nesterov"):
+            v = self.mu * self.v[i] - lr * g
+            self.assign(self.v[i], v)
+            self.assign_add(variable, v if self.kind == "momentum" else self.mu * v - lr * g)
+        elif self.kind == "adam":
+            t = ops.cast(self.iterations + 1, variable.dtype)
+            m = ADAM_BETA1 * self.v[i] + (1 - ADAM_BETA1) * g
+            s = ADAM_BETA2 * self.s[i] + (1 - ADAM_BETA2) * g * g
+            self.assign(self.v[i], m)
+            self.assign(self.s[i], s)
+            m_hat, s_hat = m / (1 - ADAM_BETA1 ** t), s / (1 - ADAM_BETA2 ** t)
+            self.assign_sub(variable, lr * m_hat / (ops.sqrt(s_hat) + EPSILON))
+        elif self.kind == "rmsprop":
+            s = RMSPROP_RHO * self.s[i] + (1 - RMSPROP_RHO) * g * g
+            self.assign(self.s[i], s)
+            self.assign_sub(variable, lr * g / (ops.sqrt(s) + EPSILON))
+
+
+class EpochRates(keras.optimizers.schedules.LearningRateSchedule):
+    """lr of optimizer step `step`: rates[step - first_step], both optimizer variables."""
+
+    optimizer = None  # the CanonicalOptimizer that owns the variables
+
+    def __call__(self, step):
+        opt = self.optimizer
+        index = ops.minimum(ops.cast(step - opt.first_step, "int32"), opt.capacity - 1)  # in range if asked
+        return ops.take(opt.rates, index)                                                # after the epoch

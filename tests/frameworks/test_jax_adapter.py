@@ -1,0 +1,123 @@
+"""JAX-specific checks beyond the shared contract: the scanned epoch (accelerators) equals the per-step one
+(CPU), the epoch compiled ahead of time is the one that runs, Caffe pooling at odd sizes, a reported loss
+without the L2 term, the seeded Flax initialiser and dropout, and a trial end to end."""
+import numpy as np
+import pytest
+
+from sensitivity import frameworks, reference
+from sensitivity.models import Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, get_model, init_weights
+from sensitivity.spec import TrialSpec
+
+FRAMEWORK = "jax"
+pytestmark = pytest.mark.skipif(not frameworks.importable(FRAMEWORK), reason=f"no {FRAMEWORK} here")
+
+DROPOUT_MLP = ModelSpec("dropout_mlp", (Flatten(), Dense(32), ReLU(), Dropout(0.5), Dense(10)))
+SHAPE = (1, 4, 4)
+
+
+def _adapter(model, shape, seed=0, weights="neutral", **spec):
+    adapter = frameworks.load_adapter(FRAMEWORK)
+    adapter.setup(threads=1, device="cpu", seed=seed)
+    initial = init_weights(model, shape, 10, 0) if weights == "neutral" else None  # seed: the framework's
+    adapter.build(model, shape, 10, initial, TrialSpec(framework=FRAMEWORK, dataset="digits", **spec))
+    return adapter, initial
+
+
+def _data(n=32):
+    rng = np.random.default_rng(0)
+    return rng.random((n,) + SHAPE, dtype=np.float32), rng.integers(0, 10, n)
+
+
+@pytest.mark.parametrize("optimizer", ["nesterov", "adam"])
+def test_scanned_epoch_equals_per_step_dispatch(optimizer):
+    x, y = _data()
+    order, rates = np.random.default_rng(1).permutation(32).reshape(4, 8), np.array([0.01, 0.02, 0.01, 0.005])
+    weights = []
+    for scan in (False, True):
+        adapter, _ = _adapter(DROPOUT_MLP, SHAPE, optimizer=optimizer, weight_decay=0.01)
+        adapter.use_scan(scan)
+        adapter.set_data(x, y)
+        adapter.compile(8)
+        stats = [adapter.train_epoch(order, rates) for _ in range(2)]
+        weights.append((stats, adapter.get_weights()))
+    (stats_step, w_step), (stats_scan, w_scan) = weights
+    assert [s.steps for s in stats_scan] == [4, 4]
+    np.testing.assert_allclose([s.mean_loss for s in stats_scan], [s.mean_loss for s in stats_step], rtol=1e-5)
+    for (k, b), (k2, b2) in zip(w_step, w_scan):
+        np.testing.assert_allclose(k, k2, rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(b, b2, rtol=1e-5, atol=1e-7)
+
+
+def test_scanned_epoch_stops_at_the_first_non_finite_loss():
+    adapter, _ = _adapter(get_model("mlp").resolve(10), SHAPE)
+    adapter.use_scan(True)
+    adapter.set_data(*_data())
+    adapter.compile(8)
+    stats = adapter.train_epoch(np.arange(32).reshape(4, 8), np.array([0.01, np.inf, 0.01, 0.01]))
+    assert stats.diverged and stats.steps == 3
+
+
+def test_the_epoch_compiled_ahead_of_time_is_the_one_that_runs():
+    adapter, weights = _adapter(get_model("mlp").resolve(10), SHAPE)
+    adapter.set_data(*_data())
+    adapter.compile(8)
+    for (k, b), (k0, b0) in zip(adapter.get_weights(), weights):  # compiling took no step
+        np.testing.assert_array_equal(k, k0)
+        np.testing.assert_array_equal(b, b0)
+    adapter.train_epoch(np.arange(32).reshape(4, 8), np.full(4, 0.01))
+    assert adapter._run._cache_size() == 0  # the jitted function itself never compiled
+
+
+@pytest.mark.parametrize("pool", [Pool("avg", 3, 2), Pool("max", 3, 2), Pool("avg", 2, 3), Pool("max", 1, 3),
+                                  Pool("avg", 5, 3), Pool("max", 5, 3)])
+def test_caffe_pooling_at_odd_sizes_equals_reference(pool):
+    model, shape = ModelSpec("pool", (Conv(2, 1), pool, Flatten(), Dense(10))), (2, 9, 10)
+    adapter, weights = _adapter(model, shape)
+    x = np.random.default_rng(0).standard_normal((3,) + shape).astype(np.float32)  # negatives: -inf padding
+    np.testing.assert_allclose(adapter.predict(x), reference.forward(model, weights, x), rtol=1e-4, atol=1e-5)
+
+
+def test_reported_loss_is_the_data_loss_without_the_l2_term():
+    model = get_model("mlp").resolve(10)
+    adapter, weights = _adapter(model, SHAPE, optimizer="sgd", lr=0.01, weight_decay=0.5)
+    x, y = _data(16)
+    adapter.set_data(x, y)
+    adapter.compile(16)
+    stats = adapter.train_epoch(np.arange(16)[None], np.array([0.01]))
+    assert stats.mean_loss == pytest.approx(reference.loss_and_grads(model, weights, x, y)[0], rel=1e-5)
+
+
+def test_framework_initialiser_is_seeded_with_zero_biases():
+    model, shape = get_model("lenet5").resolve(10), (1, 28, 28)
+    first = _adapter(model, shape, seed=3, weights="framework")[0].get_weights()
+    again = _adapter(model, shape, seed=3, weights="framework")[0].get_weights()
+    other = _adapter(model, shape, seed=4, weights="framework")[0].get_weights()
+    for (k, b), (k2, _), (k3, _), (ks, _) in zip(first, again, other, model.param_shapes(shape, 10)):
+        assert k.shape == ks
+        np.testing.assert_array_equal(k, k2)
+        assert not np.array_equal(k, k3) and not b.any()
+        fan_in = k[0].size if k.ndim == 4 else k.shape[0]  # lecun_normal: std 1/sqrt(fan_in)
+        assert 0.7 < k.std() * np.sqrt(fan_in) < 1.3
+
+
+def test_dropout_is_seeded():
+    x, y = _data()
+    results = []
+    for seed in (0, 0, 1):
+        adapter, _ = _adapter(DROPOUT_MLP, SHAPE, seed=seed, optimizer="sgd", lr=0.1)
+        adapter.set_data(x, y)
+        adapter.compile(8)
+        adapter.train_epoch(np.arange(32).reshape(4, 8), np.full(4, 0.1))
+        results.append(adapter.get_weights()[0][0])
+    np.testing.assert_array_equal(results[0], results[1])
+    assert not np.allclose(results[2], results[0])  # the same initial weights, other dropout masks
+
+
+def test_end_to_end_trial():
+    from sensitivity.trial.runner import run_trial
+
+    result = run_trial(TrialSpec(framework=FRAMEWORK, dataset="digits", batch_size=32, lr=0.05,
+                                 optimizer="momentum", momentum=0.9, epochs=3, threads=1))
+    assert result.status == "ok", result.reason + result.stderr_tail
+    assert result.accuracy > 0.85
+    assert result.env["framework_version"].startswith("0.") and "flax" in result.env["framework_version"]

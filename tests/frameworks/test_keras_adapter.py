@@ -1,0 +1,107 @@
+"""Keras-specific checks beyond the shared contract: the contract under every backend (each in its own
+process, since KERAS_BACKEND is read at import), a trial end to end per backend, the backend check,
+Caffe pooling at odd sizes, a reported loss without the L2 term, the seeded Keras initialiser and dropout."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from sensitivity import envs, frameworks, reference
+from sensitivity.models import Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, get_model, init_weights
+from sensitivity.spec import TrialSpec
+
+FRAMEWORK = "keras"
+pytestmark = pytest.mark.skipif(not frameworks.importable(FRAMEWORK), reason=f"no {FRAMEWORK} here")
+
+DROPOUT_MLP = ModelSpec("dropout_mlp", (Flatten(), Dense(32), ReLU(), Dropout(0.5), Dense(10)))
+
+
+def _adapter(model, shape, seed=0, weights="neutral", **spec):
+    adapter = frameworks.load_adapter(FRAMEWORK)
+    adapter.setup(threads=1, device="cpu", seed=seed)
+    initial = init_weights(model, shape, 10, 0) if weights == "neutral" else None  # seed: the framework's
+    adapter.build(model, shape, 10, initial, TrialSpec(framework=FRAMEWORK, dataset="digits", **spec))
+    return adapter, initial
+
+
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_contract_and_these_checks_pass_under_other_backends(backend):
+    """The in-process tests here and the contract run on the default backend (tensorflow)."""
+    tests = ["tests/frameworks/test_adapter_contract.py", "tests/frameworks/test_keras_adapter.py"]
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", *tests, "-q", "-p", "no:cacheprovider", "-W", "ignore::DeprecationWarning",
+         "-k", "keras and not other_backends and not end_to_end"],
+        cwd=envs.REPO_ROOT, capture_output=True, text=True, timeout=900,
+        env=envs.worker_environ("modern", {"KERAS_BACKEND": backend}))
+    assert out.returncode == 0 and " passed" in out.stdout, out.stdout[-3000:] + out.stderr[-2000:]
+    assert "skipped" not in out.stdout.splitlines()[-1]
+
+
+@pytest.mark.parametrize("backend", ["tensorflow", "jax", "torch"])
+def test_end_to_end_trial_on_each_backend(backend):
+    from sensitivity.trial.runner import run_trial
+
+    result = run_trial(TrialSpec(framework=FRAMEWORK, backend=backend, dataset="digits", batch_size=32, lr=0.05,
+                                 optimizer="momentum", momentum=0.9, epochs=3, threads=1))
+    assert result.status == "ok", result.reason + result.stderr_tail
+    assert result.accuracy > 0.85
+    assert result.env["framework_version"].startswith("3.") and f"({backend} backend " in \
+        result.env["framework_version"]
+
+
+def test_a_trial_for_another_backend_is_refused_with_a_clear_error():
+    from sensitivity.frameworks import keras_adapter
+
+    other = next(b for b in ("jax", "torch", "tensorflow") if b != keras_adapter.BACKEND)
+    with pytest.raises(RuntimeError, match=f"{keras_adapter.BACKEND} backend here, the trial asks for {other}"):
+        _adapter(get_model("mlp").resolve(10), (1, 4, 4), backend=other)
+
+
+@pytest.mark.parametrize("pool", [Pool("avg", 3, 2), Pool("max", 3, 2), Pool("avg", 2, 3), Pool("max", 1, 3),
+                                  Pool("avg", 5, 3), Pool("max", 5, 3)])
+def test_caffe_pooling_at_odd_sizes_equals_reference(pool):
+    """'valid', 'same' and the explicitly padded CeilPool2D (Pool(*, 5, 3) on 10: no 'same' equivalent)."""
+    model, shape = ModelSpec("pool", (Conv(2, 1), pool, Flatten(), Dense(10))), (2, 9, 10)
+    adapter, weights = _adapter(model, shape)
+    x = np.random.default_rng(0).standard_normal((3,) + shape).astype(np.float32)  # negatives: -inf padding
+    np.testing.assert_allclose(adapter.predict(x), reference.forward(model, weights, x), rtol=1e-4, atol=1e-5)
+
+
+def test_reported_loss_is_the_data_loss_without_the_l2_term():
+    model, shape = get_model("mlp").resolve(10), (1, 4, 4)
+    adapter, weights = _adapter(model, shape, optimizer="sgd", lr=0.01, weight_decay=0.5)
+    rng = np.random.default_rng(0)
+    x, y = rng.random((16,) + shape, dtype=np.float32), rng.integers(0, 10, 16)
+    adapter.set_data(x, y)
+    adapter.compile(16)
+    stats = adapter.train_epoch(np.arange(16)[None], np.array([0.01]))
+    assert stats.mean_loss == pytest.approx(reference.loss_and_grads(model, weights, x, y)[0], rel=1e-5)
+
+
+def test_framework_initialiser_is_seeded_glorot_with_zero_biases():
+    model, shape = get_model("lenet5").resolve(10), (1, 28, 28)
+    first = _adapter(model, shape, seed=3, weights="framework")[0].get_weights()
+    again = _adapter(model, shape, seed=3, weights="framework")[0].get_weights()
+    other = _adapter(model, shape, seed=4, weights="framework")[0].get_weights()
+    for (k, b), (k2, _), (k3, _) in zip(first, again, other):
+        np.testing.assert_array_equal(k, k2)
+        assert not np.array_equal(k, k3) and not b.any()
+        fan_in, fan_out = (k.shape[0], k.shape[1]) if k.ndim == 2 else \
+            (k[0].size, k.shape[0] * k.shape[2] * k.shape[3])
+        assert np.abs(k).max() <= np.sqrt(6 / (fan_in + fan_out)) + 1e-6
+
+
+def test_dropout_is_seeded():
+    shape = (1, 4, 4)
+    rng = np.random.default_rng(0)
+    x, y = rng.random((32,) + shape, dtype=np.float32), rng.integers(0, 10, 32)
+    results = []
+    for seed in (0, 0, 1):
+        adapter, _ = _adapter(DROPOUT_MLP, shape, seed=seed, optimizer="sgd", lr=0.1)
+        adapter.set_data(x, y)
+        adapter.compile(8)
+        adapter.train_epoch(np.arange(32).reshape(4, 8), np.full(4, 0.1))
+        results.append(adapter.get_weights()[0][0])
+    np.testing.assert_array_equal(results[0], results[1])
+    assert not np.allclose(results[2], results[0])  # the same initial weights, other dropout masks
