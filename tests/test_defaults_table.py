@@ -31,3 +31,15 @@ def test_the_studies_defaults_are_there():
     assert by_name["tensorflow-mnist-deep"]["lr"] == 0.0001 and by_name["tensorflow-mnist-deep"]["batch_size"] == 50
     assert by_name["dlbench-shared"]["momentum"] == 0.5 and by_name["dlbench-shared"]["batch_size"] == 128
     assert by_name["caffe-cifar10-quick"]["stepvalues"] == [4000]
+
+
+def test_a_budget_compresses_the_schedule_and_says_by_how_much():
+    from sensitivity.defaults import load_table, trial_fields
+    entries = {e.name: e for e in load_table()}
+    fields, scale = trial_fields(entries["caffe-lenet"], steps_per_epoch=50, budget_epochs=2)
+    assert scale == pytest.approx(100 / 10000) and fields["epochs"] == 2 and "iterations" not in fields
+    assert fields["gamma"] == pytest.approx(0.0001 / scale)  # inv: the same rate at the end of the run
+    fields, scale = trial_fields(entries["caffe-cifar10-quick"], steps_per_epoch=100, budget_epochs=10)
+    assert fields["stepvalues"] == (800,) and scale == pytest.approx(0.2)
+    fields, scale = trial_fields(entries["torch-train-on-mnist"], steps_per_epoch=10, budget_epochs=50)
+    assert scale is None and fields["epochs"] == 10  # already within the budget: unchanged

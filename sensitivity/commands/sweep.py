@@ -9,6 +9,20 @@ def add_parsers(commands) -> None:
     _add_study_parsers(commands)
 
 
+def _add_run_options(p) -> None:
+    """Options of every command that runs trials on Ray into a study."""
+    p.add_argument("--parallel", type=number(int, 0, strict=True), default=1)
+    p.add_argument("--storage", help="sqlite:///FILE (default results/optuna.db), postgresql://..., journal:FILE")
+    p.add_argument("--study", help="study name")
+    p.add_argument("--address", help="a running Ray cluster: auto or HOST:PORT (default: a local Ray)")
+    p.add_argument("--cpus-per-trial", type=number(float, 0, strict=True), default=1)
+    p.add_argument("--gpus-per-trial", type=number(float, 0), default=0)
+    p.add_argument("--timeout-per-trial", type=number(float, 0, strict=True))
+    p.add_argument("--time-budget", type=number(float, 0, strict=True), help="seconds for the whole run")
+    p.add_argument("--allow-space-change", action="store_true", help="resume a study made from another space")
+    p.add_argument("--no-progress", action="store_true")
+
+
 def _add_sweep_parser(commands) -> None:
     from sensitivity.sweep.driver import PRUNERS, SAMPLERS
 
@@ -16,40 +30,67 @@ def _add_sweep_parser(commands) -> None:
     p.add_argument("space", help="search_spaces/NAME.yaml")
     p.add_argument("--trials", type=number(int, 0, strict=True), required=True,
                    help="final trials the study should hold (orphans of a killed run do not count)")
-    p.add_argument("--parallel", type=number(int, 0, strict=True), default=1)
     p.add_argument("--sampler", choices=SAMPLERS, default="tpe")
     p.add_argument("--pruner", choices=PRUNERS, default="none")
-    p.add_argument("--storage", help="sqlite:///FILE (default results/optuna.db), postgresql://..., journal:FILE")
-    p.add_argument("--study", help="study name (default: the space's)")
-    p.add_argument("--address", help="a running Ray cluster: auto or HOST:PORT (default: a local Ray)")
-    p.add_argument("--cpus-per-trial", type=number(float, 0, strict=True), default=1)
-    p.add_argument("--gpus-per-trial", type=number(float, 0), default=0)
-    p.add_argument("--timeout-per-trial", type=number(float, 0, strict=True))
-    p.add_argument("--time-budget", type=number(float, 0, strict=True), help="seconds for the whole sweep")
     p.add_argument("--seed", type=number(int, 0), help="the sampler's seed")
-    p.add_argument("--allow-space-change", action="store_true", help="resume a study made from another space")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--with-defaults", action="store_true",
+                   help="run each framework's own default (search_spaces/defaults.yaml) first")
+    _add_run_options(p)
     p.set_defaults(handler=_cmd_sweep)
+    p = commands.add_parser("defaults", help="each framework's own defaults on each dataset, as a study")
+    p.add_argument("--frameworks", help="comma-separated (default: every framework usable here)")
+    p.add_argument("--datasets", default="mnist5k,digits", help="comma-separated (default mnist5k,digits)")
+    p.add_argument("--seeds", type=number(int, 0, strict=True), default=1)
+    p.add_argument("--budget-epochs", type=number(int, 0, strict=True),
+                   help="cut each default to this many epochs, its schedule compressed alike (recorded)")
+    _add_run_options(p)
+    p.set_defaults(handler=_cmd_defaults)
 
 
-def _cmd_sweep(args) -> int:
+def _options(args, trials: int):
+    from sensitivity.sweep.driver import SweepOptions
+    return SweepOptions(
+        trials=trials, parallel=args.parallel, sampler=getattr(args, "sampler", "tpe"),
+        pruner=getattr(args, "pruner", "none"), storage=args.storage, study=args.study, address=args.address,
+        cpus_per_trial=args.cpus_per_trial, gpus_per_trial=args.gpus_per_trial,
+        timeout_per_trial=args.timeout_per_trial, time_budget=args.time_budget, seed=getattr(args, "seed", None),
+        allow_space_change=args.allow_space_change, progress=not args.no_progress)
+
+
+def _run(command: str, run):
+    """Run, mapping bad input to a one-line usage error, and print the summary."""
     from sensitivity.spaces import SpaceError
-    from sensitivity.sweep.driver import SweepError, SweepOptions, run_sweep
+    from sensitivity.sweep.driver import SweepError
     from sensitivity.sweep.storage import StorageError
-
-    options = SweepOptions(
-        trials=args.trials, parallel=args.parallel, sampler=args.sampler, pruner=args.pruner, storage=args.storage,
-        study=args.study, address=args.address, cpus_per_trial=args.cpus_per_trial,
-        gpus_per_trial=args.gpus_per_trial, timeout_per_trial=args.timeout_per_trial,
-        time_budget=args.time_budget, seed=args.seed, allow_space_change=args.allow_space_change,
-        progress=not args.no_progress)
     try:
-        summary = run_sweep(args.space, options)
+        summary = run()
     except (SpaceError, SweepError, StorageError) as exc:
-        raise UsageError(f"sensitivity sweep: {exc}")
+        raise UsageError(f"sensitivity {command}: {exc}")
     print(f"study {summary['study']} in {summary['storage']}: {summary['final_trials']} final trials"
           + (f"; orphans re-queued: {summary['orphans_requeued']}" if summary["orphans_requeued"] else ""))
     return EXIT_OK
+
+
+def _cmd_sweep(args) -> int:
+    from sensitivity.sweep.driver import run_sweep
+    return _run("sweep", lambda: run_sweep(args.space, _options(args, args.trials), args.with_defaults))
+
+
+def _cmd_defaults(args) -> int:
+    from sensitivity import datasets, frameworks
+    from sensitivity.sweep.driver import run_space
+    from sensitivity.sweep.plans import defaults_space, default_plan
+
+    names = args.frameworks.split(",") if args.frameworks else [n for n in frameworks.FRAMEWORKS
+                                                                 if frameworks.probe(n)[1]]
+    sets = args.datasets.split(",")
+    for name, known, option in [(n, frameworks.FRAMEWORKS, "--frameworks") for n in names] + \
+                               [(d, datasets.REGISTRY, "--datasets") for d in sets]:
+        if name not in known:
+            raise UsageError(f"sensitivity defaults: {option}: unknown {name!r}; allowed: {', '.join(known)}")
+    space = defaults_space(args.study or "defaults", names, sets, args.seeds)
+    plan = default_plan(space, names, sets, args.seeds, args.budget_epochs)
+    return _run("defaults", lambda: run_space(space, _options(args, len(plan)), plan))
 
 
 def _add_study_parsers(commands) -> None:

@@ -13,6 +13,7 @@ from typing import Optional
 
 from sensitivity.spaces import Space, load_space
 from sensitivity.sweep import ray_processes
+from sensitivity.sweep.plans import default_plan, enqueue_plan
 from sensitivity.sweep.progress import Progress
 from sensitivity.sweep.records import SPACE_HASH, beat, count_final
 from sensitivity.sweep.recovery import recover
@@ -45,8 +46,15 @@ class SweepOptions:
     progress: bool = True
 
 
-def run_sweep(space_path, options: SweepOptions) -> dict:
+def run_sweep(space_path, options: SweepOptions, with_defaults: bool = False) -> dict:
     space = load_space(space_path)
+    plan = default_plan(space, space.frameworks, [space.dataset], seeds=1,
+                        budget_epochs=space.fixed.get("epochs")) if with_defaults else []
+    return run_space(space, options, plan)
+
+
+def run_space(space: Space, options: SweepOptions, plan: list = ()) -> dict:
+    """Run a validated space to N final trials; `plan`'s trials (PlannedTrial) are queued first, once."""
     _check_options(space, options)
     _check_environments(space)
     storage = open_storage(options.storage)
@@ -56,6 +64,7 @@ def run_sweep(space_path, options: SweepOptions) -> dict:
     try:
         ray_processes.clean_up_leftovers()
         orphans = recover(study, driver_id)
+        enqueue_plan(study, plan)
         missing = options.trials - count_final(study)
         summary = {"study": study.study_name, "storage": describe(options.storage or default_url()),
                    "orphans_requeued": orphans}

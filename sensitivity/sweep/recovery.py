@@ -7,7 +7,7 @@ seconds (another host), so drivers sharing a study (PostgreSQL) never fail each 
 """
 from __future__ import annotations
 
-from sensitivity.sweep.records import driver_alive, heartbeats
+from sensitivity.sweep.records import QUEUED_ATTRS, driver_alive, heartbeats
 
 STALE_AFTER_S = 60.0
 
@@ -41,5 +41,5 @@ def _requeue_orphans(study) -> None:
     retried = {t.user_attrs.get("retry_of") for t in trials if not t.user_attrs.get("surplus")}
     for trial in trials:
         if trial.user_attrs.get("orphaned") and trial.number not in retried:
-            attrs = {k: trial.user_attrs[k] for k in ("seed", "config_id") if k in trial.user_attrs}
+            attrs = {k: trial.user_attrs[k] for k in QUEUED_ATTRS if k in trial.user_attrs}
             study.enqueue_trial(trial.params, user_attrs={**attrs, "retry_of": trial.number})

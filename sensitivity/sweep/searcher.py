@@ -15,7 +15,8 @@ from typing import Callable, Optional
 from ray.tune.search import Searcher
 
 from sensitivity.spaces import Space
-from sensitivity.sweep.records import counts_towards_target
+from sensitivity.spec import TrialSpec
+from sensitivity.sweep.records import QUEUED_ATTRS, counts_towards_target
 
 RESULT_FIELDS = ("status", "reason", "accuracy", "val_accuracy", "loss", "curve", "setup_time_s", "compile_time_s",
                  "train_time_s", "test_time_s", "wall_time_s", "throughput", "peak_rss_mb", "cpu_percent", "gpu", "flops_per_s",
@@ -61,6 +62,9 @@ class StudySearcher(Searcher):
                 self.study.enqueue_trial(trial.params, user_attrs={"config_id": config_id, "seed": sibling_seed})
         trial.set_user_attr("seed", seed)
         spec = self.space.trial_spec(trial.params, seed, **self.run_options)
+        if attrs.get("planned"):  # a planned configuration (a framework default) overrides the space's
+            run = {k: v for k, v in self.run_options.items() if v is not None}
+            spec = TrialSpec(**{**spec.model_dump(), **attrs["planned"], "seed": seed, **run})
         self.live[trial_id] = trial
         self.on_change()
         return {"spec": spec.model_dump(mode="json"), "optuna_trial": trial.number}
@@ -74,7 +78,7 @@ class StudySearcher(Searcher):
                    if t.number < trial.number and counts_towards_target(t)]
         if len(earlier) < self.target:
             return False
-        queued = {k: v for k, v in trial.user_attrs.items() if k in ("seed", "config_id", "retry_of")}
+        queued = {k: v for k, v in trial.user_attrs.items() if k in QUEUED_ATTRS}
         trial.set_user_attr("surplus", True)
         trial.set_user_attr("status", "failed")
         trial.set_user_attr("reason", f"not run: the study already had {self.target} trials")

@@ -1,0 +1,81 @@
+"""The defaults table (search_spaces/defaults.yaml): each framework's published default configuration.
+
+A default moves between datasets and frameworks, not its original network: `trial_fields` gives the
+TrialSpec fields of an entry on any dataset (the dataset's own model), optionally with its iterations
+scaled to a budget of epochs for a quick run; the scaling is returned so results can say so.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import yaml
+
+from sensitivity import envs
+from sensitivity.spec import TrialSpec
+
+TABLE = envs.REPO_ROOT / "search_spaces" / "defaults.yaml"
+
+
+class DefaultsError(ValueError):
+    """A table entry that cannot be used; names the file, the entry and the field."""
+
+
+@dataclass(frozen=True)
+class DefaultEntry:
+    name: str
+    framework: str  # where the default comes from
+    runs_on: str  # the framework that runs it as its own default, or "all"
+    dataset: str  # the dataset it was tuned for
+    config: dict
+    source: dict
+    original_model: str
+    notes: tuple = ()
+
+    def own_frameworks(self, available: list) -> list:
+        """The frameworks for which this is their own default."""
+        return list(available) if self.runs_on == "all" else [f for f in available if f == self.runs_on]
+
+
+def load_table(path: Optional[Path] = None) -> list:
+    path = Path(path or TABLE)
+    data = yaml.safe_load(path.read_text())
+    entries = []
+    for i, raw in enumerate(data.get("defaults", [])):
+        name = raw.get("name", f"#{i}")
+        unknown = set(raw.get("config", {})) - set(TrialSpec.model_fields)
+        if unknown:
+            raise DefaultsError(f"{path}: {name}.config.{sorted(unknown)[0]}: unknown field")
+        entries.append(DefaultEntry(name=name, framework=raw["framework"], runs_on=raw["runs_on"],
+                                    dataset=raw["dataset"], config=dict(raw["config"]), source=raw["source"],
+                                    original_model=raw.get("original_model", ""), notes=tuple(raw.get("notes", ()))))
+    return entries
+
+
+def trial_fields(entry: DefaultEntry, steps_per_epoch: int, budget_epochs: Optional[int] = None) -> tuple:
+    """(TrialSpec fields of the entry's configuration, scale applied to its schedule or None).
+
+    With a budget, the run is cut to `budget_epochs` epochs and the schedule is compressed with it:
+    step values and step sizes scale by the same factor, inv's and exp's gamma so that the rate at the
+    end of the shortened run equals the original's at its end.
+    """
+    fields = {k: (tuple(v) if isinstance(v, list) else v) for k, v in entry.config.items()}
+    if not budget_epochs:
+        return fields, None
+    original_steps = fields.get("iterations") or fields.get("epochs", 5) * steps_per_epoch
+    scale = budget_epochs * steps_per_epoch / original_steps
+    if scale >= 1.0:
+        return fields, None  # already within the budget
+    fields.pop("iterations", None)
+    fields["epochs"] = budget_epochs
+    if "stepvalues" in fields:
+        fields["stepvalues"] = tuple(sorted({max(1, round(v * scale)) for v in fields["stepvalues"]}))
+    if "stepsize" in fields:
+        fields["stepsize"] = max(1, round(fields["stepsize"] * scale))
+    policy = fields.get("lr_policy", "fixed")
+    if policy == "inv" and "gamma" in fields:
+        fields["gamma"] = fields["gamma"] / scale
+    elif policy == "exp" and "gamma" in fields:
+        fields["gamma"] = fields["gamma"] ** (1.0 / scale)
+    return fields, scale

@@ -1,0 +1,83 @@
+"""Planned trials: fixed configurations queued in a study before any sampled one, run by the same driver.
+
+A planned trial carries its whole configuration in the user attribute `planned` (TrialSpec fields that
+override what the space would give), and `plan_key` so that queueing the plan again (a resumed run) adds
+nothing. Framework defaults are planned trials: `sweep --with-defaults` puts each framework's own default
+first, `sensitivity defaults` runs only them, each marked `is_default` with the default's name.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sensitivity import datasets
+from sensitivity.defaults import load_table, trial_fields
+from sensitivity.spec import TrialSpec
+
+
+@dataclass(frozen=True)
+class PlannedTrial:
+    params: dict  # the study's parameters for this trial (the framework at least)
+    planned: dict  # TrialSpec fields of the configuration
+    attrs: dict = field(default_factory=dict)  # more user attributes (is_default, default, seed, ...)
+
+    @property
+    def key(self) -> str:
+        return "|".join(f"{k}={self.planned[k]}" for k in sorted(self.planned)) + f"|seed={self.attrs.get('seed', 0)}"
+
+
+def steps_per_epoch(dataset: str, batch_size: int, val_fraction: float) -> int:
+    """Optimizer steps in one epoch of the dataset's training split (after the validation hold-out)."""
+    from sensitivity.datasets.base import Dataset
+    n = len(Dataset.load_npz(datasets.prepare(dataset)).y_train)
+    return max(1, int(n * (1 - val_fraction)) // batch_size)
+
+
+def default_plan(space, frameworks: list, dataset_names: list, seeds: int, budget_epochs=None) -> list:
+    """Every framework's own defaults on every dataset, `seeds` seeds each, as planned trials."""
+    plan = []
+    for entry in load_table():
+        for framework in entry.own_frameworks(frameworks):
+            for dataset in dataset_names:
+                batch = entry.config.get("batch_size", 64)
+                fields, scale = trial_fields(entry, steps_per_epoch(dataset, batch, space.val_fraction),
+                                             budget_epochs)
+                for name in space.parameters:  # what the default does not set is TrialSpec's default
+                    fields.setdefault(name, TrialSpec.model_fields[name].default)
+                planned = {**fields, "framework": framework, "dataset": dataset,
+                           "model": datasets.REGISTRY[dataset].default_model}
+                params = {"framework": framework}
+                params.update({name: fields[name] for name in space.parameters if name in fields
+                               and _representable(space.parameters[name], fields[name])})
+                for seed in range(seeds):
+                    attrs = {"is_default": True, "default": entry.name, "default_source": entry.framework,
+                             "seed": seed, "config_id": f"default:{entry.name}:{framework}:{dataset}"}
+                    if scale is not None:
+                        attrs["budget_scale"] = round(scale, 6)
+                    plan.append(PlannedTrial(params, planned, attrs))
+    return plan
+
+
+def defaults_space(study: str, frameworks: list, dataset_names: list, seeds: int):
+    """The space of a defaults study: nothing sampled, every trial planned; tuned on validation accuracy."""
+    from sensitivity.spaces import Space
+    return Space(study=study, dataset=dataset_names[0], frameworks=tuple(frameworks), parameters={}, fixed={},
+                 objectives=({"metric": "val_accuracy", "direction": "maximize"},), val_fraction=0.2, seeds=seeds)
+
+
+def _representable(param, value) -> bool:
+    """Whether a value can be a trial's parameter under the space's distribution of it."""
+    if param.type == "categorical":
+        return value in param.choices
+    return param.low <= value <= param.high
+
+
+def enqueue_plan(study, plan: list) -> int:
+    """Queue the planned trials the study does not hold yet; returns how many were queued."""
+    present = {t.user_attrs.get("plan_key") for t in study.get_trials(deepcopy=False)}
+    queued = 0
+    for trial in plan:
+        if trial.key in present:
+            continue
+        study.enqueue_trial(trial.params, user_attrs={**trial.attrs, "planned": trial.planned, "plan_key": trial.key})
+        queued += 1
+    return queued

@@ -1,0 +1,69 @@
+"""Framework defaults as planned trials: `sweep --with-defaults` and `sensitivity defaults`."""
+import subprocess
+import sys
+
+import optuna
+import pytest
+
+from sensitivity import frameworks
+from sensitivity.defaults import load_table
+from sensitivity.spaces import Space
+from sensitivity.sweep.plans import default_plan, defaults_space, enqueue_plan
+
+pytestmark = pytest.mark.skipif(not frameworks.importable("torch"), reason="needs torch")
+
+
+def test_plan_holds_every_own_default_once_and_queues_idempotently():
+    space = defaults_space("d", ["torch", "tensorflow"], ["digits"], seeds=2)
+    plan = default_plan(space, ["torch", "tensorflow"], ["digits"], seeds=2, budget_epochs=2)
+    own = {(e.name, f) for e in load_table() for f in e.own_frameworks(["torch", "tensorflow"])}
+    assert {(p.attrs["default"], p.planned["framework"]) for p in plan} == own
+    assert len(plan) == 2 * len(own) and len({p.key for p in plan}) == len(plan)
+    lenet = next(p for p in plan if p.attrs["default"] == "caffe-lenet")
+    assert lenet.planned["epochs"] == 2 and "iterations" not in lenet.planned and lenet.planned["model"] == "mlp"
+    assert 0 < lenet.attrs["budget_scale"] < 1  # said in the results
+    study = optuna.create_study()
+    assert enqueue_plan(study, plan) == len(plan)
+    for trial in study.get_trials():  # as if they had run: the plan keys are in the study now
+        study._storage.set_trial_user_attr(trial._trial_id, "plan_key", trial.user_attrs["plan_key"])
+    assert enqueue_plan(study, plan) == 0
+
+
+def run(cwd, *args):
+    return subprocess.run([sys.executable, "-m", "sensitivity.cli", *map(str, args), "--no-progress"], cwd=cwd,
+                          capture_output=True, text=True, timeout=900)
+
+
+def test_sweep_with_defaults_runs_them_first_and_marks_them(tmp_path):
+    (tmp_path / "s.yaml").write_text("""
+study: withdefaults
+dataset: digits
+frameworks: [torch]
+parameters: {lr: {type: float, low: 0.001, high: 0.1, log: true}, weight_decay: {type: float, low: 0.0, high: 0.01}}
+fixed: {epochs: 1}
+objectives: [{metric: val_accuracy, direction: maximize}]
+""")
+    proc = run(tmp_path, "sweep", "s.yaml", "--trials", 6, "--with-defaults", "--seed", 0)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    trials = optuna.load_study(study_name="withdefaults", storage=f"sqlite:///{tmp_path}/results/optuna.db").trials
+    defaults = [t for t in trials if t.user_attrs.get("is_default")]
+    names = {e.name for e in load_table() if "torch" in e.own_frameworks(["torch"])}
+    assert {t.user_attrs["default"] for t in defaults} == names and len(trials) == 6
+    assert min(t.number for t in trials if not t.user_attrs.get("is_default")) > max(t.number for t in defaults)
+    lenet = next(t for t in defaults if t.user_attrs["default"] == "caffe-lenet")
+    assert lenet.params["lr"] == 0.01 and lenet.params["weight_decay"] == 0.0005  # its own values, in range
+    dlbench = next(t for t in defaults if t.user_attrs["default"] == "dlbench-shared")
+    assert dlbench.params["weight_decay"] == 0.0  # not set by the default: TrialSpec's, not a sampled one
+    assert dlbench.params["lr"] == 0.01
+
+
+def test_defaults_command_runs_each_frameworks_own_defaults(tmp_path):
+    proc = run(tmp_path, "defaults", "--frameworks", "torch", "--datasets", "digits", "--budget-epochs", 1,
+               "--parallel", 2)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    trials = optuna.load_study(study_name="defaults", storage=f"sqlite:///{tmp_path}/results/optuna.db").trials
+    names = sorted(e.name for e in load_table() if "torch" in e.own_frameworks(["torch"]))
+    assert sorted(t.user_attrs["default"] for t in trials) == names
+    assert all(t.state.name == "COMPLETE" and t.user_attrs["status"] in ("ok", "diverged") for t in trials)
+    bad = run(tmp_path, "defaults", "--frameworks", "caffe2")
+    assert bad.returncode == 2 and "--frameworks: unknown 'caffe2'" in bad.stderr
