@@ -21,6 +21,7 @@ from sensitivity.analysis.resources import DEFAULTS, UNITS, resource_use
 from sensitivity.analysis.seeds import framework_comparisons, seed_intervals
 from sensitivity.analysis.style import add_default_marks, colours, finish, framework_label, go, make_subplots
 from sensitivity.analysis.table import trials_table
+from sensitivity.analysis.transfer import plot_transfer, transfer_matrix
 
 
 def _grid(titles, cols: int = 3, height_per_row: int = 320):
@@ -271,6 +272,7 @@ KINDS = {
     "seeds": (seed_intervals, plot_seeds),
     "resources": (resource_use, plot_resources),
     "divergence": (divergence_rates, plot_divergence),
+    "transfer": (transfer_matrix, plot_transfer),
 }
 
 

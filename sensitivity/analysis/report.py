@@ -19,6 +19,7 @@ from sensitivity.analysis.resources import resource_use
 from sensitivity.analysis.seeds import NEEDS_SEEDS, has_intervals, seed_intervals
 from sensitivity.analysis.summary import framework_summary
 from sensitivity.analysis.table import OUTCOMES, NotEnoughData, trials_table
+from sensitivity.analysis.transfer import plot_transfer, transfer_matrix
 
 ENVIRONMENT = (("host", "env_host"), ("CPU", "env_cpu"), ("GPU", "gpu_name"), ("device", "env_device"),
                ("python", "env_python"), ("numpy", "env_numpy"), ("git revision", "env_git_revision"),
@@ -56,7 +57,7 @@ def render_report(table: pd.DataFrame, *, transfer=None, robustness=None) -> str
                 ("curves", "Learning curves", _figure_section(table, "curves")),
                 ("slice", "Slice", _figure_section(table, "slice")),
                 ("contour", "Contour", _figure_section(table, "contour")),
-                ("transfer", "Transfer of defaults", transfer_section(transfer)),
+                ("transfer", "Transfer of defaults", _transfer(table, transfer)),
                 ("robustness", "Robustness", robustness_section(robustness))]
     nav = " ".join(f'<a href="#{anchor}">{html.escape(title)}</a>' for anchor, title, _ in sections)
     body = "\n".join(f'<section id="{anchor}"><h2>{html.escape(title)}</h2>\n{content}\n</section>'
@@ -146,6 +147,16 @@ def _seeds(table: pd.DataFrame) -> str:
 def _resources(table: pd.DataFrame) -> str:
     usage = resource_use(table)
     return figure_html(plot_resources(usage), "resources") + table_html(usage)
+
+
+def _transfer(table: pd.DataFrame, transfer=None) -> str:
+    """The transfer section from a given matrix, or from the study's own trials of defaults."""
+    if transfer is None:
+        try:
+            transfer = transfer_matrix(table)
+        except NotEnoughData:
+            return transfer_section(None)
+    return transfer_section(transfer, [plot_transfer(transfer)])
 
 
 def transfer_section(transfer=None, figures=()) -> str:

@@ -6,7 +6,8 @@ from pathlib import Path
 
 from sensitivity.commands.common import EXIT_OK, UsageError
 
-KINDS = ("frontier", "importance", "isolation", "slice", "contour", "curves", "seeds", "resources", "divergence")
+KINDS = ("frontier", "importance", "isolation", "slice", "contour", "curves", "seeds", "resources", "divergence",
+         "transfer")
 
 
 def add_parsers(commands) -> None:

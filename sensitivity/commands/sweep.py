@@ -37,14 +37,16 @@ def _add_sweep_parser(commands) -> None:
                    help="run each framework's own default (search_spaces/defaults.yaml) first")
     _add_run_options(p)
     p.set_defaults(handler=_cmd_sweep)
-    p = commands.add_parser("defaults", help="each framework's own defaults on each dataset, as a study")
-    p.add_argument("--frameworks", help="comma-separated (default: every framework usable here)")
-    p.add_argument("--datasets", default="mnist5k,digits", help="comma-separated (default mnist5k,digits)")
-    p.add_argument("--seeds", type=number(int, 0, strict=True), default=1)
-    p.add_argument("--budget-epochs", type=number(int, 0, strict=True),
-                   help="cut each default to this many epochs, its schedule compressed alike (recorded)")
-    _add_run_options(p)
-    p.set_defaults(handler=_cmd_defaults)
+    for name, help_text in [("defaults", "each framework's own defaults on each dataset, as a study"),
+                            ("transfer", "every framework's default on every framework and dataset, as a study")]:
+        p = commands.add_parser(name, help=help_text)
+        p.add_argument("--frameworks", help="comma-separated (default: every framework usable here)")
+        p.add_argument("--datasets", default="mnist5k,digits", help="comma-separated (default mnist5k,digits)")
+        p.add_argument("--seeds", type=number(int, 0, strict=True), default=1)
+        p.add_argument("--budget-epochs", type=number(int, 0, strict=True),
+                       help="cut each default to this many epochs, its schedule compressed alike (recorded)")
+        _add_run_options(p)
+        p.set_defaults(handler=_cmd_defaults, command=name)
 
 
 def _options(args, trials: int):
@@ -87,10 +89,10 @@ def _cmd_defaults(args) -> int:
     for name, known, option in [(n, frameworks.FRAMEWORKS, "--frameworks") for n in names] + \
                                [(d, datasets.REGISTRY, "--datasets") for d in sets]:
         if name not in known:
-            raise UsageError(f"sensitivity defaults: {option}: unknown {name!r}; allowed: {', '.join(known)}")
-    space = defaults_space(args.study or "defaults", names, sets, args.seeds)
-    plan = default_plan(space, names, sets, args.seeds, args.budget_epochs)
-    return _run("defaults", lambda: run_space(space, _options(args, len(plan)), plan))
+            raise UsageError(f"sensitivity {args.command}: {option}: unknown {name!r}; allowed: {', '.join(known)}")
+    space = defaults_space(args.study or args.command, names, sets, args.seeds)
+    plan = default_plan(space, names, sets, args.seeds, args.budget_epochs, transfer=args.command == "transfer")
+    return _run(args.command, lambda: run_space(space, _options(args, len(plan)), plan))
 
 
 def _add_study_parsers(commands) -> None:

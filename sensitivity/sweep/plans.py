@@ -32,11 +32,25 @@ def steps_per_epoch(dataset: str, batch_size: int, val_fraction: float) -> int:
     return max(1, int(n * (1 - val_fraction)) // batch_size)
 
 
-def default_plan(space, frameworks: list, dataset_names: list, seeds: int, budget_epochs=None) -> list:
-    """Every framework's own defaults on every dataset, `seeds` seeds each, as planned trials."""
+def own_default(entries: list, framework: str, dataset: str):
+    """The default a framework calls its own on a dataset: its own example's (the one tuned for that
+    dataset if it has several), else the first shared one (Caffe's engine-less defaults, DLBench's)."""
+    specific = [e for e in entries if e.runs_on == framework]
+    shared = [e for e in entries if e.runs_on == "all"]
+    for group in (specific, shared):
+        if group:
+            return next((e for e in group if e.dataset == dataset), group[0])
+    return None
+
+
+def default_plan(space, frameworks: list, dataset_names: list, seeds: int, budget_epochs=None,
+                 transfer: bool = False) -> list:
+    """Every framework's own defaults on every dataset (with `transfer`, every default on every framework
+    and dataset), `seeds` seeds each, as planned trials."""
     plan = []
-    for entry in load_table():
-        for framework in entry.own_frameworks(frameworks):
+    entries = load_table()
+    for entry in entries:
+        for framework in (frameworks if transfer else entry.own_frameworks(frameworks)):
             for dataset in dataset_names:
                 batch = entry.config.get("batch_size", 64)
                 fields, scale = trial_fields(entry, steps_per_epoch(dataset, batch, space.val_fraction),
@@ -49,7 +63,9 @@ def default_plan(space, frameworks: list, dataset_names: list, seeds: int, budge
                 params.update({name: fields[name] for name in space.parameters if name in fields
                                and _representable(space.parameters[name], fields[name])})
                 for seed in range(seeds):
-                    attrs = {"is_default": True, "default": entry.name, "default_source": entry.framework,
+                    attrs = {"is_default": framework in entry.own_frameworks([framework]), "default": entry.name,
+                             "default_source": entry.framework, "source_dataset": entry.dataset,
+                             "own_default": own_default(entries, framework, dataset) is entry,
                              "seed": seed, "config_id": f"default:{entry.name}:{framework}:{dataset}"}
                     if scale is not None:
                         attrs["budget_scale"] = round(scale, 6)

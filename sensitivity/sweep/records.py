@@ -18,7 +18,7 @@ import psutil
 HEARTBEAT_PREFIX = "heartbeat:"
 # what a queued trial carries, and a retry or a re-queued surplus keeps
 QUEUED_ATTRS = ("seed", "config_id", "retry_of", "planned", "plan_key", "is_default", "default", "default_source",
-                "budget_scale")
+                "source_dataset", "own_default", "budget_scale")
 SPACE_HASH = "space_fingerprint"
 
 

@@ -11,7 +11,8 @@ from sensitivity.sweep.storage import StorageError, open_storage
 
 EXPORT_ATTRS = ("status", "reason", "seed", "config_id", "accuracy", "val_accuracy", "loss", "train_time_s",
                 "setup_time_s", "compile_time_s", "test_time_s", "throughput", "peak_rss_mb", "cpu_percent",
-                "flops_per_s", "params", "steps", "retry_of", "orphaned", "is_default", "default", "budget_scale")
+                "flops_per_s", "params", "steps", "retry_of", "orphaned", "is_default", "default", "default_source", "source_dataset",
+                "own_default", "budget_scale")
 
 
 def list_studies(storage_url=None) -> list:
@@ -41,6 +42,7 @@ def trials_frame(study):
     """One row per trial: number, state, values, parameters (param_*), results (the TrialResult fields)."""
     import pandas as pd
     rows = []
+    space_dataset = (study.user_attrs.get("space") or {}).get("dataset")
     for t in study.get_trials(deepcopy=False):
         row = {"number": t.number, "state": t.state.name,
                "duration_s": t.duration.total_seconds() if t.duration else None}
@@ -49,6 +51,7 @@ def trials_frame(study):
         row.update({f"param_{k}": v for k, v in t.params.items()})
         row.update({k: t.user_attrs.get(k) for k in EXPORT_ATTRS})
         row["framework_version"] = (t.user_attrs.get("env") or {}).get("framework_version")
+        row["dataset"] = (t.user_attrs.get("planned") or {}).get("dataset") or space_dataset
         row["curve"] = json.dumps(t.user_attrs.get("curve") or [])
         rows.append(row)
     return pd.DataFrame(rows)

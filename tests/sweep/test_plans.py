@@ -7,7 +7,6 @@ import pytest
 
 from sensitivity import frameworks
 from sensitivity.defaults import load_table
-from sensitivity.spaces import Space
 from sensitivity.sweep.plans import default_plan, defaults_space, enqueue_plan
 
 pytestmark = pytest.mark.skipif(not frameworks.importable("torch"), reason="needs torch")
@@ -67,3 +66,19 @@ def test_defaults_command_runs_each_frameworks_own_defaults(tmp_path):
     assert all(t.state.name == "COMPLETE" and t.user_attrs["status"] in ("ok", "diverged") for t in trials)
     bad = run(tmp_path, "defaults", "--frameworks", "caffe2")
     assert bad.returncode == 2 and "--frameworks: unknown 'caffe2'" in bad.stderr
+
+
+def test_transfer_runs_every_default_on_the_target_and_reports_the_matrix(tmp_path):
+    proc = run(tmp_path, "transfer", "--frameworks", "torch", "--datasets", "digits", "--budget-epochs", 1,
+               "--parallel", 2)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    study = optuna.load_study(study_name="transfer", storage=f"sqlite:///{tmp_path}/results/optuna.db")
+    assert sorted(t.user_attrs["default"] for t in study.trials) == sorted(e.name for e in load_table())
+    assert sum(t.user_attrs["own_default"] for t in study.trials) == 1  # torch's own: its demo's default
+    from sensitivity.analysis.transfer import transfer_matrix
+    cells = transfer_matrix(study)
+    assert (cells["own_default"] == "torch-train-on-mnist").all() and cells["relative_accuracy"].notna().all()
+    report = subprocess.run([sys.executable, "-m", "sensitivity.cli", "report", "transfer"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=300)
+    assert report.returncode == 0 and "Across frameworks on digits" in (
+        tmp_path / "results" / "transfer-report.html").read_text()

@@ -1,0 +1,46 @@
+"""The transfer matrix from a table of default trials: relative to the target's own default, with n."""
+import pandas as pd
+import pytest
+
+from sensitivity.analysis.table import NotEnoughData
+from sensitivity.analysis.transfer import plot_transfer, transfer_matrix
+
+
+def row(number, default, source, framework, dataset, accuracy, own, seed=0):
+    return {"number": number, "state": "COMPLETE", "status": "ok", "param_framework": framework, "default": default,
+            "default_source": source, "source_dataset": "mnist", "own_default": own, "is_default": own,
+            "dataset": dataset, "accuracy": accuracy, "val_accuracy": accuracy, "train_time_s": 2.0 if own else 1.0,
+            "seed": seed, "config_id": f"{default}:{framework}:{dataset}", "curve": "[]", "value_0": accuracy}
+
+
+def table():
+    rows = [row(0, "torch-demo", "torch", "torch", "digits", 0.8, True),
+            row(1, "torch-demo", "torch", "torch", "digits", 0.6, True, seed=1),
+            row(2, "tf-demo", "tensorflow", "torch", "digits", 0.35, False),
+            row(3, "tf-demo", "tensorflow", "tensorflow", "digits", 0.9, True),
+            row(4, "torch-demo", "torch", "tensorflow", "digits", 0.45, False)]
+    return pd.DataFrame(rows)
+
+
+def test_cells_are_relative_to_the_targets_own_default_with_seed_counts():
+    cells = transfer_matrix(table()).set_index(["default", "target_framework"])
+    assert cells.loc[("torch-demo", "torch"), "n_seeds"] == 2
+    assert cells.loc[("torch-demo", "torch"), "accuracy"] == pytest.approx(0.7)
+    assert cells.loc[("tf-demo", "torch"), "relative_accuracy"] == pytest.approx(0.35 / 0.7)
+    assert cells.loc[("torch-demo", "tensorflow"), "relative_accuracy"] == pytest.approx(0.5)
+    assert cells.loc[("tf-demo", "torch"), "relative_time"] == pytest.approx(0.5)
+    assert cells.loc[("tf-demo", "tensorflow"), "own_default"] == "tf-demo"
+
+
+def test_figure_has_both_findings():
+    fig = plot_transfer(transfer_matrix(table()))
+    titles = [a.text for a in fig.layout.annotations]
+    assert any("Across datasets within a framework" in t for t in titles)
+    assert any("Across frameworks on digits" in t for t in titles)
+    assert any("(n=2)" in str(cell) for trace in fig.data for line in trace.text for cell in line)
+
+
+def test_a_study_without_defaults_says_what_would_fill_it():
+    plain = table().drop(columns=["default"])
+    with pytest.raises(NotEnoughData, match="sensitivity transfer"):
+        transfer_matrix(plain)
