@@ -56,8 +56,7 @@ class PlainTorch:
         import torch.nn.functional as F
         from torch import nn
         self.torch, self.F = torch, F
-        torch.set_num_threads(threads)
-        torch.set_num_interop_threads(threads)  # the child process has run nothing yet
+        torch.set_num_threads(threads)  # inter-op threads: the adapter's setup has set them already
         self.model = nn.Sequential(nn.Conv2d(1, 20, 5), nn.MaxPool2d(2), nn.Conv2d(20, 50, 5), nn.MaxPool2d(2),
                                    nn.Flatten(), nn.Linear(800, 500), nn.ReLU(), nn.Linear(500, 10))
         weighted = [m for m in self.model if isinstance(m, (nn.Conv2d, nn.Linear))]
@@ -88,10 +87,8 @@ class PlainTorch:
 
 class PlainTensorflow:
     def __init__(self, threads: int, weights: list, x: np.ndarray, y: np.ndarray):
-        import tensorflow as tf
+        import tensorflow as tf  # thread counts: set by the adapter's setup, process-wide
         self.tf = tf
-        tf.config.threading.set_intra_op_parallelism_threads(threads)
-        tf.config.threading.set_inter_op_parallelism_threads(threads)
         (k1, b1), (k2, b2), (k3, b3), (k4, b4) = weights
         k3 = k3.reshape(50, 4, 4, 500).transpose(1, 2, 0, 3).reshape(800, 500)  # rows (C,H,W) -> (H,W,C)
         arrays = [k1.transpose(2, 3, 1, 0), b1, k2.transpose(2, 3, 1, 0), b2, k3, b3, k4, b4]
