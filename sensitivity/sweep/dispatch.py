@@ -19,6 +19,8 @@ def _worker_for(spec: TrialSpec):
     from sensitivity.trial.runner import Worker
 
     variables = frameworks.worker_variables(spec)
+    if spec.threads:  # OpenMP's pool is sized at import: a trial of N CPUs should not start more threads
+        variables["OMP_NUM_THREADS"] = str(spec.threads)
     key = (frameworks.FRAMEWORKS[spec.framework].env, tuple(sorted(variables.items())),
            os.environ.get("CUDA_VISIBLE_DEVICES"))
     if key not in _WORKERS:

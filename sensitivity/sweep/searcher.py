@@ -34,6 +34,7 @@ class StudySearcher(Searcher):
         self.distributions = space.distributions()
         self.single_objective = len(space.objectives) == 1
         self.live: dict = {}  # Tune trial id -> Optuna trial
+        self.reported: dict = {}  # Optuna trial number -> epochs recorded as intermediate values
         self.last_curve: dict = {}
 
     def save(self, checkpoint_path: str) -> None:
@@ -98,8 +99,10 @@ class StudySearcher(Searcher):
         """The epoch's value as an intermediate value (single objective only), once per epoch."""
         value, epoch = result.get(self.metric), result.get("epoch")
         if self.single_objective and value is not None and epoch is not None:
-            if int(epoch) not in trial.storage.get_trial(trial._trial_id).intermediate_values:
+            reported = self.reported.setdefault(trial.number, set())  # kept here: no storage read per epoch
+            if int(epoch) not in reported:
                 trial.report(value, step=int(epoch))
+                reported.add(int(epoch))
 
     def on_trial_complete(self, trial_id: str, result: Optional[dict] = None, error: bool = False) -> None:
         from optuna.trial import TrialState
@@ -132,4 +135,5 @@ class StudySearcher(Searcher):
             trial.set_user_attr("status", "failed")
             trial.set_user_attr("reason", "the Ray trial raised an error (see Ray's logs)")
             self.study.tell(trial, state=TrialState.FAIL)
+        self.reported.pop(trial.number, None)
         self.on_change()

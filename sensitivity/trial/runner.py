@@ -70,7 +70,7 @@ class Worker:
 
     def run(self, spec: TrialSpec, on_event: Optional[Callable[[dict], None]] = None) -> TrialResult:
         """Run one trial to its end, whatever that end is."""
-        if frameworks.worker_variables(spec) != self.variables:
+        if not frameworks.worker_variables(spec).items() <= self.variables.items():
             raise ValueError(f"this worker was started with {self.variables}, the trial needs "
                              f"{frameworks.worker_variables(spec)}")
         data_path = datasets.prepare(spec.dataset, spec.data_dir)
