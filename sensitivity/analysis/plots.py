@@ -274,6 +274,8 @@ KINDS = {
     "divergence": (divergence_rates, plot_divergence),
     "transfer": (transfer_matrix, plot_transfer),
 }
+# kinds drawn from any study; the others need its planned trials of defaults (sensitivity transfer)
+STUDY_KINDS = tuple(kind for kind in KINDS if kind != "transfer")
 
 
 def figure(study_or_frame, kind: str, **options):

@@ -11,7 +11,7 @@ from sensitivity.sweep.storage import StorageError, open_storage
 
 EXPORT_ATTRS = ("status", "reason", "seed", "config_id", "accuracy", "val_accuracy", "loss", "train_time_s",
                 "setup_time_s", "compile_time_s", "test_time_s", "throughput", "peak_rss_mb", "cpu_percent",
-                "flops_per_s", "params", "steps", "retry_of", "orphaned", "is_default", "default", "default_source", "source_dataset",
+                "flops_per_s", "params", "steps", "retry_of", "orphaned", "default", "default_source", "source_dataset",
                 "own_default", "budget_scale")
 
 

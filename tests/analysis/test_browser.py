@@ -12,7 +12,7 @@ import subprocess
 import pytest
 from analysis_data import make_study
 
-from sensitivity.analysis.plots import KINDS, write_figure
+from sensitivity.analysis.plots import STUDY_KINDS as KINDS, write_figure
 from sensitivity.analysis.report import write_report
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

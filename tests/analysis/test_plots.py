@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 import pytest
 from analysis_data import frame
 
-from sensitivity.analysis.plots import KINDS, figure, write_figure
+from sensitivity.analysis.plots import KINDS, STUDY_KINDS, figure, write_figure
 from sensitivity.analysis.style import DEFAULT_NAME
 from sensitivity.analysis.table import NotEnoughData, trials_table
 
@@ -20,23 +20,23 @@ def table(seeded_study):
 
 def test_registry_maps_every_kind_to_compute_and_plot():
     assert list(KINDS) == ["frontier", "importance", "isolation", "slice", "contour", "curves", "seeds",
-                           "resources", "divergence"]
+                           "resources", "divergence", "transfer"]
     assert all(callable(compute) and callable(plot) for compute, plot in KINDS.values())
 
 
 @pytest.fixture(scope="module")
 def figures(table):
-    return {kind: figure(table, kind) for kind in KINDS}
+    return {kind: figure(table, kind) for kind in STUDY_KINDS}
 
 
-@pytest.mark.parametrize("kind", list(KINDS))
+@pytest.mark.parametrize("kind", list(STUDY_KINDS))
 def test_every_kind_draws_a_figure_with_data(figures, kind):
     fig = figures[kind]
     assert isinstance(fig, go.Figure) and fig.layout.title.text
     assert any(len(trace.x if trace.x is not None else trace.y) for trace in fig.data)
 
 
-@pytest.mark.parametrize("kind", [k for k in KINDS if k != "importance"])
+@pytest.mark.parametrize("kind", [k for k in STUDY_KINDS if k != "importance"])
 def test_framework_defaults_are_starred(figures, kind):
     marks = [t for t in figures[kind].data if t.name == DEFAULT_NAME]
     assert marks and sum(len(t.x) for t in marks) >= 1

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 from analysis_data import make_study
 
-from sensitivity.analysis.plots import KINDS
+from sensitivity.analysis.plots import STUDY_KINDS as KINDS
 from sensitivity.analysis.report import environment, robustness_section, transfer_section, write_report
 from sensitivity.analysis.table import trials_table
 
