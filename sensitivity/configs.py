@@ -17,17 +17,25 @@ class ConfigError(ValueError):
     """A configuration file that cannot be used; the message names the file and the key path."""
 
 
-def load_config(path) -> dict:
-    """The TrialSpec fields a configuration file sets."""
+def read_mapping(path, error=None) -> dict:
+    """A YAML file's top-level mapping; raises `error` (ConfigError by default) with one line naming the file."""
+    error = error or ConfigError
     path = Path(path)
     try:
         data = yaml.safe_load(path.read_text())
     except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+        raise error(f"{path}: cannot read: {exc.strerror}") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+        raise error(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping at the top level")
+        raise error(f"{path}: expected a mapping at the top level")
+    return data
+
+
+def load_config(path) -> dict:
+    """The TrialSpec fields a configuration file sets."""
+    path = Path(path)
+    data = read_mapping(path)
     if "config" in data:
         unknown = sorted(set(data) - ENTRY_KEYS)
         if unknown:

@@ -11,7 +11,6 @@ import json
 from pathlib import Path
 from typing import Annotated, Literal, Optional, Union
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from sensitivity.spec import TrialSpec
@@ -172,15 +171,9 @@ class Space(_Strict):
 
 
 def load_space(path) -> Space:
+    from sensitivity.configs import read_mapping
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise SpaceError(f"{path}: cannot read: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise SpaceError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
-    if not isinstance(data, dict):
-        raise SpaceError(f"{path}: expected a mapping at the top level")
+    data = read_mapping(path, SpaceError)
     try:
         space = Space.model_validate(data)
     except ValidationError as exc:
