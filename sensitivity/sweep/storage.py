@@ -5,6 +5,7 @@
 """
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -44,6 +45,26 @@ def _write_ahead_log(engine) -> None:
     engine.dispose()  # connections opened from now on get the pragmas
 
 
+def _open_sqlite(url: str, attempts: int = 5):
+    """An RDBStorage on an SQLite file. Processes that open a new file at once (a driver and a reader)
+    race to create Optuna's tables; the loser sees "table ... already exists" (or a duplicate schema
+    version) and simply opens again."""
+    import optuna
+    import sqlalchemy.exc
+
+    for attempt in range(attempts):
+        try:
+            # one writer (the driver), but readers such as the dashboard may hold the file briefly
+            storage = optuna.storages.RDBStorage(url, engine_kwargs={"connect_args": {"timeout": 60}})
+            _write_ahead_log(storage.engine)
+            return storage
+        except (sqlalchemy.exc.OperationalError, sqlalchemy.exc.IntegrityError) as exc:
+            lost_race = "already exists" in str(exc) or "alembic_version" in str(exc)
+            if not lost_race or attempt == attempts - 1:
+                raise
+            time.sleep(0.2 * (attempt + 1))
+
+
 def open_storage(url: str | None = None):
     """An Optuna storage for `url`: sqlite:///..., postgresql://..., or journal:PATH (or a *.journal path)."""
     import optuna
@@ -58,10 +79,7 @@ def open_storage(url: str | None = None):
             return optuna.storages.JournalStorage(backend)
         if url.startswith("sqlite:///"):
             Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-            # one writer (the driver), but readers such as the dashboard may hold the file briefly
-            storage = optuna.storages.RDBStorage(url, engine_kwargs={"connect_args": {"timeout": 60}})
-            _write_ahead_log(storage.engine)
-            return storage
+            return _open_sqlite(url)
         return optuna.storages.RDBStorage(url, engine_kwargs={"pool_pre_ping": True})
     except (sqlalchemy.exc.SQLAlchemyError, OSError, ImportError, ValueError) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -87,6 +87,19 @@ def test_unreachable_storage_is_a_clear_error_without_password():
     assert describe("postgresql://u:hunter2@h/db") == "postgresql://u:***@h/db"
 
 
+def test_processes_opening_a_new_sqlite_file_at_once_all_succeed(tmp_path):
+    """A driver and a reader (the dashboard, a test) race to create Optuna's tables in a new file."""
+    code = ("import sys; from sensitivity.sweep.storage import open_storage; "
+            "open_storage(sys.argv[1]); print('opened')")
+    for attempt in range(4):
+        url = f"sqlite:///{tmp_path}/race{attempt}.db"
+        procs = [subprocess.Popen([sys.executable, "-c", code, url], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for _ in range(4)]
+        for proc in procs:
+            out, err = proc.communicate(timeout=120)
+            assert proc.returncode == 0 and out.strip() == "opened", err[-2000:]
+
+
 @pytest.mark.skipif(not frameworks.importable("torch"), reason="needs torch")
 def test_two_drivers_share_one_postgresql_study(tmp_path):
     if not POSTGRES:

@@ -11,6 +11,7 @@ import pytest
 from optuna.trial import TrialState
 
 from sensitivity import frameworks
+from sensitivity.sweep.storage import open_storage
 
 pytestmark = pytest.mark.skipif(not frameworks.importable("torch"), reason="needs torch")
 
@@ -85,17 +86,21 @@ def test_kill_9_of_the_driver_then_resume_gives_exactly_n(tmp_path):
     space = write_space(tmp_path, epochs=6)
     args = [sys.executable, "-m", "sensitivity.cli", "sweep", str(space), "--trials", "6", "--parallel", "2",
             "--no-progress"]
-    driver = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = (tmp_path / "driver.log").open("w")
+    driver = subprocess.Popen(args, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT)
     storage = f"sqlite:///{tmp_path}/results/optuna.db"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:  # kill while one trial is done and others run
         time.sleep(1)
+        assert driver.poll() is None, (tmp_path / "driver.log").read_text()[-3000:]
         try:
-            trials = optuna.load_study(study_name="t", storage=storage).get_trials()
-        except Exception:
+            trials = optuna.load_study(study_name="t", storage=open_storage(storage)).get_trials()
+        except KeyError:  # the driver has not made the study yet
             continue
         if any(t.state == TrialState.COMPLETE for t in trials) and any(t.state == TrialState.RUNNING for t in trials):
             break
+    else:
+        pytest.fail("no trial completed in 300 s: " + (tmp_path / "driver.log").read_text()[-3000:])
     ray_children = [p.pid for p in psutil.Process(driver.pid).children(recursive=True)]
     driver.send_signal(signal.SIGKILL)
     driver.wait()
