@@ -170,10 +170,13 @@ class Space(_Strict):
         return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def load_space(path) -> Space:
+def load_space(path, frameworks=None) -> Space:
+    """The validated space of a YAML file; `frameworks` (a list) replaces the file's list of frameworks."""
     from sensitivity.configs import read_mapping
     path = Path(path)
     data = read_mapping(path, SpaceError)
+    if frameworks is not None and isinstance(data, dict):
+        data["frameworks"] = list(frameworks)
     try:
         space = Space.model_validate(data)
     except ValidationError as exc:

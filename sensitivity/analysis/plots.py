@@ -18,6 +18,7 @@ from sensitivity.analysis.frontier import ALL, Frontier, runtime_accuracy_fronti
 from sensitivity.analysis.importance import parameter_importance
 from sensitivity.analysis.isolation import isolation
 from sensitivity.analysis.resources import DEFAULTS, UNITS, resource_use
+from sensitivity.analysis.robustness import plot_robustness, robustness_curves
 from sensitivity.analysis.seeds import framework_comparisons, seed_intervals
 from sensitivity.analysis.style import add_default_marks, colours, finish, framework_label, go, make_subplots
 from sensitivity.analysis.table import trials_table
@@ -273,9 +274,11 @@ KINDS = {
     "resources": (resource_use, plot_resources),
     "divergence": (divergence_rates, plot_divergence),
     "transfer": (transfer_matrix, plot_transfer),
+    "robustness": (robustness_curves, plot_robustness),
 }
-# kinds drawn from any study; the others need its planned trials of defaults (sensitivity transfer)
-STUDY_KINDS = tuple(kind for kind in KINDS if kind != "transfer")
+# kinds drawn from any study; the others need its planned trials of defaults (sensitivity transfer) or
+# its trained models attacked (sensitivity robustness)
+STUDY_KINDS = tuple(kind for kind in KINDS if kind not in ("transfer", "robustness"))
 
 
 def figure(study_or_frame, kind: str, **options):

@@ -1,8 +1,9 @@
 """One self-contained HTML page about a study: plotly.js inline once, every figure as a div, the tables,
 the environment the trials ran in and the study's storage (never its password). It opens offline.
 
-A section without the data it needs says what would fill it. "Transfer of defaults" and "Robustness" are
-filled by other commands: `transfer_section` and `robustness_section` take their tables (and figures).
+A section without the data it needs says what would fill it. "Transfer of defaults" and "Robustness" come
+from the study's trials of defaults and its robustness records, or from another study given beside it
+(the study of `sensitivity transfer`, say).
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from sensitivity.analysis.frontier import runtime_accuracy_frontier
 from sensitivity.analysis.importance import parameter_importance
 from sensitivity.analysis.plots import KINDS, plot_frontier, plot_importance, plot_resources, plot_seeds
 from sensitivity.analysis.resources import resource_use
+from sensitivity.analysis.robustness import plot_robustness, robustness_curves
 from sensitivity.analysis.seeds import NEEDS_SEEDS, has_intervals, seed_intervals
 from sensitivity.analysis.summary import framework_summary
 from sensitivity.analysis.table import OUTCOMES, NotEnoughData, trials_table
@@ -31,20 +33,23 @@ td:first-child,th:first-child{text-align:left}.missing{color:#8a5a00;background:
 .note{color:#555}nav a{margin-right:1em}.scroll{overflow-x:auto}"""
 
 
-def write_report(study, out_path, *, transfer=None, robustness=None) -> Path:
+def write_report(study, out_path, *, others=()) -> Path:
     """Write the report of `study` (or of a trial table) to `out_path` (.html); returns the path.
-    `transfer` and `robustness` are the tables the transfer and robustness commands compute, if any."""
+    `others` are further studies (or tables) whose transfer matrix or robustness records fill those
+    sections where `study` has none, such as the study of `sensitivity transfer`."""
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_report(trials_table(study), transfer=transfer, robustness=robustness), encoding="utf-8")
+    text = render_report(trials_table(study), [trials_table(other) for other in others])
+    out.write_text(text, encoding="utf-8")
     return out
 
 
-def render_report(table: pd.DataFrame, *, transfer=None, robustness=None) -> str:
+def render_report(table: pd.DataFrame, others=()) -> str:
     from plotly.offline import get_plotlyjs
 
     name = table.attrs.get("study", "trial table")
-    sections = [("study", "Study", study_section(table)),
+    sources = [table, *others]
+    sections = [("study", "Study", study_section(table, others)),
                 ("environment", "Environment", table_html(environment(table), "not recorded: the trials carry "
                                                           "no environment (env) attributes")),
                 ("summary", "Framework by dataset", _guarded(lambda: table_html(framework_summary(table)))),
@@ -57,8 +62,10 @@ def render_report(table: pd.DataFrame, *, transfer=None, robustness=None) -> str
                 ("curves", "Learning curves", _figure_section(table, "curves")),
                 ("slice", "Slice", _figure_section(table, "slice")),
                 ("contour", "Contour", _figure_section(table, "contour")),
-                ("transfer", "Transfer of defaults", _transfer(table, transfer)),
-                ("robustness", "Robustness", robustness_section(robustness))]
+                ("transfer", "Transfer of defaults", _first_of(sources, transfer_matrix, _transfer,
+                                                               "run sensitivity transfer")),
+                ("robustness", "Robustness", _first_of(sources, robustness_curves, _robustness,
+                                                       "run sensitivity robustness"))]
     nav = " ".join(f'<a href="#{anchor}">{html.escape(title)}</a>' for anchor, title, _ in sections)
     body = "\n".join(f'<section id="{anchor}"><h2>{html.escape(title)}</h2>\n{content}\n</section>'
                      for anchor, title, content in sections)
@@ -68,7 +75,7 @@ def render_report(table: pd.DataFrame, *, transfer=None, robustness=None) -> str
             f'</body></html>\n')
 
 
-def study_section(table: pd.DataFrame) -> str:
+def study_section(table: pd.DataFrame, others=()) -> str:
     attrs = table.attrs
     counts = table["outcome"].value_counts()
     rows = [("study", attrs.get("study", "(a trial table, not a study)")),
@@ -76,6 +83,8 @@ def study_section(table: pd.DataFrame) -> str:
             ("objectives", ", ".join(attrs.get("directions") or []) or "unknown"),
             ("final trials", f"{len(table)}: " + ", ".join(f"{counts.get(o, 0)} {o}" for o in OUTCOMES)),
             ("report written", datetime.datetime.now().isoformat(" ", "seconds"))]
+    rows += [("with study", f"{o.attrs.get('study', 'a trial table')}: {len(o)} final trials (transfer, "
+                            "robustness)") for o in others]
     return table_html(pd.DataFrame(rows, columns=["", "value"]))
 
 
@@ -149,27 +158,27 @@ def _resources(table: pd.DataFrame) -> str:
     return figure_html(plot_resources(usage), "resources") + table_html(usage)
 
 
-def _transfer(table: pd.DataFrame, transfer=None) -> str:
-    """The transfer section from a given matrix, or from the study's own trials of defaults."""
-    if transfer is None:
+def _first_of(sources, compute, section, missing: str) -> str:
+    """The section drawn from the first source `compute` finds data in; else what would fill it."""
+    reasons = []
+    for source in sources:
         try:
-            transfer = transfer_matrix(table)
-        except NotEnoughData:
-            return transfer_section(None)
-    return transfer_section(transfer, [plot_transfer(transfer)])
+            data = compute(source)
+        except NotEnoughData as reason:
+            reasons.append(str(reason))
+            continue
+        label = source.attrs.get("study")
+        origin = f'<p class="note">From study {html.escape(label)}.</p>' if source is not sources[0] and label else ""
+        return origin + section(data)
+    return _missing(f"not computed for this study: {missing} ({reasons[0]})")
 
 
-def transfer_section(transfer=None, figures=()) -> str:
-    """Transfer of defaults between frameworks and datasets: its table and figures, once computed."""
-    return _external_section(transfer, figures, "sensitivity transfer", "transfer")
+def _transfer(cells: pd.DataFrame) -> str:
+    return figure_html(plot_transfer(cells), "transfer") + table_html(cells)
 
 
-def robustness_section(robustness=None, figures=()) -> str:
-    """Robustness to adversarial examples: its table and figures, once computed."""
-    return _external_section(robustness, figures, "sensitivity robustness", "robustness")
-
-
-def _external_section(frame, figures, command: str, anchor: str) -> str:
-    if frame is None or len(frame) == 0:
-        return _missing(f"not computed for this study: run {command}")
-    return "".join(figure_html(fig, f"{anchor}-{i}") for i, fig in enumerate(figures)) + table_html(frame)
+def _robustness(curves: pd.DataFrame) -> str:
+    note = "" if (curves["n"] >= 2).any() else _missing(
+        "one model per framework: no interval; keep the weights of 2 or more seeds for one")
+    shown = curves.sort_values(["dataset", "attack", "kind", "source_framework", "target_framework", "eps"])
+    return note + figure_html(plot_robustness(curves), "robustness") + table_html(shown)

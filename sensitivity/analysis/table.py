@@ -34,7 +34,8 @@ def trials_table(source) -> pd.DataFrame:
     """The trial table of a study, or of a frame from `sensitivity.sweep.studies.trials_frame` (or its CSV).
 
     A table already made by this function is returned as it is. `attrs` holds the study's name, storage
-    (without password), dataset and parameter distributions (JSON) when the source is a study.
+    (without password), dataset, parameter distributions (JSON) and the records of `sensitivity
+    robustness` (trial number -> record) when the source is a study.
     """
     if isinstance(source, pd.DataFrame):
         return source if "outcome" in source.columns else _normalise(source.copy())
@@ -57,7 +58,9 @@ def _from_study(study) -> pd.DataFrame:
             distributions.setdefault(name, distribution_to_json(dist))
     frame.attrs.update(study=study.study_name, storage=storage_description(study), distributions=distributions,
                        dataset=(study.user_attrs.get("space") or {}).get("dataset"),
-                       directions=[d.name.lower() for d in study.directions])
+                       directions=[d.name.lower() for d in study.directions],
+                       robustness={int(k.split(":", 1)[1]): v for k, v in study.user_attrs.items()
+                                   if k.startswith("robustness:")})
     return frame
 
 

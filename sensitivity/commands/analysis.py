@@ -1,36 +1,70 @@
-"""`sensitivity plot` and `sensitivity report`: a study's figures, and one self-contained HTML page."""
+"""`sensitivity robustness`, `plot` and `report`: attack a study's models; its figures; one HTML page."""
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from sensitivity.commands.common import EXIT_OK, UsageError
+from sensitivity.commands.common import EXIT_OK, UsageError, float_list, number
 
+# the kinds of sensitivity.analysis.plots.KINDS, named here so that parsing imports no plotting library
 KINDS = ("frontier", "importance", "isolation", "slice", "contour", "curves", "seeds", "resources", "divergence",
-         "transfer")
+         "transfer", "robustness")
+
 
 
 def add_parsers(commands) -> None:
+    p = commands.add_parser("robustness", help="attack a study's trained models (FGSM, PGD; white-box and "
+                                               "transferred between frameworks) and record accuracy against eps")
+    p.add_argument("study")
+    p.add_argument("--attack", default="fgsm,pgd", help="comma-separated: fgsm, pgd (default both)")
+    p.add_argument("--eps", type=float_list, default=(0.0, 0.05, 0.1, 0.2, 0.3),
+                   help="comma-separated L-infinity radii in the data's units (default 0,0.05,0.1,0.2,0.3)")
+    p.add_argument("--samples", type=number(int, 0, strict=True), default=500, help="test samples per model")
+    p.add_argument("--defaults-only", action="store_true", help="only each framework's own default")
+    p.add_argument("--storage")
+    p.set_defaults(handler=_cmd_robustness)
     p = commands.add_parser("plot", help="write one figure of a study (.html, .png, .svg or .pdf)")
     p.add_argument("study")
-    p.add_argument("--kind", required=True, choices=KINDS)
+    p.add_argument("--kind", required=True, choices=KINDS)  # the figure registry's kinds
     p.add_argument("--out", required=True, help="FILE.html, .png, .svg or .pdf")
     p.add_argument("--storage")
     p.set_defaults(handler=_cmd_plot)
     p = commands.add_parser("report", help="write a study's report: every figure and table in one HTML page")
     p.add_argument("study")
     p.add_argument("--out", help="default results/STUDY-report.html")
+    p.add_argument("--with-study", action="append", default=[], metavar="NAME",
+                   help="another study of the storage whose transfer matrix or robustness fills those sections "
+                        "(e.g. the study of sensitivity transfer); repeatable")
     p.add_argument("--storage")
     p.set_defaults(handler=_cmd_report)
 
 
-def _load(command: str, args):
+def _load(command: str, args, name=None):
     from sensitivity.sweep import studies
     from sensitivity.sweep.storage import StorageError
     try:
-        return studies.load(args.study, args.storage)
+        return studies.load(name or args.study, args.storage)
     except StorageError as exc:
         raise UsageError(f"sensitivity {command}: {exc}")
+
+
+def _cmd_robustness(args) -> int:
+    from sensitivity.analysis.robustness import robustness_curves
+    from sensitivity.analysis.table import trials_table
+    from sensitivity.robustness import RobustnessError, attack_study
+
+    study = _load("robustness", args)
+    try:
+        attack_study(study, tuple(a for a in args.attack.split(",") if a), args.eps, args.samples,
+                     args.defaults_only, log=lambda message: print(message, file=sys.stderr))
+    except RobustnessError as exc:
+        raise UsageError(f"sensitivity robustness: {exc}")
+    curves = robustness_curves(trials_table(study))
+    white = curves[curves["kind"].eq("white-box")].pivot_table(
+        index=["dataset", "attack", "target_framework", "n"], columns="eps", values="accuracy_mean")
+    print(f"white-box accuracy against eps (n = models), study {study.study_name}:")
+    print(white.to_string(float_format=lambda v: f"{v:.3f}"))
+    return EXIT_OK
 
 
 def _cmd_plot(args) -> int:
@@ -53,6 +87,7 @@ def _cmd_report(args) -> int:
     from sensitivity.analysis.report import write_report
 
     study = _load("report", args)
-    out = write_report(study, Path(args.out or f"results/{args.study}-report.html"))
+    others = [_load("report", args, name) for name in args.with_study]
+    out = write_report(study, Path(args.out or f"results/{args.study}-report.html"), others=others)
     print(f"report: {Path(out).resolve()}")
     return EXIT_OK

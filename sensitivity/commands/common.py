@@ -30,10 +30,15 @@ def number(kind, minimum=None, strict=False):
     return parse
 
 
-def int_list(text: str):
-    try:
-        return tuple(int(part) for part in text.split(",") if part)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}")
+def _number_list(kind, noun: str):
+    def parse(text: str):
+        try:
+            return tuple(kind(part) for part in text.split(",") if part)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected comma-separated {noun}, got {text!r}")
+    parse.__name__ = f"{kind.__name__}_list"
+    return parse
 
 
+int_list = _number_list(int, "integers")
+float_list = _number_list(float, "numbers")

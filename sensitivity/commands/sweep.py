@@ -20,6 +20,8 @@ def _add_run_options(p) -> None:
     p.add_argument("--timeout-per-trial", type=number(float, 0, strict=True))
     p.add_argument("--time-budget", type=number(float, 0, strict=True), help="seconds for the whole run")
     p.add_argument("--allow-space-change", action="store_true", help="resume a study made from another space")
+    p.add_argument("--keep-weights", action="store_true",
+                   help="each trial saves its trained weights under results/weights/STUDY/ (for sensitivity robustness)")
     p.add_argument("--no-progress", action="store_true")
 
 
@@ -35,6 +37,7 @@ def _add_sweep_parser(commands) -> None:
     p.add_argument("--seed", type=number(int, 0), help="the sampler's seed")
     p.add_argument("--with-defaults", action="store_true",
                    help="run each framework's own default (search_spaces/defaults.yaml) first")
+    p.add_argument("--frameworks", help="comma-separated: replaces the space's list of frameworks")
     _add_run_options(p)
     p.set_defaults(handler=_cmd_sweep)
     for name, help_text in [("defaults", "each framework's own defaults on each dataset, as a study"),
@@ -56,7 +59,7 @@ def _options(args, trials: int):
         pruner=getattr(args, "pruner", "none"), storage=args.storage, study=args.study, address=args.address,
         cpus_per_trial=args.cpus_per_trial, gpus_per_trial=args.gpus_per_trial,
         timeout_per_trial=args.timeout_per_trial, time_budget=args.time_budget, seed=getattr(args, "seed", None),
-        allow_space_change=args.allow_space_change, progress=not args.no_progress)
+        allow_space_change=args.allow_space_change, progress=not args.no_progress, keep_weights=args.keep_weights)
 
 
 def _run(command: str, run):
@@ -75,7 +78,8 @@ def _run(command: str, run):
 
 def _cmd_sweep(args) -> int:
     from sensitivity.sweep.driver import run_sweep
-    return _run("sweep", lambda: run_sweep(args.space, _options(args, args.trials), args.with_defaults))
+    names = args.frameworks.split(",") if args.frameworks else None
+    return _run("sweep", lambda: run_sweep(args.space, _options(args, args.trials), args.with_defaults, names))
 
 
 def _cmd_defaults(args) -> int:

@@ -74,9 +74,8 @@ def _spec_from_args(args) -> TrialSpec:
 
 
 def _fields_from_study(args) -> dict:
-    """The TrialSpec fields of trial N of a study, rebuilt from its stored space, parameters and seed."""
-    from sensitivity.spaces import Space
-    from sensitivity.sweep import studies
+    """The TrialSpec fields trial N of a study ran with (its kept-weights path left out)."""
+    from sensitivity.sweep import records, studies
     from sensitivity.sweep.storage import StorageError
 
     if not hasattr(args, "trial"):
@@ -89,10 +88,8 @@ def _fields_from_study(args) -> dict:
     if args.trial not in numbers:
         raise UsageError(f"sensitivity trial: --trial {args.trial}: study {args.from_study} has trials "
                          f"0 to {max(numbers, default=-1)}")
-    trial = numbers[args.trial]
-    space = Space.model_validate(study.user_attrs["space"])
-    spec = space.trial_spec(trial.params, trial.user_attrs.get("seed", 0))
-    return spec.model_dump(exclude_defaults=True)
+    spec = records.trial_spec(study, numbers[args.trial])
+    return spec.model_copy(update={"keep_weights": None}).model_dump(exclude_defaults=True)
 
 
 def _option(field: str) -> str:

@@ -44,10 +44,11 @@ class SweepOptions:
     seed: Optional[int] = None
     allow_space_change: bool = False
     progress: bool = True
+    keep_weights: bool = False  # each trial saves its trained weights (for sensitivity robustness)
 
 
-def run_sweep(space_path, options: SweepOptions, with_defaults: bool = False) -> dict:
-    space = load_space(space_path)
+def run_sweep(space_path, options: SweepOptions, with_defaults: bool = False, frameworks=None) -> dict:
+    space = load_space(space_path, frameworks)
     plan = default_plan(space, space.frameworks, [space.dataset], seeds=1,
                         budget_epochs=space.fixed.get("epochs")) if with_defaults else []
     return run_space(space, options, plan)
@@ -180,7 +181,8 @@ def _run_tune(study, space: Space, options: SweepOptions, driver_id: str, missin
         if "threads" not in space.fixed:
             run_options["threads"] = max(1, int(options.cpus_per_trial))
         with Progress(study, options.trials, enabled=options.progress) as progress:
-            searcher = StudySearcher(study, space, driver_id, options.trials, run_options, progress.refresh)
+            searcher = StudySearcher(study, space, driver_id, options.trials, run_options, progress.refresh,
+                                     weights_dir=weights_dir(study.study_name) if options.keep_weights else None)
             scheduler = _scheduler(options.pruner, space)
             resources = {"cpu": options.cpus_per_trial, "gpu": options.gpus_per_trial}
             tuner = tune.Tuner(
@@ -196,6 +198,14 @@ def _run_tune(study, space: Space, options: SweepOptions, driver_id: str, missin
     finally:
         ray.shutdown()
         ray_processes.forget_own()
+
+
+def weights_dir(study_name: str) -> str:
+    """results/weights/STUDY, absolute: where the trials of a study save their trained weights. On a
+    cluster each node writes on its own disk, so robustness needs this folder shared (NFS) or the driver's
+    node to run the trials."""
+    from pathlib import Path
+    return str((Path("results") / "weights" / study_name).resolve())
 
 
 def _scheduler(pruner: str, space: Space):

@@ -1,7 +1,7 @@
 """How trials are written in the study: the attribute names, and the counts a sweep is measured by.
 
 Each Optuna trial is one run of one configuration with one seed. Its user attributes hold the
-TrialResult's fields (`status`, `reason`, `accuracy`, ..., `curve`, `env`), the `seed`, the `config_id`
+TrialSpec it ran (`spec`), the TrialResult's fields (`status`, `reason`, `accuracy`, ..., `curve`, `env`), the `seed`, the `config_id`
 shared by the seeds of one configuration, the `driver` that owns it, and, for a retry, `retry_of` (the
 number of the orphan it replaces). An orphan is a RUNNING trial whose driver stopped beating: it is
 marked FAIL with `orphaned` set, and its parameters are queued again. When drivers sharing a study ask
@@ -67,3 +67,18 @@ def driver_alive(beat_record: dict, stale_after: float) -> bool:
         return abs(psutil.Process(beat_record["pid"]).create_time() - beat_record["created"]) < 0.01
     except psutil.NoSuchProcess:
         return False
+
+
+def trial_spec(study, trial):
+    """The TrialSpec a trial ran: its `spec` attribute, or for a study from before that was recorded, the
+    spec rebuilt from the stored space, its parameters, seed and planned configuration."""
+    from sensitivity.spaces import Space
+    from sensitivity.spec import TrialSpec
+
+    attrs = trial.user_attrs
+    if "spec" in attrs:
+        return TrialSpec.model_validate(attrs["spec"])
+    spec = Space.model_validate(study.user_attrs["space"]).trial_spec(trial.params, attrs.get("seed", 0))
+    if attrs.get("planned"):
+        spec = TrialSpec(**{**spec.model_dump(), **attrs["planned"], "seed": attrs.get("seed", 0)})
+    return spec

@@ -25,11 +25,12 @@ RESULT_FIELDS = ("status", "reason", "accuracy", "val_accuracy", "loss", "curve"
 
 class StudySearcher(Searcher):
     def __init__(self, study, space: Space, driver_id: str, target: int, run_options: dict,
-                 on_change: Optional[Callable[[], None]] = None):
+                 on_change: Optional[Callable[[], None]] = None, weights_dir: Optional[str] = None):
         metric = space.objectives[0].metric
         super().__init__(metric=metric, mode="max" if space.objectives[0].direction == "maximize" else "min")
         self.study, self.space, self.driver_id, self.target = study, space, driver_id, target
         self.run_options = run_options
+        self.weights_dir = weights_dir  # where trials save their trained weights, when kept
         self.on_change = on_change or (lambda: None)
         self.distributions = space.distributions()
         self.single_objective = len(space.objectives) == 1
@@ -66,6 +67,11 @@ class StudySearcher(Searcher):
         if attrs.get("planned"):  # a planned configuration (a framework default) overrides the space's
             run = {k: v for k, v in self.run_options.items() if v is not None}
             spec = TrialSpec(**{**spec.model_dump(), **attrs["planned"], "seed": seed, **run})
+        if self.weights_dir:
+            weights = f"{self.weights_dir}/{trial.number}.npz"
+            spec = spec.model_copy(update={"keep_weights": weights})
+            trial.set_user_attr("weights", weights)
+        trial.set_user_attr("spec", spec.model_dump(mode="json"))  # exactly what ran: reruns, robustness
         self.live[trial_id] = trial
         self.on_change()
         return {"spec": spec.model_dump(mode="json"), "optuna_trial": trial.number}

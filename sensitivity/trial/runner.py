@@ -104,6 +104,26 @@ class Worker:
             if on_event is not None:
                 on_event(event)
 
+    def attack(self, request: dict, timeout: Optional[float] = None) -> dict:
+        """Run one attack request (`sensitivity.attacks.run_request`); raises WorkerError if it fails."""
+        if not self.alive():
+            self.start()
+        self.stderr_tail.clear()
+        try:
+            self.proc.stdin.write(json.dumps({"attack": request}) + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass  # the worker died: the next event says so
+        event = self._next_event(time.monotonic() + timeout if timeout else None)
+        if event == "timeout":
+            self.kill()
+            raise WorkerError(f"attack gave no result within {timeout:g} s")
+        if event is None:
+            raise WorkerError(f"{self._death_reason()}: {self.tail()[-1000:]}")
+        if "error" in event:
+            raise WorkerError(event["error"])
+        return event["result"]
+
     def kill(self) -> None:
         """End the worker and everything it started (its own process group)."""
         if self.proc is None:

@@ -3,6 +3,8 @@
 Run as `python -m sensitivity.trial.worker`. Each line on stdin is a request
 `{"spec": {...}, "data": "/path/dataset.npz", "model": "lenet5"}`; for each the worker writes
 `{"event": "started"}`, one `{"event": "epoch", ...}` per epoch, then `{"event": "result", "result": {...}}`.
+A line `{"attack": {...}}` attacks a trained model instead (`sensitivity.attacks`) and gets one
+`{"event": "attack_result", "result": {...}}` (or `"error"`).
 The protocol has stdout to itself: file descriptor 1 is pointed at stderr, so whatever a framework
 prints goes to stderr. A worker stays warm for further trials (the framework import is paid once); each
 trial builds a fresh model and reseeds every generator.
@@ -80,6 +82,9 @@ def serve(requests, proto) -> None:
         if not line.strip():
             continue
         request = json.loads(line)
+        if "attack" in request:
+            proto.write(json.dumps(_attack(request["attack"])) + "\n")
+            continue
         spec = TrialSpec.model_validate(request["spec"])
         emit({"event": "started"})
         try:
@@ -91,6 +96,18 @@ def serve(requests, proto) -> None:
             result = TrialResult.failure("failed", f"{type(exc).__name__}: {exc}", spec)
         sys.stderr.flush()
         proto.write(json.dumps({"event": "result", "result": json.loads(result.to_json())}) + "\n")
+
+
+def _attack(request: dict) -> dict:
+    """An attack request's event: its result, or the error that stopped it."""
+    from sensitivity import attacks
+    try:
+        return {"event": "attack_result", "result": attacks.run_request(request, _available_threads())}
+    except Exception as exc:
+        traceback.print_exc(file=sys.stderr)
+        return {"event": "attack_result", "error": f"{type(exc).__name__}: {exc}"}
+    finally:
+        sys.stderr.flush()
 
 
 def main() -> None:

@@ -1,0 +1,102 @@
+"""Adversarial examples against a trained model, in the model's own framework; runs inside the worker.
+
+White-box attacks use the adapter's `input_gradient` (of the summed cross-entropy), so each framework's
+own automatic differentiation is what is attacked:
+- FGSM (Goodfellow et al. 2015): x + eps * sign(grad), one step;
+- PGD (Madry et al. 2018): a random start in the L-infinity ball of radius eps, then `PGD_STEPS` steps of
+  size 2.5 * eps / PGD_STEPS along sign(grad), each projected back onto the ball.
+Every example stays in the data's value range (the training set's minimum and maximum). Transfer attacks
+evaluate a model on examples another model's attack made (`evaluate_examples`).
+
+A request (one JSON line to the worker, `{"attack": {...}}`) names the trained trial's spec, its weights,
+the dataset, how many test samples, the attacks and epsilons, where to save the examples it makes, and
+other models' example files to evaluate on.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from sensitivity.datasets.base import Dataset, atomic_write
+from sensitivity.spec import TrialSpec
+
+ATTACKS = ("fgsm", "pgd")
+PGD_STEPS = 10
+GRADIENT_BATCH = 250
+
+
+def fgsm(adapter, x: np.ndarray, y: np.ndarray, eps: float, low: float, high: float, rng=None) -> np.ndarray:
+    return np.clip(x + eps * np.sign(_gradient(adapter, x, y)), low, high).astype(x.dtype)
+
+
+def pgd(adapter, x: np.ndarray, y: np.ndarray, eps: float, low: float, high: float, rng=None) -> np.ndarray:
+    if eps == 0:
+        return x.copy()
+    step = 2.5 * eps / PGD_STEPS
+    rng = rng or np.random.default_rng(0)
+    adv = np.clip(x + rng.uniform(-eps, eps, x.shape).astype(x.dtype), low, high)
+    for _ in range(PGD_STEPS):
+        adv = adv + step * np.sign(_gradient(adapter, adv, y))
+        adv = np.clip(np.clip(adv, x - eps, x + eps), low, high).astype(x.dtype)
+    return adv
+
+
+ATTACK_FUNCTIONS = {"fgsm": fgsm, "pgd": pgd}
+
+
+def _gradient(adapter, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    return np.concatenate([adapter.input_gradient(x[i:i + GRADIENT_BATCH], y[i:i + GRADIENT_BATCH])
+                           for i in range(0, len(y), GRADIENT_BATCH)])
+
+
+def accuracy(adapter, x: np.ndarray, y: np.ndarray) -> float:
+    from sensitivity.trial.loop import accuracy as batched_accuracy
+    return batched_accuracy(adapter, x, y)
+
+
+def run_request(request: dict, threads: int) -> dict:
+    """Load the trained model, attack it (white-box) and evaluate it on other models' examples."""
+    from sensitivity import frameworks
+    from sensitivity.models import get_model, layers_from_dicts
+
+    spec = TrialSpec.model_validate(request["spec"])
+    data = Dataset.load_npz(request["data"])
+    x, y = data.x_test[: request["samples"]], data.y_test[: request["samples"]]
+    low, high = float(data.x_train.min()), float(data.x_train.max())
+    model = layers_from_dicts(request["model"], spec.layers) if spec.layers else get_model(request["model"])
+    model = model.resolve(data.classes)
+    adapter = frameworks.load_adapter(spec.framework)
+    adapter.setup(threads, spec.device, spec.seed)
+    adapter.build(model, data.input_shape, data.classes, load_weights(request["weights"]), spec)
+    result = {"clean": accuracy(adapter, x, y), "samples": len(y), "white_box": {}, "transfer": {}}
+    examples = {}
+    for attack in request.get("attacks", ()):
+        rng = np.random.default_rng(spec.seed)
+        result["white_box"][attack] = []
+        for i, eps in enumerate(request["eps"]):
+            adv = ATTACK_FUNCTIONS[attack](adapter, x, y, eps, low, high, rng)
+            examples[f"{attack}_{i}"] = adv
+            result["white_box"][attack].append(accuracy(adapter, adv, y))
+    if request.get("save_examples") and examples:
+        with atomic_write(request["save_examples"]) as f:
+            np.savez(f, **examples)
+    for source, path in (request.get("evaluate") or {}).items():
+        result["transfer"][source] = evaluate_examples(adapter, path, y, request["eps"])
+    return result
+
+
+def evaluate_examples(adapter, path: str, y: np.ndarray, eps: list) -> dict:
+    """{attack: [accuracy per eps]} of the model on another model's saved examples."""
+    with np.load(path) as saved:
+        names = sorted(saved.files)
+        out = {}
+        for name in names:
+            attack, index = name.rsplit("_", 1)
+            out.setdefault(attack, [None] * len(eps))[int(index)] = accuracy(adapter, saved[name], y)
+    return out
+
+
+def load_weights(path: str) -> list:
+    """The [(kernel, bias)] a trial saved (`sensitivity.trial.loop.save_weights`)."""
+    with np.load(path) as saved:
+        layers = len([n for n in saved.files if n.startswith("kernel_")])
+        return [(saved[f"kernel_{i}"], saved[f"bias_{i}"]) for i in range(layers)]

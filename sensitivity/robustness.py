@@ -1,0 +1,101 @@
+"""`sensitivity robustness`: attack the trained models of a study and record the accuracies in it.
+
+Each model is a completed trial (status ok) whose weights were kept (`sweep --keep-weights`). In a warm
+worker of its framework's environment it is attacked white-box through its own input gradient
+(`sensitivity.attacks`), on the first `samples` test samples of its dataset, at each epsilon; the examples
+are saved under results/robustness/STUDY/. Then each model is tested on the examples every other model of
+the same dataset and model made (transfer attacks). The driver writes one record per model in the study
+(user attribute `robustness:NUMBER`); the analysis reads them from there.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Optional
+
+from sensitivity import datasets, frameworks
+from sensitivity.analysis.robustness import PREFIX
+from sensitivity.attacks import ATTACKS
+from sensitivity.spec import TrialSpec
+from sensitivity.sweep.records import trial_spec
+
+DEFAULT_EPS = (0.0, 0.05, 0.1, 0.2, 0.3)
+
+
+class RobustnessError(Exception):
+    """The study has nothing to attack, or an option is wrong: one line, exit 2."""
+
+
+def attackable(study, defaults_only: bool = False) -> list:
+    """The completed trials (status ok) whose kept weights are on this disk; with `defaults_only`, only
+    each framework's own default."""
+    from optuna.trial import TrialState
+
+    chosen = []
+    for trial in study.get_trials(deepcopy=False):
+        attrs = trial.user_attrs
+        if trial.state != TrialState.COMPLETE or attrs.get("status") != "ok" or not attrs.get("weights"):
+            continue
+        if defaults_only and not attrs.get("own_default"):
+            continue
+        if Path(attrs["weights"]).exists():
+            chosen.append(trial)
+    return chosen
+
+
+def attack_study(study, attacks=ATTACKS, eps=DEFAULT_EPS, samples: int = 500, defaults_only: bool = False,
+                 log: Optional[Callable[[str], None]] = None) -> dict:
+    """Attack every attackable model of `study`; returns {trial number: record} as written in the study."""
+    log = log or (lambda message: None)
+    unknown = [a for a in attacks if a not in ATTACKS]
+    if unknown or not attacks:
+        raise RobustnessError(f"--attack {','.join(unknown) or '(none)'}: allowed {', '.join(ATTACKS)}")
+    if any(e < 0 for e in eps) or not eps:
+        raise RobustnessError("--eps: one or more epsilons >= 0")
+    trials = attackable(study, defaults_only)
+    if not trials:
+        which = "own defaults" if defaults_only else "completed trials"
+        raise RobustnessError(f"study {study.study_name} has no {which} with kept weights on this disk: run the "
+                              "sweep (or defaults, transfer) with --keep-weights")
+    out_dir = (Path("results") / "robustness" / study.study_name).resolve()
+    specs = {t.number: trial_spec(study, t) for t in trials}
+    requests = {t.number: _request(specs[t.number], t, attacks, eps, samples, out_dir / f"{t.number}.npz")
+                for t in trials}
+    workers: dict = {}
+    records = {}
+    try:
+        for trial in trials:  # white-box, saving each model's examples
+            log(f"attacking trial {trial.number} ({trial.params.get('framework')})")
+            records[trial.number] = _worker(workers, specs[trial.number]).attack(requests[trial.number])
+        for trial in trials:  # transfer: every other model's examples of the same data and model
+            mine = requests[trial.number]
+            others = {str(n): r["save_examples"] for n, r in requests.items()
+                      if n != trial.number and (r["data"], r["model"], r["samples"]) ==
+                      (mine["data"], mine["model"], mine["samples"])}
+            if others:
+                tested = _worker(workers, specs[trial.number]).attack({**mine, "attacks": [], "evaluate": others,
+                                                         "save_examples": None})
+                records[trial.number]["transfer"] = tested["transfer"]
+    finally:
+        for worker in workers.values():
+            worker.close()
+    for number, record in records.items():
+        record.update(eps=list(eps), attacks=list(attacks))
+        study.set_user_attr(f"{PREFIX}{number}", record)
+    return records
+
+
+def _request(spec: TrialSpec, trial, attacks, eps, samples: int, examples: Path) -> dict:
+    spec = spec.model_copy(update={"keep_weights": None})
+    return {"spec": spec.model_dump(mode="json"), "data": str(datasets.prepare(spec.dataset, spec.data_dir)),
+            "model": spec.model or datasets.REGISTRY[spec.dataset].default_model, "weights": trial.user_attrs["weights"],
+            "samples": samples, "attacks": list(attacks), "eps": list(eps), "save_examples": str(examples)}
+
+
+def _worker(workers: dict, spec: TrialSpec):
+    from sensitivity.trial.runner import Worker
+
+    variables = frameworks.worker_variables(spec)
+    key = (frameworks.FRAMEWORKS[spec.framework].env, tuple(sorted(variables.items())))
+    if key not in workers:
+        workers[key] = Worker(key[0], variables)
+    return workers[key]
