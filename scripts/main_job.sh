@@ -1,23 +1,40 @@
 #!/usr/bin/env bash
-# The main job on the offline dataset mnist5k: Caffe's LeNet with momentum SGD, one trial per framework
-# usable here, then a table of accuracy against cost. Results (JSON lines) go to results/main_job.jsonl.
+# The main job, offline, on mnist5k and digits: a small complete study, then its report.
+#   1. transfer: every framework's default (search_spaces/defaults.yaml) on every framework and dataset,
+#      two seeds, cut to one epoch (recorded as budget_scale); each framework's own defaults are among them;
+#   2. a short sweep of search_spaces/mnist5k.yaml, two seeds per configuration, the defaults first;
+#   3. robustness: FGSM and PGD against each framework's own default models, white-box and transferred;
+#   4. the report of the sweep, with the transfer matrix and robustness from the transfer study, and a
+#      check that its figures render in Chromium.
+# Usage: scripts/main_job.sh [--frameworks torch,tensorflow,mxnet | all] [--trials N]
+# Results: the studies in results/optuna.db, the report at results/main-report.html.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=results/main_job.jsonl
-mkdir -p results && : > "$out.tmp"
-for framework in $(.venv/bin/python -c "from sensitivity import frameworks as f; print(' '.join(n for n in f.FRAMEWORKS if f.probe(n)[1]))"); do
-    echo "== $framework" >&2
-    .venv/bin/sensitivity trial --framework "$framework" --dataset mnist5k --model lenet5 --batch-size 64 \
-        --lr 0.05 --optimizer momentum --momentum 0.9 --epochs 5 --json | tail -n 1 >> "$out.tmp" || true
+frameworks=torch,tensorflow,mxnet
+trials=38  # the 13 defaults of three frameworks on mnist5k, then 6 sampled configurations, all x 2 seeds
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --frameworks) frameworks="$2"; shift 2 ;;
+        --trials) trials="$2"; shift 2 ;;
+        *) echo "scripts/main_job.sh: unknown option $1; allowed: --frameworks LIST|all, --trials N" >&2; exit 2 ;;
+    esac
 done
-mv "$out.tmp" "$out"
-.venv/bin/python - "$out" <<'PY'
-import json, sys
-print(f"{'framework':<12} {'status':<9} {'accuracy':>8} {'train s':>8} {'compile s':>9} {'samples/s':>9} {'RSS MB':>7}")
-for line in open(sys.argv[1]):
-    r = json.loads(line)
-    f = lambda v, p: "-" if v is None else f"{v:.{p}f}"
-    print(f"{r['spec']['framework']:<12} {r['status']:<9} {f(r['accuracy'], 3):>8} {f(r['train_time_s'], 1):>8} "
-          f"{f(r['compile_time_s'], 2):>9} {f(r['throughput'], 0):>9} {f(r['peak_rss_mb'], 0):>7}")
-print(f"results: {sys.argv[1]}")
-PY
+sensitivity=.venv/bin/sensitivity
+if [ "$frameworks" = all ]; then
+    frameworks=$(.venv/bin/python -c "from sensitivity import frameworks as f; print(','.join(n for n in f.FRAMEWORKS if f.probe(n)[1]))")
+fi
+tag=$(echo "$frameworks" | tr ',' '-')
+transfer="main-transfer-$tag" sweep="main-sweep-$tag"
+echo "== frameworks: $frameworks" >&2
+
+echo "== 1/4 defaults and their transfer between frameworks and datasets" >&2
+$sensitivity transfer --frameworks "$frameworks" --datasets mnist5k,digits --seeds 2 --budget-epochs 1 \
+    --keep-weights --parallel 2 --study "$transfer" --no-progress
+echo "== 2/4 a short sweep on mnist5k, the defaults first" >&2
+$sensitivity sweep search_spaces/mnist5k.yaml --frameworks "$frameworks" --seeds 2 --trials "$trials" \
+    --with-defaults --parallel 2 --sampler random --seed 0 --study "$sweep" --no-progress
+echo "== 3/4 robustness of each framework's own defaults" >&2
+$sensitivity robustness "$transfer" --defaults-only --samples 300
+echo "== 4/4 report" >&2
+$sensitivity report "$sweep" --with-study "$transfer" --out results/main-report.html
+.venv/bin/python -m sensitivity.analysis.browser results/main-report.html

@@ -5,7 +5,8 @@ worker of its framework's environment it is attacked white-box through its own i
 (`sensitivity.attacks`), on the first `samples` test samples of its dataset, at each epsilon; the examples
 are saved under results/robustness/STUDY/. Then each model is tested on the examples every other model of
 the same dataset and model made (transfer attacks). The driver writes one record per model in the study
-(user attribute `robustness:NUMBER`); the analysis reads them from there.
+(user attribute `robustness:NUMBER`); the analysis reads them from there. A run replaces the records of
+earlier runs; a model whose attack failed is reported and has none.
 """
 from __future__ import annotations
 
@@ -17,8 +18,10 @@ from sensitivity.analysis.robustness import PREFIX
 from sensitivity.attacks import ATTACKS
 from sensitivity.spec import TrialSpec
 from sensitivity.sweep.records import trial_spec
+from sensitivity.trial.runner import Worker, WorkerError
 
 DEFAULT_EPS = (0.0, 0.05, 0.1, 0.2, 0.3)
+ATTACK_TIMEOUT_S = 3600.0
 
 
 class RobustnessError(Exception):
@@ -44,7 +47,8 @@ def attackable(study, defaults_only: bool = False) -> list:
 
 def attack_study(study, attacks=ATTACKS, eps=DEFAULT_EPS, samples: int = 500, defaults_only: bool = False,
                  log: Optional[Callable[[str], None]] = None) -> dict:
-    """Attack every attackable model of `study`; returns {trial number: record} as written in the study."""
+    """Attack every attackable model of `study`; returns ({trial number: record} as written in the study,
+    {trial number: why its attack failed})."""
     log = log or (lambda message: None)
     unknown = [a for a in attacks if a not in ATTACKS]
     if unknown or not attacks:
@@ -60,28 +64,41 @@ def attack_study(study, attacks=ATTACKS, eps=DEFAULT_EPS, samples: int = 500, de
     specs = {t.number: trial_spec(study, t) for t in trials}
     requests = {t.number: _request(specs[t.number], t, attacks, eps, samples, out_dir / f"{t.number}.npz")
                 for t in trials}
+    for key in [k for k, v in study.user_attrs.items() if k.startswith(PREFIX) and v is not None]:
+        study.set_user_attr(key, None)  # a run replaces the records of earlier ones (Optuna deletes none)
     workers: dict = {}
-    records = {}
+    records, failures = {}, {}
+
+    def record(number: int, request: dict, update) -> None:
+        try:
+            result = _worker(workers, specs[number]).attack(request, timeout=ATTACK_TIMEOUT_S)
+        except WorkerError as exc:  # one model's failure is reported; the others go on
+            failures[number] = str(exc).splitlines()[0] if str(exc) else "worker error"
+            log(f"trial {number}: attack failed: {failures[number]}")
+            return
+        records[number] = update(result)
+        study.set_user_attr(f"{PREFIX}{number}", records[number])  # kept as soon as made
+
     try:
         for trial in trials:  # white-box, saving each model's examples
-            log(f"attacking trial {trial.number} ({trial.params.get('framework')})")
-            records[trial.number] = _worker(workers, specs[trial.number]).attack(requests[trial.number])
-        for trial in trials:  # transfer: every other model's examples of the same data and model
-            mine = requests[trial.number]
-            others = {str(n): r["save_examples"] for n, r in requests.items()
-                      if n != trial.number and (r["data"], r["model"], r["samples"]) ==
-                      (mine["data"], mine["model"], mine["samples"])}
+            log(f"attacking trial {trial.number} ({specs[trial.number].framework})")
+            record(trial.number, requests[trial.number], lambda result: {**result, "eps": list(eps),
+                                                                          "attacks": list(attacks)})
+        for number in list(records):  # transfer: every other model's examples of the same data and model
+            mine = requests[number]
+            others = {str(n): requests[n]["save_examples"] for n in records
+                      if n != number and _same_inputs(requests[n], mine)}
             if others:
-                tested = _worker(workers, specs[trial.number]).attack({**mine, "attacks": [], "evaluate": others,
-                                                         "save_examples": None})
-                records[trial.number]["transfer"] = tested["transfer"]
+                record(number, {**mine, "attacks": [], "evaluate": others, "save_examples": None},
+                       lambda result, number=number: {**records[number], "transfer": result["transfer"]})
     finally:
         for worker in workers.values():
             worker.close()
-    for number, record in records.items():
-        record.update(eps=list(eps), attacks=list(attacks))
-        study.set_user_attr(f"{PREFIX}{number}", record)
-    return records
+    return records, failures
+
+
+def _same_inputs(a: dict, b: dict) -> bool:
+    return (a["data"], a["model"], a["samples"]) == (b["data"], b["model"], b["samples"])
 
 
 def _request(spec: TrialSpec, trial, attacks, eps, samples: int, examples: Path) -> dict:
@@ -92,8 +109,6 @@ def _request(spec: TrialSpec, trial, attacks, eps, samples: int, examples: Path)
 
 
 def _worker(workers: dict, spec: TrialSpec):
-    from sensitivity.trial.runner import Worker
-
     variables = frameworks.worker_variables(spec)
     key = (frameworks.FRAMEWORKS[spec.framework].env, tuple(sorted(variables.items())))
     if key not in workers:

@@ -170,13 +170,13 @@ class Space(_Strict):
         return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def load_space(path, frameworks=None) -> Space:
-    """The validated space of a YAML file; `frameworks` (a list) replaces the file's list of frameworks."""
+def load_space(path, **overrides) -> Space:
+    """The validated space of a YAML file; `overrides` (frameworks=[...], seeds=K) replace its values."""
     from sensitivity.configs import read_mapping
     path = Path(path)
     data = read_mapping(path, SpaceError)
-    if frameworks is not None and isinstance(data, dict):
-        data["frameworks"] = list(frameworks)
+    if isinstance(data, dict):
+        data.update({k: v for k, v in overrides.items() if v is not None})
     try:
         space = Space.model_validate(data)
     except ValidationError as exc:

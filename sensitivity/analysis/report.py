@@ -180,5 +180,12 @@ def _transfer(cells: pd.DataFrame) -> str:
 def _robustness(curves: pd.DataFrame) -> str:
     note = "" if (curves["n"] >= 2).any() else _missing(
         "one model per framework: no interval; keep the weights of 2 or more seeds for one")
-    shown = curves.sort_values(["dataset", "attack", "kind", "source_framework", "target_framework", "eps"])
-    return note + figure_html(plot_robustness(curves), "robustness") + table_html(shown)
+    curves = curves.assign(cell=[f"{m:.3f} (n={n})" for m, n in zip(curves["accuracy_mean"], curves["n"])])
+    white = curves[curves["kind"].eq("white-box")].pivot(
+        index=["dataset", "attack", "target_framework"], columns="eps", values="cell")
+    cross = curves[curves["kind"].eq("transfer")].pivot(
+        index=["dataset", "attack", "source_framework", "target_framework"], columns="eps", values="cell")
+    tables = [("White-box accuracy by eps", white), ("Accuracy on examples made on another model, by eps", cross)]
+    return note + figure_html(plot_robustness(curves), "robustness") + "".join(
+        f"<h3>{title}</h3>" + table_html(frame.rename(columns=lambda e: f"eps {e:g}").reset_index())
+        for title, frame in tables if len(frame))

@@ -60,7 +60,7 @@ def _from_study(study) -> pd.DataFrame:
                        dataset=(study.user_attrs.get("space") or {}).get("dataset"),
                        directions=[d.name.lower() for d in study.directions],
                        robustness={int(k.split(":", 1)[1]): v for k, v in study.user_attrs.items()
-                                   if k.startswith("robustness:")})
+                                   if k.startswith("robustness:") and v is not None})
     return frame
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from sensitivity.commands.common import EXIT_OK, UsageError, float_list, number
+from sensitivity.commands.common import EXIT_OK, EXIT_TRIAL_FAILED, UsageError, float_list, number
 
 # the kinds of sensitivity.analysis.plots.KINDS, named here so that parsing imports no plotting library
 KINDS = ("frontier", "importance", "isolation", "slice", "contour", "curves", "seeds", "resources", "divergence",
@@ -55,16 +55,21 @@ def _cmd_robustness(args) -> int:
 
     study = _load("robustness", args)
     try:
-        attack_study(study, tuple(a for a in args.attack.split(",") if a), args.eps, args.samples,
-                     args.defaults_only, log=lambda message: print(message, file=sys.stderr))
+        records, failures = attack_study(study, tuple(a for a in args.attack.split(",") if a), args.eps,
+                                         args.samples, args.defaults_only,
+                                         log=lambda message: print(message, file=sys.stderr))
     except RobustnessError as exc:
         raise UsageError(f"sensitivity robustness: {exc}")
+    for number, reason in failures.items():
+        print(f"trial {number}: not attacked: {reason}")
+    if not records:
+        return EXIT_TRIAL_FAILED
     curves = robustness_curves(trials_table(study))
     white = curves[curves["kind"].eq("white-box")].pivot_table(
         index=["dataset", "attack", "target_framework", "n"], columns="eps", values="accuracy_mean")
     print(f"white-box accuracy against eps (n = models), study {study.study_name}:")
     print(white.to_string(float_format=lambda v: f"{v:.3f}"))
-    return EXIT_OK
+    return EXIT_TRIAL_FAILED if failures else EXIT_OK
 
 
 def _cmd_plot(args) -> int:

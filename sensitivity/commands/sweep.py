@@ -38,6 +38,7 @@ def _add_sweep_parser(commands) -> None:
     p.add_argument("--with-defaults", action="store_true",
                    help="run each framework's own default (search_spaces/defaults.yaml) first")
     p.add_argument("--frameworks", help="comma-separated: replaces the space's list of frameworks")
+    p.add_argument("--seeds", type=number(int, 0, strict=True), help="seeds per configuration: replaces the space's")
     _add_run_options(p)
     p.set_defaults(handler=_cmd_sweep)
     for name, help_text in [("defaults", "each framework's own defaults on each dataset, as a study"),
@@ -79,7 +80,8 @@ def _run(command: str, run):
 def _cmd_sweep(args) -> int:
     from sensitivity.sweep.driver import run_sweep
     names = args.frameworks.split(",") if args.frameworks else None
-    return _run("sweep", lambda: run_sweep(args.space, _options(args, args.trials), args.with_defaults, names))
+    return _run("sweep", lambda: run_sweep(args.space, _options(args, args.trials), args.with_defaults,
+                                           frameworks=names, seeds=args.seeds))
 
 
 def _cmd_defaults(args) -> int:

@@ -47,9 +47,10 @@ class SweepOptions:
     keep_weights: bool = False  # each trial saves its trained weights (for sensitivity robustness)
 
 
-def run_sweep(space_path, options: SweepOptions, with_defaults: bool = False, frameworks=None) -> dict:
-    space = load_space(space_path, frameworks)
-    plan = default_plan(space, space.frameworks, [space.dataset], seeds=1,
+def run_sweep(space_path, options: SweepOptions, with_defaults: bool = False, **overrides) -> dict:
+    """Sweep a space file; `overrides` (frameworks, seeds) replace the file's values."""
+    space = load_space(space_path, **overrides)
+    plan = default_plan(space, space.frameworks, [space.dataset], seeds=space.seeds,
                         budget_epochs=space.fixed.get("epochs")) if with_defaults else []
     return run_space(space, options, plan)
 

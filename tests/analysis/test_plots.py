@@ -20,8 +20,13 @@ def table(seeded_study):
 
 def test_registry_maps_every_kind_to_compute_and_plot():
     assert list(KINDS) == ["frontier", "importance", "isolation", "slice", "contour", "curves", "seeds",
-                           "resources", "divergence", "transfer"]
+                           "resources", "divergence", "transfer", "robustness"]
     assert all(callable(compute) and callable(plot) for compute, plot in KINDS.values())
+
+
+def test_the_plot_command_offers_every_kind_of_the_registry():
+    from sensitivity.commands.analysis import KINDS as COMMAND_KINDS
+    assert list(COMMAND_KINDS) == list(KINDS)
 
 
 @pytest.fixture(scope="module")

@@ -1,12 +1,11 @@
 """The HTML report: one page, plotly.js once, every section present or saying what would fill it."""
 import re
 
-import pandas as pd
 import pytest
 from analysis_data import make_study
 
 from sensitivity.analysis.plots import STUDY_KINDS as KINDS
-from sensitivity.analysis.report import environment, robustness_section, transfer_section, write_report
+from sensitivity.analysis.report import environment, write_report
 from sensitivity.analysis.table import trials_table
 
 SECTIONS = ("study", "environment", "summary", "frontier", "importance", "isolation", "seeds", "resources",
@@ -58,8 +57,15 @@ def test_environment_lists_versions_per_framework():
     assert env["torch version"] == "torch-1.0" and env["host"] == "testhost" and env["python"] == "3.11.7"
 
 
-def test_transfer_and_robustness_hooks_render_their_tables():
-    table = pd.DataFrame({"from": ["torch"], "to": ["jax"], "accuracy_drop": [0.12]})
-    assert "accuracy_drop" in transfer_section(table) and "0.12" in transfer_section(table)
-    assert "run sensitivity robustness" in robustness_section(None)
-    assert "run sensitivity transfer" in transfer_section(pd.DataFrame())
+def test_another_study_fills_the_transfer_and_robustness_sections(tmp_path):
+    from test_robustness import record
+    from test_transfer import table as transfer_table
+
+    defaults = trials_table(transfer_table())
+    defaults.attrs.update(study="defaults-study", robustness={0: record([0.8, 0.3]), 3: record([0.9, 0.5])})
+    text = write_report(make_study(n_configs=6, seeds=1), tmp_path / "with.html", others=[defaults]).read_text()
+    figures = re.findall(r'<div class="figure" data-kind="([a-z-]+)">', text)
+    assert sorted(figures) == sorted([*KINDS, "transfer", "robustness"])
+    assert text.count("From study defaults-study.") == 2
+    assert "defaults-study: 5 final trials" in text
+    assert "one model per framework: no interval" in text  # each framework has one attacked model

@@ -1,4 +1,5 @@
 """Framework defaults as planned trials: `sweep --with-defaults` and `sensitivity defaults`."""
+import json
 import subprocess
 import sys
 
@@ -42,12 +43,20 @@ parameters: {lr: {type: float, low: 0.001, high: 0.1, log: true}, weight_decay: 
 fixed: {epochs: 1}
 objectives: [{metric: val_accuracy, direction: maximize}]
 """)
-    proc = run(tmp_path, "sweep", "s.yaml", "--trials", 6, "--with-defaults", "--seed", 0)
+    proc = run(tmp_path, "sweep", "s.yaml", "--trials", 10, "--with-defaults", "--seed", 0, "--seeds", 2)
     assert proc.returncode == 0, proc.stderr[-3000:]
     trials = optuna.load_study(study_name="withdefaults", storage=f"sqlite:///{tmp_path}/results/optuna.db").trials
     defaults = [t for t in trials if t.user_attrs.get("is_default")]
     names = {e.name for e in load_table() if "torch" in e.own_frameworks(["torch"])}
-    assert {t.user_attrs["default"] for t in defaults} == names and len(trials) == 6
+    assert {t.user_attrs["default"] for t in defaults} == names and len(trials) == 10
+    for name in names:  # --seeds 2 replaced the space's one seed, for the defaults too
+        runs = [t for t in defaults if t.user_attrs["default"] == name]
+        assert sorted(t.user_attrs["seed"] for t in runs) == [0, 1] and len({t.user_attrs["config_id"] for t in runs}) == 1
+    torch7 = next(t for t in defaults if t.user_attrs["default"] == "torch-train-on-mnist")
+    assert torch7.user_attrs["spec"]["batch_size"] == 10  # the spec it ran, planned values included
+    rerun = subprocess.run([sys.executable, "-m", "sensitivity.cli", "trial", "--from-study", "withdefaults", "--trial",
+                            str(torch7.number), "--json"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert json.loads(rerun.stdout.splitlines()[-1])["spec"]["batch_size"] == 10, rerun.stderr[-2000:]
     assert min(t.number for t in trials if not t.user_attrs.get("is_default")) > max(t.number for t in defaults)
     lenet = next(t for t in defaults if t.user_attrs["default"] == "caffe-lenet")
     assert lenet.params["lr"] == 0.01 and lenet.params["weight_decay"] == 0.0005  # its own values, in range
