@@ -18,6 +18,7 @@ import numpy as np
 
 from sensitivity.datasets.base import Dataset, atomic_write
 from sensitivity.spec import TrialSpec
+from sensitivity.trial.loop import accuracy
 
 ATTACKS = ("fgsm", "pgd")
 PGD_STEPS = 10
@@ -46,11 +47,6 @@ ATTACK_FUNCTIONS = {"fgsm": fgsm, "pgd": pgd}
 def _gradient(adapter, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.concatenate([adapter.input_gradient(x[i:i + GRADIENT_BATCH], y[i:i + GRADIENT_BATCH])
                            for i in range(0, len(y), GRADIENT_BATCH)])
-
-
-def accuracy(adapter, x: np.ndarray, y: np.ndarray) -> float:
-    from sensitivity.trial.loop import accuracy as batched_accuracy
-    return batched_accuracy(adapter, x, y)
 
 
 def run_request(request: dict, threads: int) -> dict:
