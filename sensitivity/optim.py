@@ -82,3 +82,32 @@ def reference_step(optimizer: str, weights: list, grads: list, state: dict, lr: 
             raise ValueError(f"unknown optimizer {optimizer!r}")
         new.append(w)
     return new
+
+
+def graph_updates(optimizer: str, weights: list, grads: list, lr, momentum, slots: tuple, sqrt) -> list:
+    """The canonical update as symbolic (variable, new value) pairs, for the graph frameworks (Theano,
+    PyTensor): `grads` include the L2 term; `slots` are the shared variables (v, s, t): velocities or
+    first moments, second moments, Adam's step; `sqrt` is the library's."""
+    velocities, squares, step = slots
+    updates = []
+    if optimizer == "adam":
+        t = step + 1
+        updates.append((step, t))
+        correction1, correction2 = 1 - ADAM_BETA1 ** t, 1 - ADAM_BETA2 ** t
+    for i, (w, g) in enumerate(zip(weights, grads)):
+        if optimizer == "sgd":
+            updates.append((w, w - lr * g))
+        elif optimizer in ("momentum", "nesterov"):  # v = mu*v - lr*g; w += v (nesterov: w += mu*v - lr*g)
+            v = momentum * velocities[i] - lr * g
+            updates += [(velocities[i], v), (w, w + (v if optimizer == "momentum" else momentum * v - lr * g))]
+        elif optimizer == "adam":
+            m = ADAM_BETA1 * velocities[i] + (1 - ADAM_BETA1) * g
+            s = ADAM_BETA2 * squares[i] + (1 - ADAM_BETA2) * g * g
+            updates += [(velocities[i], m), (squares[i], s),
+                        (w, w - lr * (m / correction1) / (sqrt(s / correction2) + EPSILON))]
+        elif optimizer == "rmsprop":
+            s = RMSPROP_RHO * squares[i] + (1 - RMSPROP_RHO) * g * g
+            updates += [(squares[i], s), (w, w - lr * g / (sqrt(s) + EPSILON))]
+        else:
+            raise ValueError(f"unknown optimizer {optimizer!r}")
+    return updates

@@ -17,6 +17,7 @@ from sensitivity.analysis.frontier import runtime_accuracy_frontier
 from sensitivity.analysis.importance import parameter_importance
 from sensitivity.analysis.plots import KINDS, plot_frontier, plot_importance, plot_resources, plot_seeds
 from sensitivity.analysis.resources import resource_use
+from sensitivity.attacks import PGD_STEPS
 from sensitivity.analysis.robustness import plot_robustness, robustness_curves
 from sensitivity.analysis.seeds import NEEDS_SEEDS, has_intervals, seed_intervals
 from sensitivity.analysis.summary import framework_summary
@@ -186,6 +187,10 @@ def _robustness(curves: pd.DataFrame) -> str:
     cross = curves[curves["kind"].eq("transfer")].pivot(
         index=["dataset", "attack", "source_framework", "target_framework"], columns="eps", values="cell")
     tables = [("White-box accuracy by eps", white), ("Accuracy on examples made on another model, by eps", cross)]
-    return note + figure_html(plot_robustness(curves), "robustness") + "".join(
+    method = ('<p class="note">White-box attacks through each model\'s own framework: FGSM, and PGD with a random '
+              f'start and {PGD_STEPS} steps of 2.5 eps / {PGD_STEPS}; eps is an L-infinity radius in the data\'s units, '
+              f'on the first {int(curves["samples"].min())} test samples. n: the models (seeds, configurations) behind '
+              'a mean; intervals are 95% Student t.</p>')
+    return note + method + figure_html(plot_robustness(curves), "robustness") + "".join(
         f"<h3>{title}</h3>" + table_html(frame.rename(columns=lambda e: f"eps {e:g}").reset_index())
         for title, frame in tables if len(frame))

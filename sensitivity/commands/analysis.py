@@ -60,8 +60,8 @@ def _cmd_robustness(args) -> int:
                                          log=lambda message: print(message, file=sys.stderr))
     except RobustnessError as exc:
         raise UsageError(f"sensitivity robustness: {exc}")
-    for number, reason in failures.items():
-        print(f"trial {number}: not attacked: {reason}")
+    for trial_number, reason in failures.items():
+        print(f"trial {trial_number}: not attacked: {reason}")
     if not records:
         return EXIT_TRIAL_FAILED
     curves = robustness_curves(trials_table(study))

@@ -6,7 +6,8 @@ an epoch, so epoch times snap to 10 ms x (2^k - 1) (0.63, 1.27, 2.55 s measured 
 Images are NHWC inside TensorFlow; kernels are converted from the neutral layout on load and back on
 get_weights. TensorFlow has no ceil-mode pooling: a Caffe (ceil) pooling whose output and window starts
 match 'SAME' padding uses it (SAME excludes the padding from averages, as Caffe does at the edge); others
-pad max pooling with -inf explicitly.
+pad explicitly: max pooling with -inf, average pooling with zeros, its sums then divided by the count of
+real inputs in each window, as Caffe divides.
 """
 from __future__ import annotations
 
@@ -57,7 +58,10 @@ class TensorflowAdapter:
                     self.variables += [k, b]
                     self.layers.append(("conv" if isinstance(layer, Conv) else "dense", (k, b, layer)))
                 elif isinstance(layer, Pool):
-                    self.layers.append(("pool", (layer, _pool_padding(layer, shape))))
+                    padding = _pool_padding(layer, shape)
+                    counts = _window_counts(layer, shape) if isinstance(padding, list) and layer.kind == "avg" \
+                        else None
+                    self.layers.append(("pool", (layer, padding, counts)))
                 elif isinstance(layer, Flatten):
                     self.layers.append(("flatten", shape))
                 elif isinstance(layer, ReLU):
@@ -88,12 +92,7 @@ class TensorflowAdapter:
             elif kind == "dense":
                 x = tf.matmul(x, params[0]) + params[1]
             elif kind == "pool":
-                layer, padding = params
-                if isinstance(padding, list):
-                    x = tf.pad(x, padding, constant_values=-np.inf)
-                    padding = "VALID"
-                pool = tf.nn.max_pool2d if layer.kind == "max" else tf.nn.avg_pool2d
-                x = pool(x, layer.kernel, layer.stride, padding)
+                x = _pool(x, *params)
             elif kind == "flatten":
                 x = tf.reshape(x, [tf.shape(x)[0], -1])
             elif kind == "relu":
@@ -179,6 +178,17 @@ class TensorflowAdapter:
         return grad.transpose(0, 3, 1, 2) if grad.ndim == 4 else grad
 
 
+def _pool(x, layer: Pool, padding, counts):
+    if counts is not None:  # zero padding, then the mean over the real inputs only
+        summed = tf.nn.avg_pool2d(tf.pad(x, padding), layer.kernel, layer.stride, "VALID")
+        return summed * float(layer.kernel ** 2) / counts
+    if isinstance(padding, list):
+        x = tf.pad(x, padding, constant_values=-np.inf)
+        padding = "VALID"
+    pool = tf.nn.max_pool2d if layer.kind == "max" else tf.nn.avg_pool2d
+    return pool(x, layer.kernel, layer.stride, padding)
+
+
 def _pool_padding(layer: Pool, chw: tuple):
     """'VALID', 'SAME', or an explicit [[0,0],[0,ph],[0,pw],[0,0]] that gives Caffe's ceil output."""
     _, h, w = chw
@@ -192,9 +202,15 @@ def _pool_padding(layer: Pool, chw: tuple):
         pads.append((out, same_out, same_before, max((out - 1) * layer.stride + layer.kernel - size, 0)))
     if all(out == same_out and before == 0 for out, same_out, before, _ in pads):
         return "SAME"
-    if layer.kind != "max":
-        raise NotImplementedError(f"ceil-mode average pooling of {chw} has no TensorFlow equivalent")
     return [[0, 0], [0, pads[0][3]], [0, pads[1][3]], [0, 0]]
+
+
+def _window_counts(layer: Pool, chw: tuple) -> np.ndarray:
+    """How many real inputs each ceil-mode window covers, shaped (1, oh, ow, 1): Caffe's divisor."""
+    _, h, w = chw
+    rows, cols = [[min(i * layer.stride + layer.kernel, size) - i * layer.stride
+                   for i in range(pooled_size(size, layer.kernel, layer.stride, ceil=True))] for size in (h, w)]
+    return np.outer(rows, cols).astype(np.float32)[None, :, :, None]
 
 
 class CanonicalOptimizer:

@@ -42,7 +42,7 @@ from theano.tensor.signal.pool import pool_2d  # noqa: E402
 
 from sensitivity.frameworks.base import EpochStats  # noqa: E402
 from sensitivity.models import Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU  # noqa: E402
-from sensitivity.optim import ADAM_BETA1, ADAM_BETA2, EPSILON, RMSPROP_RHO  # noqa: E402
+from sensitivity.optim import graph_updates  # noqa: E402
 
 FLOAT = theano.config.floatX
 _GRAPHS: dict = {}  # (model, input shape, optimizer, device) -> [_Graph]; each used by one adapter at a time
@@ -186,25 +186,8 @@ class _Graph:
                                allow_input_downcast=True)
 
     def _updates(self, weights: list, grads: list, lr) -> list:
-        mu, kind, updates = self.momentum, self.optimizer, []
-        if kind == "adam":
-            t = self.t + 1
-            updates.append((self.t, t))
-            correction1, correction2 = 1 - ADAM_BETA1 ** t, 1 - ADAM_BETA2 ** t
-        for i, (w, g) in enumerate(zip(weights, grads)):
-            if kind == "sgd":
-                updates.append((w, w - lr * g))
-            elif kind in ("momentum", "nesterov"):  # v = mu*v - lr*g; w += v (nesterov: w += mu*v - lr*g)
-                v = mu * self.v[i] - lr * g
-                updates += [(self.v[i], v), (w, w + (v if kind == "momentum" else mu * v - lr * g))]
-            elif kind == "adam":
-                m = ADAM_BETA1 * self.v[i] + (1 - ADAM_BETA1) * g
-                s = ADAM_BETA2 * self.s[i] + (1 - ADAM_BETA2) * g * g
-                updates += [(self.v[i], m), (self.s[i], s),
-                            (w, w - lr * (m / correction1) / (T.sqrt(s / correction2) + EPSILON))]
-            elif kind == "rmsprop":
-                s = RMSPROP_RHO * self.s[i] + (1 - RMSPROP_RHO) * g * g
-                updates += [(self.s[i], s), (w, w - lr * g / (T.sqrt(s) + EPSILON))]
+        updates = graph_updates(self.optimizer, weights, grads, lr, self.momentum, (self.v, self.s, self.t),
+                                T.sqrt)
         return [(var, T.cast(value, var.dtype)) for var, value in updates]
 
 

@@ -75,18 +75,22 @@ class TorchAdapter:
         steps, batch = order.shape
         perm = torch.from_numpy(order.reshape(-1)).to(self.device)
         xs, ys = self.x[perm], self.y[perm]  # one gather per epoch, then contiguous slices
-        total = torch.zeros((), dtype=torch.float64, device=self.device)
+        total, pending = 0.0, []
         for i in range(steps):
             loss = F.cross_entropy(self.model(xs[i * batch:(i + 1) * batch]), ys[i * batch:(i + 1) * batch])
             for p in self.params:
                 p.grad = None
             loss.backward()
-            total += loss.detach()
+            pending.append(loss.detach())
             if (i + 1) % self.check_every == 0 or i == steps - 1:
-                if not torch.isfinite(total):
-                    return EpochStats(float("nan"), i + 1, diverged=True)
+                values = torch.stack(pending).double().cpu().numpy()  # one device sync per group
+                bad = np.flatnonzero(~np.isfinite(values))
+                if bad.size:  # the first non-finite loss among those not yet read
+                    return EpochStats(float("nan"), i + 2 - len(values) + int(bad[0]), diverged=True)
+                total += float(values.sum())
+                pending = []
             self.optimizer.step(float(lrs[i]))
-        return EpochStats(float(total) / max(steps, 1), steps)
+        return EpochStats(total / max(steps, 1), steps)
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         self.model.eval()

@@ -3,12 +3,18 @@ import numpy as np
 import pytest
 
 from sensitivity import frameworks, reference
-from sensitivity.models import MODELS, get_model, init_weights
+from sensitivity.models import MODELS, Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, get_model, init_weights
 from sensitivity.optim import init_state, lr_schedule, reference_step
 from sensitivity.spec import TrialSpec
 
 INPUTS = {"lenet5": (1, 28, 28), "tf_mnist_deep": (1, 28, 28), "cifar10_quick": (3, 32, 32), "mlp": (1, 4, 4)}
 AVAILABLE = [name for name in frameworks.FRAMEWORKS if frameworks.importable(name)]
+DROPOUT_MLP = ModelSpec("dropout_mlp", (Flatten(), Dense(32), ReLU(), Dropout(0.5), Dense(10)))
+CONV_NET = ModelSpec("conv_net", (Conv(3, 3, stride=2, pad=1), Pool("avg", 3, 2), ReLU(), Conv(4, 2),
+                                  Pool("max", 2, 2), Flatten(), Dense(10)))
+# Caffe's ceil-mode pooling where a framework's own 'valid' or 'same' differs, padded or not
+ODD_POOLS = [Pool("avg", 3, 2), Pool("max", 3, 2), Pool("avg", 2, 3), Pool("max", 1, 3), Pool("avg", 5, 3),
+             Pool("max", 5, 3)]
 
 
 def _spec(framework, **overrides):
@@ -18,12 +24,20 @@ def _spec(framework, **overrides):
 
 
 def _build(framework, model_name, seed=0, **spec_overrides):
+    model = get_model(model_name).resolve(10)
+    adapter, weights = _build_spec(framework, model, INPUTS[model_name], seed, **spec_overrides)
+    return adapter, model, weights
+
+
+def _build_spec(framework, model, shape, seed=0, weights="neutral", init_seed=None, **spec_overrides):
+    """An adapter built on `model` with the framework's seed `seed`: neutral weights drawn from `init_seed`
+    (default: `seed`), or with weights=None the framework's own initialiser."""
     adapter = frameworks.load_adapter(framework)
     adapter.setup(threads=2, device="cpu", seed=seed)
-    model = get_model(model_name).resolve(10)
-    weights = init_weights(model, INPUTS[model_name], 10, seed)
-    adapter.build(model, INPUTS[model_name], 10, weights, _spec(framework, **spec_overrides))
-    return adapter, model, weights
+    initial = init_weights(model, shape, 10, seed if init_seed is None else init_seed) if weights == "neutral" \
+        else None
+    adapter.build(model, shape, 10, initial, _spec(framework, **spec_overrides))
+    return adapter, initial
 
 
 def _close(actual, expected, rtol=1e-4):
@@ -125,6 +139,99 @@ class TestAdapterContract:
                   for _ in range(8)]
         assert losses[-1] < 0.5 * losses[0]
         assert np.mean(np.argmax(adapter.predict(x), axis=1) == y) > 0.6
+
+
+    @pytest.mark.parametrize("pool", ODD_POOLS, ids=str)
+    def test_caffe_pooling_at_odd_sizes_equals_reference(self, framework, pool):
+        model, shape = ModelSpec("pool", (Conv(2, 1), pool, Flatten(), Dense(10))), (2, 9, 10)
+        adapter, weights = _build_spec(framework, model, shape)
+        x = np.random.default_rng(0).standard_normal((3,) + shape).astype(np.float32)  # negatives: -inf padding
+        _close(adapter.predict(x), reference.forward(model, weights, x))
+
+    def test_convolution_and_pooling_gradients_match_finite_differences(self, framework):
+        """One SGD step at lr 1 moves each weight by its gradient; central differences of the float64
+        reference loss give the same gradient (strided, padded convolution, ceil average and max pooling)."""
+        shape = (2, 11, 12)
+        adapter, weights = _build_spec(framework, CONV_NET, shape, optimizer="sgd", lr=1.0)
+        rng = np.random.default_rng(1)
+        x, y = rng.random((4,) + shape, dtype=np.float32), rng.integers(0, 10, 4)
+        adapter.set_data(x, y)
+        adapter.compile(4)
+        adapter.train_epoch(np.arange(4).reshape(1, 4), np.ones(1))
+        flat = [np.asarray(a, np.float64) for pair in weights for a in pair]
+
+        def loss(arrays):
+            pairs = [tuple(arrays[i:i + 2]) for i in range(0, len(arrays), 2)]
+            return reference.cross_entropy(reference.forward(CONV_NET, pairs, x), y)
+
+        for i, (before, after) in enumerate(zip(flat, [a for pair in adapter.get_weights() for a in pair])):
+            numeric = np.zeros_like(before)
+            for j in np.ndindex(before.shape):
+                plus, minus = [a.copy() for a in flat], [a.copy() for a in flat]
+                plus[i][j] += 1e-6
+                minus[i][j] -= 1e-6
+                numeric[j] = (loss(plus) - loss(minus)) / 2e-6
+            np.testing.assert_allclose(before - after, numeric, rtol=1e-3, atol=1e-4 * np.abs(numeric).max())
+
+    def test_reported_loss_is_the_data_loss_without_the_l2_term(self, framework):
+        adapter, model, weights = _build(framework, "mlp", optimizer="sgd", lr=0.01, weight_decay=0.5)
+        rng = np.random.default_rng(0)
+        x, y = rng.random((16, 1, 4, 4), dtype=np.float32), rng.integers(0, 10, 16)
+        adapter.set_data(x, y)
+        adapter.compile(16)
+        stats = adapter.train_epoch(np.arange(16)[None], np.array([0.01]))
+        assert stats.mean_loss == pytest.approx(reference.loss_and_grads(model, weights, x, y)[0], rel=1e-5)
+
+    @pytest.mark.parametrize("initial", ["neutral", "framework"])
+    def test_seed_fixes_dropout_and_the_framework_initialiser(self, framework, initial):
+        """Neutral weights are the same for every seed, so there the seed drives dropout alone."""
+        rng = np.random.default_rng(7)
+        x, y = rng.random((64, 1, 4, 4), dtype=np.float32), rng.integers(0, 10, 64)
+        trained = []
+        for seed in (1, 1, 2):
+            adapter, _ = _build_spec(framework, DROPOUT_MLP, (1, 4, 4), seed=seed, init_seed=0,
+                                     weights="neutral" if initial == "neutral" else None, lr=0.05)
+            adapter.set_data(x, y)
+            adapter.compile(16)
+            adapter.train_epoch(np.arange(64).reshape(4, 16), np.full(4, 0.05))
+            trained.append(adapter.get_weights()[0][0])
+            ones = np.ones((2, 1, 4, 4), np.float32)
+            np.testing.assert_array_equal(adapter.predict(ones), adapter.predict(ones))  # no dropout predicting
+            del adapter  # a graph framework reuses the compiled graph, which must start from scratch
+        np.testing.assert_array_equal(trained[0], trained[1])
+        assert not np.allclose(trained[0], trained[2])
+
+    def test_deferred_loss_check_reports_the_first_non_finite_step(self, framework):
+        """As on a GPU, where the adapters that can read the losses in groups (check_every) do."""
+        adapter, _, _ = _build(framework, "mlp")
+        if not hasattr(adapter, "check_every"):
+            pytest.skip(f"{framework} checks every loss as it comes")
+        adapter.check_every = 25
+        adapter.set_data(np.random.default_rng(4).random((32, 1, 4, 4), dtype=np.float32), np.arange(32) % 10)
+        adapter.compile(8)
+        stats = adapter.train_epoch(np.arange(32).reshape(4, 8), np.array([0.01, np.inf, 0.01, 0.01]))
+        assert stats.diverged and stats.steps == 3
+
+
+@pytest.mark.contract
+@pytest.mark.skipif(len(AVAILABLE) < 2, reason="needs two frameworks")
+def test_lenet_training_steps_agree_across_frameworks():
+    """Convolution and Caffe max pooling in the training graph: two momentum steps on LeNet-5 with weight
+    decay land at the same weights in every framework."""
+    model, shape = get_model("lenet5").resolve(10), (1, 28, 28)
+    rng = np.random.default_rng(8)
+    x, y = rng.random((32,) + shape, dtype=np.float32), rng.integers(0, 10, 32)
+    results = []
+    for name in AVAILABLE:
+        adapter, _ = _build_spec(name, model, shape, lr=0.05, momentum=0.9, weight_decay=0.01)
+        adapter.set_data(x, y)
+        adapter.compile(16)
+        adapter.train_epoch(np.arange(32).reshape(2, 16), np.array([0.05, 0.02]))
+        results.append(adapter.get_weights())
+    for other in results[1:]:
+        for (k, b), (k0, b0) in zip(other, results[0]):
+            _close(k, k0)
+            _close(b, b0)
 
 
 @pytest.mark.contract

@@ -1,20 +1,19 @@
 """Keras-specific checks beyond the shared contract: the contract under every backend (each in its own
-process, since KERAS_BACKEND is read at import), a trial end to end per backend, the backend check,
-Caffe pooling at odd sizes, a reported loss without the L2 term, the seeded Keras initialiser and dropout."""
+process, since KERAS_BACKEND is read at import), a trial end to end per backend, the backend check and
+the Keras initialiser."""
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 
-from sensitivity import envs, frameworks, reference
-from sensitivity.models import Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, get_model, init_weights
+from sensitivity import envs, frameworks
+from sensitivity.models import get_model, init_weights
 from sensitivity.spec import TrialSpec
 
 FRAMEWORK = "keras"
 pytestmark = pytest.mark.skipif(not frameworks.importable(FRAMEWORK), reason=f"no {FRAMEWORK} here")
 
-DROPOUT_MLP = ModelSpec("dropout_mlp", (Flatten(), Dense(32), ReLU(), Dropout(0.5), Dense(10)))
 
 
 def _adapter(model, shape, seed=0, weights="neutral", **spec):
@@ -58,27 +57,6 @@ def test_a_trial_for_another_backend_is_refused_with_a_clear_error():
         _adapter(get_model("mlp").resolve(10), (1, 4, 4), backend=other)
 
 
-@pytest.mark.parametrize("pool", [Pool("avg", 3, 2), Pool("max", 3, 2), Pool("avg", 2, 3), Pool("max", 1, 3),
-                                  Pool("avg", 5, 3), Pool("max", 5, 3)])
-def test_caffe_pooling_at_odd_sizes_equals_reference(pool):
-    """'valid', 'same' and the explicitly padded CeilPool2D (Pool(*, 5, 3) on 10: no 'same' equivalent)."""
-    model, shape = ModelSpec("pool", (Conv(2, 1), pool, Flatten(), Dense(10))), (2, 9, 10)
-    adapter, weights = _adapter(model, shape)
-    x = np.random.default_rng(0).standard_normal((3,) + shape).astype(np.float32)  # negatives: -inf padding
-    np.testing.assert_allclose(adapter.predict(x), reference.forward(model, weights, x), rtol=1e-4, atol=1e-5)
-
-
-def test_reported_loss_is_the_data_loss_without_the_l2_term():
-    model, shape = get_model("mlp").resolve(10), (1, 4, 4)
-    adapter, weights = _adapter(model, shape, optimizer="sgd", lr=0.01, weight_decay=0.5)
-    rng = np.random.default_rng(0)
-    x, y = rng.random((16,) + shape, dtype=np.float32), rng.integers(0, 10, 16)
-    adapter.set_data(x, y)
-    adapter.compile(16)
-    stats = adapter.train_epoch(np.arange(16)[None], np.array([0.01]))
-    assert stats.mean_loss == pytest.approx(reference.loss_and_grads(model, weights, x, y)[0], rel=1e-5)
-
-
 def test_framework_initialiser_is_seeded_glorot_with_zero_biases():
     model, shape = get_model("lenet5").resolve(10), (1, 28, 28)
     first = _adapter(model, shape, seed=3, weights="framework")[0].get_weights()
@@ -90,18 +68,3 @@ def test_framework_initialiser_is_seeded_glorot_with_zero_biases():
         fan_in, fan_out = (k.shape[0], k.shape[1]) if k.ndim == 2 else \
             (k[0].size, k.shape[0] * k.shape[2] * k.shape[3])
         assert np.abs(k).max() <= np.sqrt(6 / (fan_in + fan_out)) + 1e-6
-
-
-def test_dropout_is_seeded():
-    shape = (1, 4, 4)
-    rng = np.random.default_rng(0)
-    x, y = rng.random((32,) + shape, dtype=np.float32), rng.integers(0, 10, 32)
-    results = []
-    for seed in (0, 0, 1):
-        adapter, _ = _adapter(DROPOUT_MLP, shape, seed=seed, optimizer="sgd", lr=0.1)
-        adapter.set_data(x, y)
-        adapter.compile(8)
-        adapter.train_epoch(np.arange(32).reshape(4, 8), np.full(4, 0.1))
-        results.append(adapter.get_weights()[0][0])
-    np.testing.assert_array_equal(results[0], results[1])
-    assert not np.allclose(results[2], results[0])  # the same initial weights, other dropout masks

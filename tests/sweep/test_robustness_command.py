@@ -52,7 +52,7 @@ def test_own_defaults_of_both_frameworks_are_attacked_white_box_and_by_transfer(
         assert sorted(map(int, record["transfer"])) == sorted(t.number for t in models if t.number != trial.number)
         for source in record["transfer"].values():
             assert source["fgsm"][0] == pytest.approx(record["clean"])  # every model shares one test subset
-    assert f"white-box accuracy against eps" in stdout and SECOND in stdout
+    assert "white-box accuracy against eps" in stdout and SECOND in stdout
 
 
 def test_weights_and_examples_are_saved_and_reload(attacked):
