@@ -68,8 +68,12 @@ class MxnetAdapter:
                 self.net.add(nn.Conv2D(layer.out_channels, layer.kernel, layer.stride, layer.pad,
                                        in_channels=in_channels))
             elif isinstance(layer, Pool):
-                pool = nn.MaxPool2D if layer.kind == "max" else nn.AvgPool2D
-                self.net.add(pool(layer.kernel, layer.stride, 0, ceil_mode=layer.ceil))
+                if layer.kind == "max":
+                    self.net.add(nn.MaxPool2D(layer.kernel, layer.stride, 0, ceil_mode=layer.ceil))
+                else:  # count_include_pad=True (the default) gives the mean of the real inputs in a window
+                    # past the edge, but a backward pass that divides otherwise (MXNet 1.9.1, measured here)
+                    self.net.add(nn.AvgPool2D(layer.kernel, layer.stride, 0, ceil_mode=layer.ceil,
+                                              count_include_pad=False))
                 if _mxnet_pool_size(layer, shape) != out[1:]:  # a last window past the image: Caffe drops it
                     end = (None, None) + out[1:]
                     self.net.add(nn.HybridLambda(lambda F, x, end=end: F.slice(x, (None,) * 4, end)))
