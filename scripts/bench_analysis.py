@@ -105,7 +105,10 @@ def main(argv=None) -> int:
 
     table = timed("trial table (parse curves, outcomes)", trials_table, raw)
     figures = {}
-    for kind, (compute, plot) in plots.KINDS.items():
+    # transfer and robustness read the trials of defaults and the robustness records, which a sweep of
+    # sampled configurations has not: their size grows with frameworks and datasets, not with trials
+    for kind in plots.STUDY_KINDS:
+        compute, plot = plots.KINDS[kind]
         if kind == "importance":
             data = pd.concat([timed(f"importance: {name}", parameter_importance, table, evaluators=(name,))
                               for name in ("ped_anova", "fanova")], ignore_index=True)
