@@ -6,12 +6,12 @@
 #   3. robustness: FGSM and PGD against each framework's own default models, white-box and transferred;
 #   4. the report of the sweep, with the transfer matrix and robustness from the transfer study, and a
 #      check that its figures render in Chromium.
-# Usage: scripts/main_job.sh [--frameworks torch,tensorflow,mxnet | all] [--trials N]
+# Usage: scripts/main_job.sh [--frameworks torch,tensorflow,mxnet | all] [--trials N (default: the defaults + 12)]
 # Results: the studies in results/optuna.db, the report at results/main-report.html.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 frameworks=torch,tensorflow,mxnet
-trials=38  # the 13 defaults of three frameworks on mnist5k, then 6 sampled configurations, all x 2 seeds
+trials=  # default: the defaults of the frameworks on mnist5k, then 6 sampled configurations, all x 2 seeds
 while [ $# -gt 0 ]; do
     case "$1" in
         --frameworks) frameworks="$2"; shift 2 ;;
@@ -22,6 +22,12 @@ done
 sensitivity=.venv/bin/sensitivity
 if [ "$frameworks" = all ]; then
     frameworks=$(.venv/bin/python -c "from sensitivity import frameworks as f; print(','.join(n for n in f.FRAMEWORKS if f.probe(n)[1]))")
+fi
+if [ -z "$trials" ]; then  # 38 for torch,tensorflow,mxnet: 13 defaults and 6 configurations, x 2 seeds
+    trials=$(.venv/bin/python -c "import sys; from sensitivity.spaces import load_space
+from sensitivity.sweep.plans import default_plan
+space = load_space('search_spaces/mnist5k.yaml', frameworks=sys.argv[1].split(','), seeds=2)
+print(len(default_plan(space, space.frameworks, [space.dataset], 2, space.fixed['epochs'])) + 6 * 2)" "$frameworks")
 fi
 tag=$(echo "$frameworks" | tr ',' '-')
 transfer="main-transfer-$tag" sweep="main-sweep-$tag"
