@@ -46,7 +46,7 @@ def attackable(study, defaults_only: bool = False) -> list:
 
 
 def attack_study(study, attacks=ATTACKS, eps=DEFAULT_EPS, samples: int = 500, defaults_only: bool = False,
-                 log: Optional[Callable[[str], None]] = None) -> dict:
+                 log: Optional[Callable[[str], None]] = None) -> tuple:
     """Attack every attackable model of `study`; returns ({trial number: record} as written in the study,
     {trial number: why its attack failed})."""
     log = log or (lambda message: None)
