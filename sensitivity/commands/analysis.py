@@ -11,13 +11,12 @@ KINDS = ("frontier", "importance", "isolation", "slice", "contour", "curves", "s
          "transfer", "robustness")
 
 
-
 def add_parsers(commands) -> None:
     p = commands.add_parser("robustness", help="attack a study's trained models (FGSM, PGD; white-box and "
                                                "transferred between frameworks) and record accuracy against eps")
     p.add_argument("study")
     p.add_argument("--attack", default="fgsm,pgd", help="comma-separated: fgsm, pgd (default both)")
-    p.add_argument("--eps", type=float_list, default=(0.0, 0.05, 0.1, 0.2, 0.3),
+    p.add_argument("--eps", type=float_list, default=(0.0, 0.05, 0.1, 0.2, 0.3),  # robustness.DEFAULT_EPS
                    help="comma-separated L-infinity radii in the data's units (default 0,0.05,0.1,0.2,0.3)")
     p.add_argument("--samples", type=number(int, 0, strict=True), default=500, help="test samples per model")
     p.add_argument("--defaults-only", action="store_true", help="only each framework's own default")
@@ -25,7 +24,7 @@ def add_parsers(commands) -> None:
     p.set_defaults(handler=_cmd_robustness)
     p = commands.add_parser("plot", help="write one figure of a study (.html, .png, .svg or .pdf)")
     p.add_argument("study")
-    p.add_argument("--kind", required=True, choices=KINDS)  # the figure registry's kinds
+    p.add_argument("--kind", required=True, choices=KINDS)
     p.add_argument("--out", required=True, help="FILE.html, .png, .svg or .pdf")
     p.add_argument("--storage")
     p.set_defaults(handler=_cmd_plot)
