@@ -177,6 +177,7 @@ def _run_tune(study, space: Space, options: SweepOptions, driver_id: str, missin
     from sensitivity.sweep.dispatch import trainable
     from sensitivity.sweep.searcher import StudySearcher
 
+    stop_watching = ray_processes.watch_local_ray() if not options.address else (lambda: None)
     try:
         run_options = {"timeout": options.timeout_per_trial}
         if "threads" not in space.fixed:
@@ -197,6 +198,7 @@ def _run_tune(study, space: Space, options: SweepOptions, driver_id: str, missin
             )
             tuner.fit()
     finally:
+        stop_watching()
         ray.shutdown()
         ray_processes.forget_own()
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 import tempfile
+import threading
 from pathlib import Path
 
 import psutil
@@ -42,6 +44,34 @@ def init_ray(address=None) -> None:
     ray.init(include_dashboard=False, object_store_memory=OBJECT_STORE_BYTES, _temp_dir=temp_dir,
              log_to_driver=False, configure_logging=False)
     _record_own()
+
+
+def watch_local_ray(interval_s: float = 2.0):
+    """End this driver, with one line, if the local Ray it started loses its GCS server or raylet (killed,
+    out of memory): Tune would otherwise retry forever. The study keeps every told trial; the trials left
+    running become orphans that the next run of the same command retries. Returns a function that stops
+    the watch (before ray.shutdown, which ends those processes on purpose). A no-op on a cluster."""
+    core = [(p.name(), p) for p in psutil.Process().children(recursive=True) if p.name() in ("gcs_server", "raylet")]
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.wait(interval_s):
+            dead = [name for name, process in core if not _running(process)]
+            if dead and not stop.is_set():
+                print(f"sensitivity: the local Ray stopped ({', '.join(dead)} ended); finished trials are in the "
+                      "study: run the same command again to resume", file=sys.stderr, flush=True)
+                os._exit(1)
+
+    if core:
+        threading.Thread(target=watch, daemon=True, name="ray-watch").start()
+    return stop.set
+
+
+def _running(process: psutil.Process) -> bool:
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def _record_path() -> Path:

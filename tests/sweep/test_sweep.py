@@ -128,6 +128,41 @@ def test_kill_9_of_the_driver_then_resume_gives_exactly_n(tmp_path):
     assert "orphans re-queued" in proc.stdout
 
 
+def test_a_sweep_whose_local_ray_dies_ends_with_one_line_and_resumes(tmp_path):
+    space = write_space(tmp_path, epochs=6)
+    args = [sys.executable, "-m", "sensitivity.cli", "sweep", str(space), "--trials", "4", "--parallel", "2",
+            "--no-progress"]
+    driver = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    storage = f"sqlite:///{tmp_path}/results/optuna.db"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:  # until a trial runs
+        time.sleep(1)
+        assert driver.poll() is None, driver.stderr.read()[-3000:]
+        try:
+            trials = optuna.load_study(study_name="t", storage=open_storage(storage)).get_trials()
+        except KeyError:
+            continue
+        if any(t.state == TrialState.RUNNING for t in trials):
+            break
+    raylet = next(p for p in psutil.Process(driver.pid).children(recursive=True) if p.name() == "raylet")
+    raylet.kill()
+    try:
+        _, stderr = driver.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        driver.kill()
+        pytest.fail("the driver went on without its Ray for 120 s")
+    assert driver.returncode == 1
+    assert "sensitivity: the local Ray stopped (raylet ended)" in stderr and "run the same command again" in stderr
+
+    proc = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    trials = load(tmp_path).get_trials()
+    final = [t for t in trials if t.state in (TrialState.COMPLETE, TrialState.FAIL, TrialState.PRUNED)
+             and not t.user_attrs.get("orphaned")]
+    assert len(final) == 4 and all(t.state == TrialState.COMPLETE for t in final)
+    assert [t for t in trials if t.user_attrs.get("orphaned")]  # the trials it left running, retried
+
+
 @pytest.mark.parametrize("mutation, message", [
     (lambda s: s.replace("dataset: digits", "dataset: imagenet"), "dataset: unknown dataset 'imagenet'"),
     (lambda s: s.replace("frameworks: [torch]", "frameworks: [caffe2]"), "frameworks: unknown framework"),
