@@ -10,8 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-import yaml
-
 from sensitivity import envs
 from sensitivity.spec import TrialSpec
 
@@ -39,8 +37,9 @@ class DefaultEntry:
 
 
 def load_table(path: Optional[Path] = None) -> list:
+    from sensitivity.configs import read_mapping
     path = Path(path or TABLE)
-    data = yaml.safe_load(path.read_text())
+    data = read_mapping(path, DefaultsError)
     entries = []
     for i, raw in enumerate(data.get("defaults", [])):
         name = raw.get("name", f"#{i}")

@@ -3,7 +3,8 @@
 A ModelSpec is a plain sequence of layers. Every adapter builds it natively, and every framework starts
 from the same numpy weights drawn from the seed. Neutral layouts: images NCHW, convolution kernels
 (out, in, kh, kw), dense kernels (in, out), and Flatten takes NCHW order (C, H, W); an NHWC framework
-permutes the first dense kernel after a Flatten (see `nhwc_dense_rows`).
+(TensorFlow, Keras, JAX) converts images and kernels with `to_nhwc`, `from_nhwc`, `nhwc_kernel` and
+`neutral_kernel`, which permutes the first dense kernel after a Flatten (`nhwc_dense_rows`).
 """
 from __future__ import annotations
 
@@ -146,6 +147,34 @@ def nhwc_dense_rows(kernel: np.ndarray, chw: tuple) -> np.ndarray:
     """Reorder the rows of a dense kernel that follows a Flatten from (C, H, W) order to (H, W, C)."""
     c, h, w = chw
     return kernel.reshape(c, h, w, -1).transpose(1, 2, 0, 3).reshape(c * h * w, -1)
+
+
+def to_nhwc(x: np.ndarray) -> np.ndarray:
+    """NCHW images as NHWC (vectors as they are)."""
+    return np.ascontiguousarray(x.transpose(0, 2, 3, 1)) if x.ndim == 4 else x
+
+
+def from_nhwc(x: np.ndarray) -> np.ndarray:
+    """NHWC images (an input gradient, say) back as NCHW (vectors as they are)."""
+    return x.transpose(0, 3, 1, 2) if x.ndim == 4 else x
+
+
+def nhwc_kernel(kernel: np.ndarray, chw=None) -> np.ndarray:
+    """A neutral kernel in an NHWC framework's layout: a convolution's (out, in, kh, kw) as
+    (kh, kw, in, out); a dense kernel after a Flatten of `chw` with its rows in (H, W, C) order."""
+    if kernel.ndim == 4:
+        return kernel.transpose(2, 3, 1, 0)
+    return nhwc_dense_rows(kernel, chw) if chw else kernel
+
+
+def neutral_kernel(kernel: np.ndarray, chw=None) -> np.ndarray:
+    """The inverse of `nhwc_kernel`: an NHWC framework's kernel in the neutral layout."""
+    if kernel.ndim == 4:
+        return np.ascontiguousarray(kernel.transpose(3, 2, 0, 1))
+    if chw:
+        c, h, w = chw
+        kernel = kernel.reshape(h, w, c, -1).transpose(2, 0, 1, 3).reshape(c * h * w, -1)
+    return np.ascontiguousarray(kernel)
 
 
 MODELS = {

@@ -35,12 +35,9 @@ import optax
 from flax import nnx
 
 from sensitivity.frameworks.base import EpochStats
-from sensitivity.models import Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, nhwc_dense_rows, pooled_size
+from sensitivity.models import (Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, from_nhwc, neutral_kernel,
+                                nhwc_kernel, pooled_size, to_nhwc)
 from sensitivity.optim import ADAM_BETA1, ADAM_BETA2, EPSILON, RMSPROP_RHO
-
-
-def _to_nhwc(x: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(x.transpose(0, 2, 3, 1)) if x.ndim == 4 else x
 
 
 def _flatten(x):
@@ -133,15 +130,11 @@ class JaxAdapter:
     def _load(self, net, weights) -> None:
         """Neutral weights into the abstract model's variables (HWIO kernels, NHWC-ordered dense rows)."""
         for module, (kernel, bias), chw in zip(self._weighted(net), weights, self.chw_before):
-            if kernel.ndim == 4:
-                kernel = kernel.transpose(2, 3, 1, 0)
-            elif chw:
-                kernel = nhwc_dense_rows(kernel, chw)
-            module.kernel.set_value(jax.device_put(kernel, self.device))
+            module.kernel.set_value(jax.device_put(nhwc_kernel(kernel, chw), self.device))
             module.bias.set_value(jax.device_put(bias, self.device))
 
     def set_data(self, x_train: np.ndarray, y_train: np.ndarray) -> None:
-        self.x = jax.device_put(_to_nhwc(x_train), self.device)
+        self.x = jax.device_put(to_nhwc(x_train), self.device)
         self.y = jax.device_put(y_train.astype(np.int32), self.device)
 
     def _carry(self):
@@ -178,26 +171,21 @@ class JaxAdapter:
         return EpochStats(float(total) / max(steps, 1), steps)
 
     def predict(self, x: np.ndarray) -> np.ndarray:
-        return np.asarray(self._forward(self.params, jax.device_put(_to_nhwc(x), self.device)))
+        return np.asarray(self._forward(self.params, jax.device_put(to_nhwc(x), self.device)))
 
     def get_weights(self) -> list:
         out = []
         for module, chw in zip(self._weighted(nnx.merge(self.graph_eval, self.params)), self.chw_before):
-            kernel, bias = np.asarray(module.kernel.get_value()), np.asarray(module.bias.get_value())
-            if kernel.ndim == 4:
-                kernel = kernel.transpose(3, 2, 0, 1)
-            elif chw:
-                c, h, w = chw
-                kernel = kernel.reshape(h, w, c, -1).transpose(2, 0, 1, 3).reshape(c * h * w, -1)
-            out.append((np.ascontiguousarray(kernel), bias))
+            out.append((neutral_kernel(np.asarray(module.kernel.get_value()), chw),
+                        np.asarray(module.bias.get_value())))
         return out
 
     def input_gradient(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         def summed_loss(xv):
             logits = nnx.merge(self.graph_eval, self.params)(xv)
             return optax.softmax_cross_entropy_with_integer_labels(logits, jnp.asarray(y, jnp.int32)).sum()
-        grad = np.asarray(jax.jit(jax.grad(summed_loss))(jax.device_put(_to_nhwc(x), self.device)))
-        return grad.transpose(0, 3, 1, 2) if grad.ndim == 4 else grad
+        grad = np.asarray(jax.jit(jax.grad(summed_loss))(jax.device_put(to_nhwc(x), self.device)))
+        return from_nhwc(grad)
 
 
 def _init_state(kind: str, params) -> dict:

@@ -32,14 +32,11 @@ import numpy as np
 from keras import ops
 
 from sensitivity.frameworks.base import EpochStats
-from sensitivity.models import Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, nhwc_dense_rows, pooled_size
+from sensitivity.models import (Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, from_nhwc, neutral_kernel,
+                                nhwc_kernel, pooled_size, to_nhwc)
 from sensitivity.optim import ADAM_BETA1, ADAM_BETA2, EPSILON, RMSPROP_RHO
 
 BACKEND = keras.backend.backend()
-
-
-def _to_nhwc(x: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(x.transpose(0, 2, 3, 1)) if x.ndim == 4 else x
 
 
 def _backend_version() -> str:
@@ -117,11 +114,10 @@ class KerasAdapter:
         if pair is None:
             return {"kernel_initializer": keras.initializers.GlorotUniform(seed=self.seed + i)}
         kernel, bias = pair
-        kernel = kernel.transpose(2, 3, 1, 0) if kernel.ndim == 4 else nhwc_dense_rows(kernel, chw) if chw else kernel
-        return {"kernel_initializer": _Given(kernel), "bias_initializer": _Given(bias)}
+        return {"kernel_initializer": _Given(nhwc_kernel(kernel, chw)), "bias_initializer": _Given(bias)}
 
     def set_data(self, x_train: np.ndarray, y_train: np.ndarray) -> None:
-        self.x, self.y = _to_nhwc(x_train), y_train.astype(np.int32)  # fit feeds from memory
+        self.x, self.y = to_nhwc(x_train), y_train.astype(np.int32)  # fit feeds from memory
 
     def _fit(self, order: np.ndarray, lrs: np.ndarray):
         self.optimizer.start_epoch(lrs)
@@ -152,24 +148,19 @@ class KerasAdapter:
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         with keras.device(self.device):
-            return np.asarray(self.model.predict_on_batch(_to_nhwc(x)))
+            return np.asarray(self.model.predict_on_batch(to_nhwc(x)))
 
     def get_weights(self) -> list:
         out = []
         for layer, chw in zip(self.weighted, self.flat_before):
             kernel, bias = layer.get_weights()
-            if kernel.ndim == 4:
-                kernel = kernel.transpose(3, 2, 0, 1)
-            elif chw:
-                c, h, w = chw
-                kernel = kernel.reshape(h, w, c, -1).transpose(2, 0, 1, 3).reshape(c * h * w, -1)
-            out.append((np.ascontiguousarray(kernel), bias))
+            out.append((neutral_kernel(kernel, chw), bias))
         return out
 
     def input_gradient(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         with keras.device(self.device):
-            grad = np.asarray(_input_gradient(self.model, _to_nhwc(x).astype(np.float32), y.astype(np.int32)))
-        return grad.transpose(0, 3, 1, 2) if grad.ndim == 4 else grad
+            grad = np.asarray(_input_gradient(self.model, to_nhwc(x).astype(np.float32), y.astype(np.int32)))
+        return from_nhwc(grad)
 
 
 def _summed_loss(model, x, y):

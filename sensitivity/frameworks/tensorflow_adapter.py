@@ -17,12 +17,9 @@ import numpy as np
 import tensorflow as tf
 
 from sensitivity.frameworks.base import EpochStats
-from sensitivity.models import Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, nhwc_dense_rows, pooled_size
+from sensitivity.models import (Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, from_nhwc, neutral_kernel,
+                                nhwc_kernel, pooled_size, to_nhwc)
 from sensitivity.optim import ADAM_BETA1, ADAM_BETA2, EPSILON, RMSPROP_RHO
-
-
-def _to_nhwc(x: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(x.transpose(0, 2, 3, 1)) if x.ndim == 4 else x
 
 
 class TensorflowAdapter:
@@ -50,11 +47,7 @@ class TensorflowAdapter:
             for layer, out in zip(model.layers, model.shapes(input_shape)):
                 if isinstance(layer, (Conv, Dense)):
                     kernel, bias = next(initial) if initial else self._own_init(layer, shape)
-                    if isinstance(layer, Conv):
-                        kernel = kernel.transpose(2, 3, 1, 0)
-                    elif self.layers and self.layers[-1][0] == "flatten" and len(self.layers[-1][1]) == 3:
-                        kernel = nhwc_dense_rows(kernel, self.layers[-1][1])
-                    k, b = tf.Variable(kernel), tf.Variable(bias)
+                    k, b = tf.Variable(nhwc_kernel(kernel, self._flattened(len(self.layers)))), tf.Variable(bias)
                     self.variables += [k, b]
                     self.layers.append(("conv" if isinstance(layer, Conv) else "dense", (k, b, layer)))
                 elif isinstance(layer, Pool):
@@ -104,7 +97,7 @@ class TensorflowAdapter:
 
     def set_data(self, x_train: np.ndarray, y_train: np.ndarray) -> None:
         with tf.device(self.device):
-            self.x = tf.constant(_to_nhwc(x_train))
+            self.x = tf.constant(to_nhwc(x_train))
             self.y = tf.constant(y_train)
 
     def _train_step(self, xb, yb, lr):
@@ -152,30 +145,30 @@ class TensorflowAdapter:
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         with tf.device(self.device):
-            return self._forward(tf.constant(_to_nhwc(x))).numpy()
+            return self._forward(tf.constant(to_nhwc(x))).numpy()
 
     def get_weights(self) -> list:
-        out, previous = [], None
-        for kind, params in self.layers:
+        out = []
+        for i, (kind, params) in enumerate(self.layers):
             if kind in ("conv", "dense"):
-                kernel, bias = params[0].numpy(), params[1].numpy()
-                if kind == "conv":
-                    kernel = kernel.transpose(3, 2, 0, 1)
-                elif previous is not None and previous[0] == "flatten" and len(previous[1]) == 3:
-                    c, h, w = previous[1]
-                    kernel = kernel.reshape(h, w, c, -1).transpose(2, 0, 1, 3).reshape(c * h * w, -1)
-                out.append((kernel, bias))
-            previous = (kind, params)
+                out.append((neutral_kernel(params[0].numpy(), self._flattened(i)), params[1].numpy()))
         return out
 
+    def _flattened(self, index: int):
+        """The (C, H, W) that a Flatten just before layer `index` flattens, or None."""
+        if index == 0:
+            return None
+        kind, params = self.layers[index - 1]
+        return params if kind == "flatten" and len(params) == 3 else None
+
     def input_gradient(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        xt = tf.constant(_to_nhwc(x))
+        xt = tf.constant(to_nhwc(x))
         with tf.GradientTape() as tape:
             tape.watch(xt)
             logits = self._apply(xt, training=False)
             loss = tf.reduce_sum(tf.nn.sparse_softmax_cross_entropy_with_logits(tf.constant(y), logits))
         grad = tape.gradient(loss, xt).numpy()
-        return grad.transpose(0, 3, 1, 2) if grad.ndim == 4 else grad
+        return from_nhwc(grad)
 
 
 def _pool(x, layer: Pool, padding, counts):
