@@ -26,7 +26,7 @@ class TrialSpec(BaseModel):
     inv: lr*(1+gamma*it)^-power; exp: lr*gamma^it; cosine: lr*(1+cos(pi*it/total_steps))/2.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     framework: str
     backend: Optional[str] = None  # for multi-backend frameworks (keras: tensorflow, jax, torch)

@@ -26,6 +26,10 @@ def sensitivity(*args, timeout=300):
     (["--framework", "torch", "--dataset", "digits", "--momentum", "1.5"], ["--momentum", "less than 1"]),
     (["--dataset", "digits"], ["--framework", "required"]),
     (["--framework", "torch", "--dataset", "digits", "--backend", "jax"], ["--backend", "no backends"]),
+    (["--framework", "torch", "--dataset", "digits", "--lr", "inf"], ["--lr", "finite"]),
+    (["--framework", "torch", "--dataset", "digits", "--lr", "1e400"], ["--lr", "finite"]),
+    (["--framework", "torch", "--dataset", "digits", "--lr", "nan"], ["--lr", "finite"]),
+    (["--framework", "torch", "--dataset", "digits", "--timeout", "inf", "--json"], ["--timeout", "finite"]),
 ])
 def test_usage_errors_are_one_line_exit_2(args, names):
     proc = sensitivity("trial", *args)

@@ -17,6 +17,8 @@ def test_spec_round_trips_through_json():
 @pytest.mark.parametrize("field, value", [
     ("batch_size", 0), ("lr", -1.0), ("epochs", 0), ("optimizer", "lbfgs"), ("momentum", 1.0),
     ("lr_policy", "poly"), ("device", "tpu"), ("unknown_field", 1), ("stepvalues", (5, 3)),
+    ("lr", float("inf")), ("lr", float("nan")), ("timeout", float("inf")), ("weight_decay", float("inf")),
+    ("gamma", float("nan")),
 ])
 def test_spec_rejects_bad_values(field, value):
     with pytest.raises(ValidationError):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 EXIT_OK, EXIT_TRIAL_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -23,6 +24,8 @@ def number(kind, minimum=None, strict=False):
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, got {text!r}")
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
         if minimum is not None and (value < minimum or (strict and value == minimum)):
             raise argparse.ArgumentTypeError(f"must be {'>' if strict else '>='} {minimum}, got {text}")
         return value
@@ -33,7 +36,10 @@ def number(kind, minimum=None, strict=False):
 def _number_list(kind, noun: str):
     def parse(text: str):
         try:
-            return tuple(kind(part) for part in text.split(",") if part)
+            values = tuple(kind(part) for part in text.split(",") if part)
+            if not all(math.isfinite(v) for v in values):
+                raise ValueError
+            return values
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected comma-separated {noun}, got {text!r}")
     parse.__name__ = f"{kind.__name__}_list"
