@@ -49,6 +49,9 @@ class Adapter(Protocol):
     def predict(self, x: np.ndarray) -> np.ndarray:
         """Logits for x (NCHW or vectors) in evaluation mode, as numpy."""
 
+    def parameter_count(self) -> int:
+        """The number of trainable values as the framework itself counts them in the model it built."""
+
     def get_weights(self) -> list:
         """The current weights as [(kernel, bias)] in neutral layout."""
 

@@ -121,6 +121,9 @@ class ChainerAdapter:
         with chainer.using_config("train", False), chainer.using_config("enable_backprop", False):
             return _TO_CPU.send(self.model(self.device.send(np.ascontiguousarray(x, np.float32))).array)
 
+    def parameter_count(self) -> int:
+        return sum(p.size for p in self.model.params())
+
     def get_weights(self) -> list:
         out = []
         for link in self.weighted:

@@ -173,6 +173,10 @@ class JaxAdapter:
     def predict(self, x: np.ndarray) -> np.ndarray:
         return np.asarray(self._forward(self.params, jax.device_put(to_nhwc(x), self.device)))
 
+    def parameter_count(self) -> int:
+        params = nnx.state(nnx.merge(self.graph_eval, self.params), nnx.Param)
+        return sum(leaf.size for leaf in jax.tree_util.tree_leaves(params))
+
     def get_weights(self) -> list:
         out = []
         for module, chw in zip(self._weighted(nnx.merge(self.graph_eval, self.params)), self.chw_before):

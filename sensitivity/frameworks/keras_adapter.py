@@ -150,6 +150,9 @@ class KerasAdapter:
         with keras.device(self.device):
             return np.asarray(self.model.predict_on_batch(to_nhwc(x)))
 
+    def parameter_count(self) -> int:
+        return self.model.count_params()
+
     def get_weights(self) -> list:
         out = []
         for layer, chw in zip(self.weighted, self.flat_before):

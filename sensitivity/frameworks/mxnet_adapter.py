@@ -142,6 +142,9 @@ class MxnetAdapter:
     def predict(self, x: np.ndarray) -> np.ndarray:
         return self.eval_net(mx.nd.array(x, ctx=self.ctx)).asnumpy()
 
+    def parameter_count(self) -> int:
+        return sum(p.data(self.ctx).size for p in self.net.collect_params().values())
+
     def get_weights(self) -> list:
         out = []
         for block in self.weighted:

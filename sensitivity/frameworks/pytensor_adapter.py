@@ -108,6 +108,9 @@ class PytensorAdapter:
     def predict(self, x: np.ndarray) -> np.ndarray:
         return np.asarray(self.graph.function("predict", len(x))(x.astype(FLOAT, copy=False)))
 
+    def parameter_count(self) -> int:
+        return sum(v.get_value(borrow=True).size for pair in self.graph.params for v in pair)
+
     def get_weights(self) -> list:
         return [(np.asarray(k.get_value()), np.asarray(b.get_value())) for k, b in self.graph.params]
 

@@ -147,6 +147,9 @@ class TensorflowAdapter:
         with tf.device(self.device):
             return self._forward(tf.constant(to_nhwc(x))).numpy()
 
+    def parameter_count(self) -> int:
+        return sum(int(v.shape.num_elements()) for v in self.variables)
+
     def get_weights(self) -> list:
         out = []
         for i, (kind, params) in enumerate(self.layers):

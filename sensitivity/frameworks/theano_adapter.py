@@ -96,6 +96,9 @@ class TheanoAdapter:
     def predict(self, x: np.ndarray) -> np.ndarray:
         return np.asarray(self.graph.function("predict")(x.astype(FLOAT, copy=False)))
 
+    def parameter_count(self) -> int:
+        return sum(v.get_value(borrow=True).size for pair in self.graph.params for v in pair)
+
     def get_weights(self) -> list:
         return [(k.get_value(), b.get_value()) for k, b in self.graph.params]
 

@@ -97,6 +97,9 @@ class TorchAdapter:
         with torch.no_grad():
             return self.model(torch.from_numpy(x).to(self.device)).cpu().numpy()
 
+    def parameter_count(self) -> int:
+        return sum(p.numel() for p in self.model.parameters())
+
     def get_weights(self) -> list:
         out = []
         for module in self.weighted:
