@@ -30,6 +30,12 @@ def sensitivity(*args, timeout=300):
     (["--framework", "torch", "--dataset", "digits", "--lr", "1e400"], ["--lr", "finite"]),
     (["--framework", "torch", "--dataset", "digits", "--lr", "nan"], ["--lr", "finite"]),
     (["--framework", "torch", "--dataset", "digits", "--timeout", "inf", "--json"], ["--timeout", "finite"]),
+    (["--framework", "torch", "--dataset", "digits", "--model", "lenet5", "--json"],
+     ["--model lenet5", "does not fit", "1x8x8", "mlp"]),
+    (["--framework", "torch", "--dataset", "mnist1d", "--model", "cifar10_quick"], ["--model", "models that fit: mlp"]),
+    (["--framework", "torch", "--dataset", "digits", "--batch-size", "1439"], ["--batch-size", "1 to 1438"]),
+    (["--framework", "torch", "--dataset", "digits", "--batch-size", "1200", "--val-fraction", "0.2"],
+     ["--batch-size", "--val-fraction", "1 to 1151"]),
 ])
 def test_usage_errors_are_one_line_exit_2(args, names):
     proc = sensitivity("trial", *args)

@@ -98,6 +98,7 @@ def _option(field: str) -> str:
 
 def _cmd_trial(args) -> int:
     from sensitivity import datasets, frameworks
+    from sensitivity.trial.fit import FitError, check_prepared
     from sensitivity.trial.runner import run_trial
 
     spec = _spec_from_args(args)
@@ -106,9 +107,13 @@ def _cmd_trial(args) -> int:
     except ValueError as exc:
         raise UsageError(f"sensitivity trial: --backend: {exc}")
     try:
-        datasets.prepare(spec.dataset, spec.data_dir)
+        path = datasets.prepare(spec.dataset, spec.data_dir)
     except datasets.DatasetError as exc:
         raise UsageError(f"sensitivity trial: --dataset {spec.dataset}: {exc}")
+    try:
+        check_prepared(spec, path)
+    except FitError as exc:
+        raise UsageError(f"sensitivity trial: {exc}")
 
     def progress(event: dict) -> None:
         if event.get("event") == "epoch" and not args.json:
