@@ -34,7 +34,8 @@ IGNORED_LAYERS = {"Accuracy", "Softmax", "Silence"}
 
 
 def import_solver(solver_path, net_path=None) -> dict:
-    """The configuration a Caffe solver (and its net, if found) describes, in the defaults-table schema."""
+    """The configuration a Caffe solver describes, in the defaults-table schema, with the network of
+    `net_path` (an error if it is missing), else of the solver's `net:` when that lies beside the solver."""
     solver_path = Path(solver_path)
     solver = _read(solver_path)
     config, ignored, not_reproduced = {}, [], []
@@ -69,7 +70,7 @@ def import_solver(solver_path, net_path=None) -> dict:
                 raise CaffeImportError(f"{where}: solver type {value!r} is not supported; "
                                        f"allowed: {', '.join(SOLVER_TYPES)}")
         elif name in ("net", "train_net"):
-            net_path = net_path or _beside(solver_path, str(value))
+            net_path = net_path if net_path is not None else _beside(solver_path, str(value))
         elif name in CANONICAL:
             if value != CANONICAL[name]:
                 raise CaffeImportError(f"{where}: {name} {value} is not supported: the canonical value is "
@@ -82,7 +83,7 @@ def import_solver(solver_path, net_path=None) -> dict:
         config["optimizer"] = "sgd"
     result = {"framework": "caffe", "source": {"project": "Caffe", "solver": str(solver_path)},
               "config": config, "ignored": ignored, "not_reproduced": not_reproduced}
-    if net_path is not None and Path(net_path).exists():
+    if net_path is not None:  # given (a missing file is an error) or found beside the solver
         net = import_net(net_path)
         result["source"]["net"] = str(net_path)
         config["batch_size"] = net["batch_size"]
@@ -164,6 +165,8 @@ def import_net(net_path) -> dict:
 def _read(path: Path) -> prototxt.Message:
     try:
         return prototxt.parse(path.read_text(), str(path))
+    except FileNotFoundError:
+        raise CaffeImportError(f"{path}: no such file") from None
     except OSError as exc:
         raise CaffeImportError(f"{path}: cannot read: {exc.strerror}") from None
     except prototxt.PrototxtError as exc:

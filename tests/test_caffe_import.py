@@ -66,6 +66,15 @@ def test_without_a_net_max_iter_stays_in_iterations(tmp_path):
     assert explicit["config"]["batch_size"] == 64
 
 
+def test_a_missing_net_option_is_an_error_naming_the_file(tmp_path):
+    missing = tmp_path / "nonet.prototxt"
+    with pytest.raises(CaffeImportError, match=r"nonet.prototxt: no such file"):
+        import_solver(CAFFE / "lenet_solver.prototxt", missing)
+    proc = run_cli("import-caffe", str(CAFFE / "lenet_solver.prototxt"), "--net", str(missing))
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip() == f"sensitivity import-caffe: {missing}: no such file"
+
+
 @pytest.mark.parametrize("extra, message", [
     ("iter_size: 2\n", "iter_size 2 is not supported"),
     ("clip_gradients: 10\n", "'clip_gradients' changes training"),
