@@ -1,5 +1,6 @@
 """The command line as a user runs it: a real process, its stdout, stderr and exit code."""
 import json
+import os
 import subprocess
 import sys
 
@@ -8,9 +9,9 @@ import pytest
 from sensitivity import frameworks
 
 
-def sensitivity(*args, timeout=300):
+def sensitivity(*args, timeout=300, env=None):
     return subprocess.run([sys.executable, "-m", "sensitivity.cli", *args], capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, env=env)
 
 
 @pytest.mark.parametrize("args, names", [
@@ -77,6 +78,16 @@ def test_trial_json_is_the_last_line_of_stdout():
     assert result["status"] == "ok" and result["accuracy"] > 0.8
     assert result["spec"]["model"] is None and result["env"]["model"] == "mlp"
     assert len(result["curve"]) == 2
+
+
+@pytest.mark.skipif(not frameworks.importable("torch"), reason="needs torch")
+def test_json_trial_keeps_the_workers_stderr():
+    env = {**os.environ, "SENSITIVITY_WORKER_FAULT": "raise"}
+    proc = sensitivity("trial", "--framework", "torch", "--dataset", "digits", "--epochs", "1", "--json", env=env)
+    assert proc.returncode == 1
+    assert json.loads(proc.stdout.strip().splitlines()[-1])["status"] == "failed"
+    assert "Traceback" in proc.stderr and "SENSITIVITY_WORKER_FAULT=raise" in proc.stderr
+    assert "epoch 1:" not in proc.stderr  # the human progress lines stay off with --json
 
 
 @pytest.mark.skipif(not frameworks.importable("torch"), reason="needs torch")

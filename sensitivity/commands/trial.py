@@ -121,7 +121,7 @@ def _cmd_trial(args) -> int:
             print(f"epoch {event['epoch']}: loss {loss if loss is None else round(loss, 4)}, "
                   f"test accuracy {event['test_accuracy']}, {event['seconds']:.2f} s", file=sys.stderr)
 
-    result = run_trial(spec, on_event=progress, echo_stderr=not args.json)
+    result = run_trial(spec, on_event=progress, echo_stderr=True)  # only the progress lines obey --json
     if args.json:
         print(result.to_json())
     else:

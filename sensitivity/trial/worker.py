@@ -9,8 +9,9 @@ The protocol has stdout to itself: file descriptor 1 is pointed at stderr, so wh
 prints goes to stderr. A worker stays warm for further trials (the framework import is paid once); each
 trial builds a fresh model and reseeds every generator.
 
-`SENSITIVITY_WORKER_FAULT=segfault|exit` makes the worker crash after the first epoch: a test aid for
-the runner's crash handling, which cannot otherwise be provoked on demand.
+`SENSITIVITY_WORKER_FAULT` is a test aid for the runner's fault handling, which cannot otherwise be provoked
+on demand: after the first epoch `segfault` crashes the worker, `exit` exits it, `raise` raises inside the
+trial.
 """
 from __future__ import annotations
 
@@ -44,6 +45,8 @@ def _inject_fault(event: dict) -> None:
         ctypes.string_at(0)
     elif fault == "exit":
         os._exit(3)
+    elif fault == "raise":
+        raise RuntimeError("fault injected by SENSITIVITY_WORKER_FAULT=raise")
 
 
 def _exit_with_parent() -> None:
