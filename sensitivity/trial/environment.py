@@ -34,21 +34,43 @@ def git_revision() -> str:
         return None
 
 
-def describe(spec, adapter, threads: int, model_name: str) -> dict:
+def machine(spec) -> dict:
+    """What this process knows of where `spec` runs, with or without a framework: host, CPU, git, seed."""
     return {
         "framework": spec.framework,
+        "host": socket.gethostname(),
+        "platform": platform.platform(),
+        "cpu": cpu_model(),
+        "device": spec.device,
+        "git_revision": git_revision(),
+        "seed": spec.seed,
+    }
+
+
+def describe(spec, adapter, threads: int, model_name: str, gpu_name=None) -> dict:
+    """The worker's full record of an ok or diverged trial; `gpu_name` is NVML's (None on CPU)."""
+    return {
+        **machine(spec),
         "framework_version": adapter.version(),
         "model": model_name,
         "init": spec.init,
         "python": platform.python_version(),
         "numpy": np.__version__,
         "interpreter": sys.executable,
-        "host": socket.gethostname(),
-        "platform": platform.platform(),
-        "cpu": cpu_model(),
         "threads": threads,
-        "device": spec.device,
-        "gpu": None if spec.device == "cpu" else spec.device,
-        "git_revision": git_revision(),
-        "seed": spec.seed,
+        "gpu": gpu_name,
+    }
+
+
+def for_failure(spec, env_name: str, interpreter: str, info: dict) -> dict:
+    """The driver's record of a trial that ended without the worker's: what the driver and the worker's
+    ready event (`info`: python, numpy) tell, and the GPU's name from NVML where the trial had one."""
+    from sensitivity.trial.monitor import gpu_name
+    return {
+        **machine(spec),
+        "environment": env_name,
+        "python": info.get("python"),
+        "numpy": info.get("numpy"),
+        "interpreter": interpreter,
+        "gpu": None if spec.device == "cpu" else gpu_name(spec.device),
     }

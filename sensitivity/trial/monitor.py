@@ -85,6 +85,12 @@ class NvmlDevice:
             return None
 
 
+def gpu_name(device: str):
+    """NVML's name of the GPU that `device` ("gpu" or "gpu:N") means, or None."""
+    nvml = open_nvml(device)
+    return None if isinstance(nvml, str) else nvml.name
+
+
 def open_nvml(device: str):
     """An NvmlDevice for "gpu" or "gpu:N", or a string saying why there is none."""
     try:

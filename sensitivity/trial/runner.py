@@ -21,6 +21,7 @@ from typing import Callable, Optional
 
 from sensitivity import datasets, envs, frameworks
 from sensitivity.spec import TrialResult, TrialSpec
+from sensitivity.trial import environment
 
 STDERR_TAIL_LINES = 40
 READY_TIMEOUT_S = 120.0  # the worker imports only numpy, pydantic and psutil before it is ready
@@ -39,6 +40,7 @@ class Worker:
         self.variables = dict(variables or {})
         self.echo_stderr = echo_stderr
         self.proc: Optional[subprocess.Popen] = None
+        self.info: Optional[dict] = None  # the worker's ready event: pid, python, numpy
         self.stderr_tail = collections.deque(maxlen=STDERR_TAIL_LINES)
 
     @property
@@ -69,7 +71,15 @@ class Worker:
         self.info = event
 
     def run(self, spec: TrialSpec, on_event: Optional[Callable[[dict], None]] = None) -> TrialResult:
-        """Run one trial to its end, whatever that end is."""
+        """Run one trial to its end, whatever that end is. A trial that ended without the worker's full
+        record (failed, timeout) gets the environment the driver knows."""
+        result = self._run(spec, on_event)
+        if result.status not in ("ok", "diverged"):
+            known = environment.for_failure(spec, self.env, str(envs.interpreter(self.env)), self.info or {})
+            result.env = {**known, **result.env}
+        return result
+
+    def _run(self, spec: TrialSpec, on_event: Optional[Callable[[dict], None]]) -> TrialResult:
         if not frameworks.worker_variables(spec).items() <= self.variables.items():
             raise ValueError(f"this worker was started with {self.variables}, the trial needs "
                              f"{frameworks.worker_variables(spec)}")

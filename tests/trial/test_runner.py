@@ -36,6 +36,17 @@ def test_ok_trial_reports_score_cost_curve_and_environment():
     assert result.throughput == pytest.approx(result.steps * 32 / result.train_time_s)
     assert result.env["framework_version"].startswith("2.") and result.env["seed"] == 0
     assert result.env["init"] == "neutral" and result.env["threads"] == 1
+    assert_env(result.env, "host", "cpu", "git_revision", "python", "framework", "framework_version", "seed")
+    assert result.env["gpu"] is None  # a CPU trial: no GPU model
+
+
+DRIVER_KNOWN = ("framework", "environment", "python", "interpreter", "host", "cpu", "git_revision", "seed")
+
+
+def assert_env(env, *keys):
+    missing = [key for key in keys if key not in env or env[key] in (None, "")]
+    assert not missing, (missing, env)
+    assert "gpu" in env and env["seed"] == 0 and env["framework"] == "torch"
 
 
 def test_warm_worker_reruns_from_a_fresh_model_and_reseeded_generators():
@@ -73,6 +84,15 @@ def test_worker_exit_without_result_is_failed(monkeypatch):
     monkeypatch.setenv("SENSITIVITY_WORKER_FAULT", "exit")
     result = run_trial(digits_spec())
     assert result.status == "failed" and "exited with code 3" in result.reason
+    assert_env(result.env, *DRIVER_KNOWN)
+    assert result.env["environment"] == "modern" and result.env["gpu"] is None
+
+
+def test_exception_result_carries_the_driver_known_environment(monkeypatch):
+    monkeypatch.setenv("SENSITIVITY_WORKER_FAULT", "raise")
+    result = run_trial(digits_spec(epochs=1))
+    assert result.status == "failed" and "RuntimeError" in result.reason
+    assert_env(result.env, *DRIVER_KNOWN)
 
 
 def test_sigkill_mid_epoch_is_failed_with_reason():
@@ -119,3 +139,4 @@ def test_missing_environment_is_a_failed_result(monkeypatch):
     monkeypatch.setenv("SENSITIVITY_PYTHON_MODERN", "/nonexistent/python")
     result = run_trial(digits_spec())
     assert result.status == "failed" and "environment 'modern' is missing" in result.reason
+    assert result.env["interpreter"] == "/nonexistent/python" and result.env["host"] and result.env["seed"] == 0
