@@ -1,11 +1,14 @@
 """Resource figures of the running trial: peak RSS and CPU use from psutil, GPU figures from NVML.
 
+The peak RSS is this trial's, also in a warm worker that ran bigger trials before: on Linux the kernel's
+high-water mark is reset at the start (`/proc/self/clear_refs`) and read at the end (VmHWM); where that
+cannot be done, a thread samples the RSS.
+
 NVML is sampled only when the trial runs on a GPU; without one (or without the NVIDIA library) the GPU
 figures are None and the reason is kept in `gpu_error`.
 """
 from __future__ import annotations
 
-import resource
 import threading
 import time
 
@@ -30,6 +33,11 @@ class ResourceMonitor:
     def __enter__(self) -> "ResourceMonitor":
         self._wall = time.perf_counter()
         self._cpu = self.process.cpu_times()
+        self._hwm = reset_peak_rss()
+        self._rss_peak = self.process.memory_info().rss
+        if not self._hwm:
+            self._rss_thread = threading.Thread(target=self._sample_rss, daemon=True)
+            self._rss_thread.start()
         self._nvml = open_nvml(self.device) if self.device != "cpu" else None
         if isinstance(self._nvml, str):
             self.gpu_error, self._nvml = self._nvml, None
@@ -45,10 +53,13 @@ class ResourceMonitor:
         cpu = self.process.cpu_times()
         used = (cpu.user - self._cpu.user) + (cpu.system - self._cpu.system)
         self.cpu_percent = 100.0 * used / wall if wall > 0 else None
-        # ru_maxrss is in KiB on Linux: the true peak, not a sampled one
-        self.peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+        self._stop.set()
+        if self._hwm:
+            self.peak_rss_mb = read_peak_rss() / 2**20
+        else:
+            self._rss_thread.join()
+            self.peak_rss_mb = max(self._rss_peak, self.process.memory_info().rss) / 2**20
         if self._nvml is not None:
-            self._stop.set()
             self._thread.join()
             energy = self._nvml.energy_mj()
             utils = [u for u, _ in self._gpu_samples] or [None]
@@ -59,9 +70,35 @@ class ResourceMonitor:
                 "energy_j": (energy - self._energy0) / 1000.0 if energy is not None else None,
             }
 
+    def _sample_rss(self) -> None:
+        while not self._stop.wait(SAMPLE_SECONDS / 4):
+            self._rss_peak = max(self._rss_peak, self.process.memory_info().rss)
+
     def _sample_gpu(self) -> None:
         while not self._stop.wait(SAMPLE_SECONDS):
             self._gpu_samples.append(self._nvml.sample())
+
+
+def reset_peak_rss() -> bool:
+    """Reset this process's RSS high-water mark (Linux: "5" to /proc/self/clear_refs); True if done."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return read_peak_rss() is not None
+    except OSError:
+        return False
+
+
+def read_peak_rss():
+    """VmHWM of /proc/self/status in bytes: the peak RSS since the last reset; None where there is none."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 class NvmlDevice:

@@ -11,7 +11,8 @@ trial builds a fresh model and reseeds every generator.
 
 `SENSITIVITY_WORKER_FAULT` is a test aid for the runner's fault handling, which cannot otherwise be provoked
 on demand: after the first epoch `segfault` crashes the worker, `exit` exits it, `raise` raises inside the
-trial.
+trial; `alloc` touches and frees 400 MB in the worker's first trial only (a warm worker's later trials
+must not report that peak).
 """
 from __future__ import annotations
 
@@ -36,10 +37,15 @@ def _available_threads() -> int:
         return os.cpu_count() or 1
 
 
+_allocated = []
+
+
 def _inject_fault(event: dict) -> None:
     fault = os.environ.get("SENSITIVITY_WORKER_FAULT")
     if not fault or event.get("event") != "epoch":
         return
+    if fault == "alloc" and not _allocated:
+        _allocated.append(len(bytearray(400 * 2**20)))  # zero-filled, so every page is touched
     if fault == "segfault":
         import ctypes
         ctypes.string_at(0)

@@ -18,6 +18,19 @@ def test_cpu_trial_has_rss_and_cpu_and_no_gpu():
     assert m.peak_rss_mb > 30 and m.cpu_percent > 20 and m.gpu is None
 
 
+@pytest.mark.parametrize("kernel_reset", [True, False])
+def test_peak_rss_is_each_monitors_own(monkeypatch, kernel_reset):
+    if not kernel_reset:  # where /proc/self/clear_refs cannot be written, a thread samples the RSS
+        monkeypatch.setattr(monitor, "reset_peak_rss", lambda: False)
+    with monitor.ResourceMonitor("cpu") as big:
+        block = np.ones(300 * 2**20 // 8)
+        time.sleep(0.15)
+        del block
+    with monitor.ResourceMonitor("cpu") as small:
+        pass
+    assert big.peak_rss_mb > 300 and small.peak_rss_mb < big.peak_rss_mb - 250
+
+
 def test_no_nvidia_library_gives_a_reason_not_figures():
     try:
         import pynvml

@@ -64,6 +64,18 @@ def test_warm_worker_reruns_from_a_fresh_model_and_reseeded_generators():
     assert second.setup_time_s < first.setup_time_s  # no second import
 
 
+def test_warm_worker_reports_each_trials_own_peak_rss(monkeypatch):
+    monkeypatch.setenv("SENSITIVITY_WORKER_FAULT", "alloc")  # 400 MB in the first trial only
+    worker = Worker("modern")
+    try:
+        big = worker.run(digits_spec(epochs=1))
+        small = worker.run(digits_spec(epochs=1))
+    finally:
+        worker.close()
+    assert big.status == small.status == "ok"
+    assert big.peak_rss_mb > 400 and small.peak_rss_mb < big.peak_rss_mb - 300
+
+
 def test_exception_in_trial_is_a_failed_result_with_traceback():
     result = run_trial(digits_spec(batch_size=100_000))
     assert result.status == "failed"
