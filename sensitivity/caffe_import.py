@@ -29,7 +29,45 @@ SOLVER_ENUM_TYPES = {"0": "SGD", "1": "Nesterov", "2": "AdaGrad", "3": "RMSProp"
 POLICIES = ("fixed", "step", "multistep", "inv", "exp")
 # Values Caffe lets a solver change that are fixed in the canonical formulas (sensitivity.optim).
 CANONICAL = {"delta": 1e-8, "momentum2": 0.999, "rms_decay": 0.9, "iter_size": 1, "regularization_type": "L2"}
-DATA_LAYERS = {"Data", "ImageData", "MemoryData", "Input", "DummyData", "HDF5Data"}
+# The net: a whitelist of keys per message. READ: the importer reads it; IGNORED (FILLER): it does not change
+# training and is listed as ignored; a tuple: the only values supported. Any other key or value would change
+# training and is an error naming it, its layer and its line.
+READ, IGNORED, FILLER = "read", "ignored", "filler"
+NET_KEYS = {"name", "layer", "layers", "force_backward", "debug_info", "state", "input", "input_dim", "input_shape"}
+LAYER_KEYS = {"name", "type", "bottom", "top", "include", "exclude", "phase"}
+WEIGHTED = {"Convolution", "InnerProduct"}
+SQUARE = {f"{key}{suffix}": READ for key in ("kernel", "stride", "pad") for suffix in ("_h", "_w")}
+PARAM_RULES = {
+    "param": {"lr_mult": READ, "decay_mult": (1,)},
+    "convolution_param": {"num_output": READ, "kernel_size": READ, "stride": READ, "pad": READ, **SQUARE,
+                          "weight_filler": FILLER, "bias_filler": FILLER, "engine": IGNORED, "force_nd_im2col": IGNORED,
+                          "bias_term": (True,), "group": (1,), "dilation": (1,), "axis": (1,)},
+    "pooling_param": {"pool": ("MAX", "AVE"), "kernel_size": READ, "stride": READ, **SQUARE, "pad": (0,),
+                      "pad_h": (0,), "pad_w": (0,), "global_pooling": (False,), "round_mode": ("CEIL",),
+                      "engine": IGNORED},
+    "inner_product_param": {"num_output": READ, "weight_filler": FILLER, "bias_filler": FILLER, "bias_term": (True,),
+                            "axis": (1,), "transpose": (False,)},
+    "relu_param": {"negative_slope": (0,), "engine": IGNORED},
+    "dropout_param": {"dropout_ratio": READ, "scale_train": (True,)},
+    "softmax_param": {"axis": (1,), "engine": IGNORED},
+    "loss_param": {"normalization": ("VALID", "BATCH_SIZE"), "normalize": (True,)},
+    "transform_param": {"scale": READ, "mean_file": READ, "mean_value": READ, "mirror": (False,), "crop_size": (0,),
+                        "force_color": (False,), "force_gray": (False,)},
+    "data_param": {"batch_size": READ, "source": IGNORED, "backend": IGNORED, "prefetch": IGNORED,
+                   "rand_skip": IGNORED},
+    "image_data_param": {"batch_size": READ, "source": IGNORED, "root_folder": IGNORED, "shuffle": IGNORED,
+                         "rand_skip": IGNORED, "new_height": (0,), "new_width": (0,), "is_color": (True,)},
+    "memory_data_param": {"batch_size": READ, "channels": IGNORED, "height": IGNORED, "width": IGNORED},
+    "hdf5_data_param": {"batch_size": READ, "source": IGNORED, "shuffle": IGNORED},
+    "input_param": {"shape": READ},
+    "dummy_data_param": {"shape": READ, "data_filler": IGNORED},
+}
+DATA_PARAMS = {"Data": "data_param", "ImageData": "image_data_param", "MemoryData": "memory_data_param",
+               "HDF5Data": "hdf5_data_param", "Input": "input_param", "DummyData": "dummy_data_param"}
+LAYER_PARAMS = {"Convolution": ("convolution_param",), "Pooling": ("pooling_param",),
+                "InnerProduct": ("inner_product_param",), "ReLU": ("relu_param",), "Dropout": ("dropout_param",),
+                "SoftmaxWithLoss": ("softmax_param", "loss_param"),
+                **{kind: (param, "transform_param") for kind, param in DATA_PARAMS.items()}}
 IGNORED_LAYERS = {"Accuracy", "Softmax", "Silence"}
 
 
@@ -99,67 +137,147 @@ def import_net(net_path) -> dict:
     """A Caffe net's training phase as a ModelSpec (a registered model's name when it is one)."""
     net_path = Path(net_path)
     net = _read(net_path)
-    layers, ignored, not_reproduced, batch_size = [], [], [], None
-    lr_mults = set()
+    layers, notes, batch_size = [], _Notes(net_path), None
+    lr_mults = {}
+    for key, value, line in net.fields:
+        if key not in NET_KEYS:
+            raise CaffeImportError(f"{net_path}:{line}: field {key} of the net changes training and is not supported")
     for layer in net.get_all("layer") or net.get_all("layers"):
         kind, line = str(layer.get("type")), layer.line_of("type")
-        where = f"{net_path}:{line}"
-        phases = [include.get("phase") for include in layer.get_all("include")]
-        if phases and "TRAIN" not in phases:
+        name = str(layer.get("name", kind))
+        if not _in_training(layer):
             continue
+        if kind in IGNORED_LAYERS:
+            notes.ignored.append(f"{kind} layer {name!r} (line {line})")
+            continue
+        if kind not in LAYER_PARAMS:
+            raise CaffeImportError(f"{net_path}:{line}: layer type {kind!r} is not supported")
+        own = LAYER_PARAMS[kind]
+        for key, value, key_line in layer.fields:
+            if key in LAYER_KEYS or key in own or (key == "param" and kind in WEIGHTED):
+                continue
+            rule = {"loss_weight": (1,)}.get(key, ()) if kind == "SoftmaxWithLoss" else ()
+            notes.check(key, value, rule, name, key_line)
         for param in layer.get_all("param"):
-            lr_mults.add((param.get("lr_mult", 1), line))
-            if param.get("decay_mult", 1) not in (1, 1.0):
-                raise CaffeImportError(f"{where}: decay_mult {param.get('decay_mult')} is not supported")
-        if kind in DATA_LAYERS:
-            data = layer.get("data_param") or layer.get("image_data_param") or layer.get("memory_data_param")
-            batch_size = data.get("batch_size") if data else batch_size
-            transform = layer.get("transform_param")
-            if transform and (transform.get("mean_file") or transform.get_all("mean_value")):
-                not_reproduced.append(f"mean subtraction (line {transform.line}): inputs are scaled to [0, 1] "
-                                      "in every framework")
-            ignored.append(f"{kind} layer {layer.get('name')!r} source (line {line})")
+            notes.check_message(param, PARAM_RULES["param"], name)
+            lr_mults.setdefault(param.get("lr_mult", 1), []).append(param.line_of("lr_mult"))
+        p = {message: layer.get(message) or prototxt.Message(line=line) for message in own}
+        for message in own:
+            notes.check_message(p[message], PARAM_RULES[message], name)
+        if kind in DATA_PARAMS:
+            batch_size = _batch_size(p[own[0]], name, f"{net_path}:{line}")
+            notes.transform(layer.get("transform_param"), name, line)
         elif kind == "Convolution":
-            p = layer.get("convolution_param")
-            _require(p.get("group", 1) == 1 and p.get("bias_term", True) is True
-                     and p.get("dilation", 1) == 1, where, "convolution group, bias_term or dilation")
-            layers.append(Conv(int(p.get("num_output")), int(p.get("kernel_size")), int(p.get("stride", 1)),
-                               int(p.get("pad", 0))))
-            ignored += _fillers(p, line)
+            c = p["convolution_param"]
+            kernel = _square(c, "kernel", None, name, notes)
+            layers.append(Conv(int(_need(c, "num_output", name, net_path)), kernel,
+                               _square(c, "stride", 1, name, notes), _square(c, "pad", 0, name, notes)))
         elif kind == "Pooling":
-            p = layer.get("pooling_param")
-            pool = {"MAX": "max", "AVE": "avg"}.get(p.get("pool", "MAX"))
-            _require(pool is not None and p.get("pad", 0) == 0, where, f"pooling {p.get('pool')} with pad")
-            layers.append(Pool(pool, int(p.get("kernel_size")), int(p.get("stride", 1)), ceil=True))
+            c = p["pooling_param"]
+            layers.append(Pool({"MAX": "max", "AVE": "avg"}[c.get("pool", "MAX")], _square(c, "kernel", None, name, notes),
+                               _square(c, "stride", 1, name, notes), ceil=True))
         elif kind == "InnerProduct":
             if not any(isinstance(previous, Flatten) for previous in layers):
                 layers.append(Flatten())  # Caffe's InnerProduct flattens its input itself
-            p = layer.get("inner_product_param")
-            layers.append(Dense(int(p.get("num_output"))))
-            ignored += _fillers(p, line)
+            layers.append(Dense(int(_need(p["inner_product_param"], "num_output", name, net_path))))
         elif kind == "ReLU":
-            p = layer.get("relu_param")
-            _require(not p or p.get("negative_slope", 0) == 0, where, "ReLU negative_slope")
             layers.append(ReLU())
         elif kind == "Dropout":
-            p = layer.get("dropout_param")
-            layers.append(Dropout(float(p.get("dropout_ratio", 0.5)) if p else 0.5))
-        elif kind == "SoftmaxWithLoss":
-            pass  # the cross-entropy every adapter trains with
-        elif kind in IGNORED_LAYERS:
-            ignored.append(f"{kind} layer (line {line})")
-        else:
-            raise CaffeImportError(f"{where}: layer type {kind!r} is not supported")
+            layers.append(Dropout(float(p["dropout_param"].get("dropout_ratio", 0.5))))
+        # SoftmaxWithLoss: the cross-entropy every adapter trains with
     if batch_size is None:
         raise CaffeImportError(f"{net_path}: no training data layer with a batch_size")
-    multipliers = sorted({(m, line) for m, line in lr_mults if m not in (1, 1.0)}, key=lambda t: t[1])
-    if multipliers:
-        lines = ", ".join(str(line) for _, line in multipliers)
-        not_reproduced.append(f"lr_mult {multipliers[0][0]} (lines {lines}): every parameter trains at the base rate")
+    for multiplier, lines in lr_mults.items():
+        if multiplier not in (1, 1.0):
+            notes.not_reproduced.append(f"lr_mult {multiplier} (lines {', '.join(map(str, lines))}) changes training "
+                                        "and is not reproduced: every parameter trains at the base rate")
     spec = ModelSpec(str(net.get("name", net_path.stem)), tuple(layers))
     known = next((name for name, model in MODELS.items() if model.layers == spec.layers), None)
     model = {"model": known} if known else {"model": spec.name, "layers": [dict(d) for d in layers_to_dicts(spec)]}
-    return {"batch_size": int(batch_size), "model": model, "ignored": ignored, "not_reproduced": not_reproduced}
+    return {"batch_size": int(batch_size), "model": model, "ignored": notes.ignored,
+            "not_reproduced": notes.not_reproduced}
+
+
+class _Notes:
+    """Checks a net's fields against the rules, collecting what is ignored or not reproduced."""
+
+    def __init__(self, path):
+        self.path, self.ignored, self.not_reproduced = path, [], []
+
+    def check(self, key, value, rule, layer, line):
+        if rule == READ:
+            return
+        if rule in (IGNORED, FILLER):
+            why = ": initial weights are the neutral ones" if rule == FILLER else ""
+            shown = value.get("type") if isinstance(value, prototxt.Message) else value
+            self.ignored.append(f"{key} {shown} of layer {layer} (line {line}){why}")
+        elif not any(_same(value, allowed) for allowed in rule):
+            raise CaffeImportError(f"{self.path}:{line}: field {key} of layer {layer} changes training "
+                                   "and is not supported")
+
+    def check_message(self, message, rules, layer):
+        for key, value, line in message.fields:
+            self.check(key, value, rules.get(key, ()), layer, line)
+
+    def transform(self, transform, layer, line):
+        """Input scaling and mean subtraction: every framework here takes inputs scaled to [0, 1]."""
+        transform = transform or prototxt.Message(line=line)
+        scale = transform.get("scale", 1)
+        if 1 / 256 <= scale <= 1 / 255:
+            self.ignored.append(f"scale {scale} of layer {layer} (line {transform.line_of('scale')}): inputs "
+                                "are scaled to [0, 1] here")
+        else:
+            self.not_reproduced.append(f"input scale {scale} of layer {layer} (line {transform.line_of('scale')}) "
+                                       "changes training and is not reproduced: inputs are scaled to [0, 1] here")
+        if transform.get("mean_file") is not None or transform.get_all("mean_value"):
+            self.not_reproduced.append(f"mean subtraction of layer {layer} (line {transform.line}) changes "
+                                       "training and is not reproduced: inputs are scaled to [0, 1] here")
+
+
+def _in_training(layer) -> bool:
+    included = [rule.get("phase") for rule in layer.get_all("include")]
+    excluded = [rule.get("phase") for rule in layer.get_all("exclude")]
+    return (not included or "TRAIN" in included) and "TRAIN" not in excluded and layer.get("phase", "TRAIN") == "TRAIN"
+
+
+def _batch_size(data, layer, where):
+    if data.get("shape") is not None:  # Input, DummyData: shape { dim: N ... }
+        dims = data.get("shape").get_all("dim")
+        return int(dims[0]) if dims else None
+    if data.get("batch_size") is None:
+        raise CaffeImportError(f"{where}: layer {layer} has no batch_size")
+    return int(data.get("batch_size"))
+
+
+def _need(message, key, layer, path):
+    if message.get(key) is None:
+        raise CaffeImportError(f"{path}:{message.line}: layer {layer} needs {key}")
+    return message.get(key)
+
+
+def _square(message, key, default, layer, notes) -> int:
+    """kernel, stride or pad: `key`_size (or `key`), or `key`_h equal to `key`_w; Caffe's rectangles are refused."""
+    single = "kernel_size" if key == "kernel" else key
+    values = message.get_all(single)
+    h, w = message.get(f"{key}_h"), message.get(f"{key}_w")
+    if h is not None or w is not None:
+        line = message.line_of(f"{key}_h" if h is not None else f"{key}_w")
+        if values or h is None or w is None or h != w:  # rectangular, half given, or both forms at once
+            raise CaffeImportError(f"{notes.path}:{line}: field {key}_h/{key}_w of layer {layer} changes training "
+                                   "and is not supported (only equal, square values)")
+        values = [h]
+    if len(set(values)) > 1:
+        raise CaffeImportError(f"{notes.path}:{message.line_of(single)}: field {single} of layer {layer} changes "
+                               "training and is not supported (only one value, a square)")
+    if not values and default is None:
+        raise CaffeImportError(f"{notes.path}:{message.line}: layer {layer} needs {single}")
+    return int(values[0]) if values else default
+
+
+def _same(value, allowed) -> bool:
+    if isinstance(value, bool) or isinstance(allowed, bool):
+        return value is allowed
+    return value == allowed
 
 
 def _read(path: Path) -> prototxt.Message:
@@ -179,13 +297,3 @@ def _beside(solver_path: Path, net: str):
         if candidate.exists():
             return candidate
     return None
-
-
-def _fillers(param, line) -> list:
-    return [f"{name} {filler.get('type')!r} (line {filler.line}): initial weights are the neutral ones"
-            for name in ("weight_filler", "bias_filler") if (filler := param.get(name)) is not None]
-
-
-def _require(condition: bool, where: str, what: str) -> None:
-    if not condition:
-        raise CaffeImportError(f"{where}: {what} is not supported")

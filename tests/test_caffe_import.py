@@ -99,6 +99,67 @@ def test_unsupported_layer_names_type_and_line(tmp_path):
         import_net(tmp_path / "net.prototxt")
 
 
+def lenet_net_with(tmp_path, old, new):
+    """LeNet's net with `old` replaced by `new` once; returns its path and the line `new` starts on."""
+    text = (CAFFE / "lenet_train_test.prototxt").read_text()
+    assert old in text
+    text = text.replace(old, new, 1)
+    (tmp_path / "net.prototxt").write_text(text)
+    return tmp_path / "net.prototxt", text[:text.index(new)].count("\n") + 1
+
+
+CONV1 = "    num_output: 20\n    kernel_size: 5\n"
+POOL1 = "    pool: MAX\n    kernel_size: 2\n"
+IP2 = "    num_output: 10\n"
+
+
+@pytest.mark.parametrize("old, new, field, layer", [
+    (POOL1, "    global_pooling: true\n" + POOL1, "global_pooling", "pool1"),
+    (IP2, "    bias_term: false\n" + IP2, "bias_term", "ip2"),
+    (CONV1, "    group: 2\n" + CONV1, "group", "conv1"),
+    (CONV1, "    dilation: 2\n" + CONV1, "dilation", "conv1"),
+    (CONV1, "    unknown_knob: 3\n" + CONV1, "unknown_knob", "conv1"),
+    (POOL1, "    pool: STOCHASTIC\n    kernel_size: 2\n", "pool", "pool1"),
+    (POOL1, "    pad: 1\n" + POOL1, "pad", "pool1"),
+    ("    scale: 0.00390625\n", "    mirror: true\n", "mirror", "mnist"),
+    ("    batch_size: 64\n", "    crop_size: 20\n    batch_size: 64\n", "crop_size", "mnist"),
+    ('  name: "ip2"\n', '  name: "ip2"\n  loss_weight: 2\n', "loss_weight", "ip2"),
+    ('  name: "relu1"\n', '  name: "relu1"\n  relu_param {\n    negative_slope: 0.1\n  }\n', "negative_slope", "relu1"),
+    ("    lr_mult: 2\n", "    lr_mult: 2\n    decay_mult: 0\n", "decay_mult", "conv1"),
+    ("    lr_mult: 2\n", '    name: "shared"\n', "name", "conv1"),
+    ('  type: "Pooling"\n', '  type: "Pooling"\n  param {\n    lr_mult: 1\n  }\n', "param", "pool1"),
+])
+def test_net_fields_that_change_training_are_errors_naming_field_layer_and_line(tmp_path, old, new, field, layer):
+    net, start = lenet_net_with(tmp_path, old, new)
+    line = start + next(i for i, text in enumerate(new.splitlines()) if text.strip().startswith(field))
+    with pytest.raises(CaffeImportError) as error:
+        import_net(net)
+    assert str(error.value) == f"{net}:{line}: field {field} of layer {layer} changes training and is not supported"
+
+
+def test_square_kernel_h_and_w_are_the_kernel_size_and_rectangles_are_refused(tmp_path):
+    net, _ = lenet_net_with(tmp_path, CONV1, "    num_output: 20\n    kernel_h: 5\n    kernel_w: 5\n")
+    assert import_net(net)["model"] == {"model": "lenet5"}
+    net, start = lenet_net_with(tmp_path, CONV1, "    num_output: 20\n    kernel_h: 5\n    kernel_w: 3\n")
+    with pytest.raises(CaffeImportError, match=rf"net.prototxt:{start + 1}: field kernel_h/kernel_w of layer conv1 "
+                                               r"changes training and is not supported \(only equal"):
+        import_net(net)
+    proc = run_cli("import-caffe", str(CAFFE / "lenet_solver.prototxt"), "--net", str(net))
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "kernel_h" in proc.stderr
+    net, start = lenet_net_with(tmp_path, CONV1, "    num_output: 20\n")
+    with pytest.raises(CaffeImportError, match=r"layer conv1 needs kernel_size"):
+        import_net(net)
+
+
+def test_net_fields_that_do_not_change_training_are_listed_as_ignored(tmp_path):
+    net, start = lenet_net_with(tmp_path, CONV1, CONV1 + "    engine: CUDNN\n")
+    entry = import_net(net)
+    assert entry["model"] == {"model": "lenet5"}
+    assert f"engine CUDNN of layer conv1 (line {start + 2})" in entry["ignored"]
+    assert any(item.startswith("weight_filler xavier of layer conv1") for item in entry["ignored"])
+    assert any(item.startswith("source examples/mnist/mnist_train_lmdb of layer mnist") for item in entry["ignored"])
+
+
 def run_cli(*args):
     return subprocess.run([sys.executable, "-m", "sensitivity.cli", *args], capture_output=True, text=True, timeout=300)
 
