@@ -104,7 +104,8 @@ class TrialResult:
     throughput: Optional[float] = None  # training samples per second
     peak_rss_mb: Optional[float] = None
     cpu_percent: Optional[float] = None
-    gpu: Optional[dict] = None  # utilisation, memory and energy from NVML; None without a GPU
+    gpu: Optional[dict] = None  # utilisation, memory and energy from NVML; None without a GPU or NVML
+    gpu_error: Optional[str] = None  # why a trial on a GPU has no GPU figures (NVML missing, say)
     flops_per_s: Optional[float] = None
     params: Optional[int] = None
     steps: Optional[int] = None

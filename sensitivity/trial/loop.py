@@ -97,6 +97,7 @@ def run(spec: TrialSpec, data: Dataset, model_name: str, emit: Callable[[dict], 
     flops = 3 * model.flops_per_sample(data.input_shape, data.classes) * samples
     result.flops_per_s = flops / train_time if train_time > 0 else None
     result.peak_rss_mb, result.cpu_percent, result.gpu = monitor.peak_rss_mb, monitor.cpu_percent, monitor.gpu
+    result.gpu_error = monitor.gpu_error
     result.env = environment.describe(spec, adapter, threads, model_name, (monitor.gpu or {}).get("name"))
     result.wall_time_s = time.perf_counter() - started
     return result

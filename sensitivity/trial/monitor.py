@@ -4,11 +4,12 @@ The peak RSS is this trial's, also in a warm worker that ran bigger trials befor
 high-water mark is reset at the start (`/proc/self/clear_refs`) and read at the end (VmHWM); where that
 cannot be done, a thread samples the RSS.
 
-NVML is sampled only when the trial runs on a GPU; without one (or without the NVIDIA library) the GPU
-figures are None and the reason is kept in `gpu_error`.
+NVML is sampled only when the trial runs on a GPU, the one CUDA_VISIBLE_DEVICES maps the device to; without
+NVML (or without the NVIDIA library) `gpu` is None and the reason is kept in `gpu_error`.
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -41,7 +42,6 @@ class ResourceMonitor:
         self._nvml = open_nvml(self.device) if self.device != "cpu" else None
         if isinstance(self._nvml, str):
             self.gpu_error, self._nvml = self._nvml, None
-            self.gpu = {"error": self.gpu_error}
         if self._nvml is not None:
             self._energy0 = self._nvml.energy_mj()
             self._thread = threading.Thread(target=self._sample_gpu, daemon=True)
@@ -102,11 +102,11 @@ def read_peak_rss():
 
 
 class NvmlDevice:
-    """One GPU seen through NVML (package nvidia-ml-py)."""
+    """One GPU seen through NVML (package nvidia-ml-py), by its NVML handle."""
 
-    def __init__(self, pynvml, index: int):
+    def __init__(self, pynvml, handle):
         self.nvml = pynvml
-        self.handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        self.handle = handle
         name = pynvml.nvmlDeviceGetName(self.handle)
         self.name = name.decode() if isinstance(name, bytes) else name
 
@@ -128,15 +128,42 @@ def gpu_name(device: str):
     return None if isinstance(nvml, str) else nvml.name
 
 
+def nvml_handle(pynvml, device: str):
+    """The NVML handle of CUDA's device N ("gpu:N"; "gpu" is 0). NVML numbers GPUs physically and ignores
+    CUDA_VISIBLE_DEVICES, so N is mapped through it: an index there, or a GPU (or MIG) UUID or its prefix."""
+    index = int(device.split(":")[1]) if ":" in device else 0
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        return pynvml.nvmlDeviceGetHandleByIndex(index)
+    entries = [e.strip() for e in visible.split(",") if e.strip()]
+    if index >= len(entries):
+        raise LookupError(f"{device} is not among CUDA_VISIBLE_DEVICES={visible!r}")
+    entry = entries[index]
+    if entry.lstrip("-").isdigit():
+        if int(entry) < 0:
+            raise LookupError(f"{device} is not among CUDA_VISIBLE_DEVICES={visible!r}")
+        return pynvml.nvmlDeviceGetHandleByIndex(int(entry))
+    try:
+        return pynvml.nvmlDeviceGetHandleByUUID(entry)
+    except pynvml.NVMLError:  # CUDA also accepts a unique prefix of the UUID
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            handle = pynvml.nvmlDeviceGetHandleByIndex(i)
+            uuid = pynvml.nvmlDeviceGetUUID(handle)
+            if (uuid.decode() if isinstance(uuid, bytes) else uuid).startswith(entry):
+                return handle
+        raise LookupError(f"no GPU has the UUID {entry!r} of CUDA_VISIBLE_DEVICES") from None
+
+
 def open_nvml(device: str):
     """An NvmlDevice for "gpu" or "gpu:N", or a string saying why there is none."""
     try:
         import pynvml
     except ImportError:
         return "nvidia-ml-py is not installed (extra: gpu)"
-    index = int(device.split(":")[1]) if ":" in device else 0
     try:
         pynvml.nvmlInit()
-        return NvmlDevice(pynvml, index)
+        return NvmlDevice(pynvml, nvml_handle(pynvml, device))
     except pynvml.NVMLError as exc:
         return f"NVML unavailable: {exc}"
+    except LookupError as exc:
+        return str(exc)
