@@ -31,6 +31,10 @@ class WorkerError(Exception):
     """The worker process could not be started or did not become ready."""
 
 
+class WorkerStartTimeout(WorkerError):
+    """The worker was not ready by the trial's deadline."""
+
+
 class Worker:
     """One worker process of one environment (and of one set of start-up variables, such as the Keras
     backend), kept warm across trials."""
@@ -50,7 +54,9 @@ class Worker:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def start(self) -> None:
+    def start(self, deadline: Optional[float] = None) -> None:
+        """Start the worker and wait until it is ready: READY_TIMEOUT_S at most, and never past `deadline`
+        (a time.monotonic() value, the trial's), which raises WorkerStartTimeout."""
         python = envs.interpreter(self.env)
         if not python.exists():
             raise WorkerError(f"environment {self.env!r} is missing: {python} does not exist "
@@ -63,8 +69,12 @@ class Worker:
         self.stderr_tail.clear()
         threading.Thread(target=self._read_stdout, args=(self.proc,), daemon=True).start()
         threading.Thread(target=self._read_stderr, args=(self.proc,), daemon=True).start()
-        event = self._next_event(time.monotonic() + READY_TIMEOUT_S)
-        if event is None or event.get("event") != "ready":
+        ready_by = time.monotonic() + READY_TIMEOUT_S
+        event = self._next_event(ready_by if deadline is None else min(ready_by, deadline))
+        if event == "timeout" and deadline is not None and deadline < ready_by:
+            self.kill()
+            raise WorkerStartTimeout(f"the worker of environment {self.env!r} was not ready within the timeout")
+        if event is None or event == "timeout" or event.get("event") != "ready":
             tail = self.tail()
             self.kill()
             raise WorkerError(f"worker of environment {self.env!r} did not start: {tail or event}")
@@ -83,14 +93,17 @@ class Worker:
         if not frameworks.worker_variables(spec).items() <= self.variables.items():
             raise ValueError(f"this worker was started with {self.variables}, the trial needs "
                              f"{frameworks.worker_variables(spec)}")
+        deadline = time.monotonic() + spec.timeout if spec.timeout else None  # bounds the start too
         data_path = datasets.prepare(spec.dataset, spec.data_dir)
         model = spec.model or datasets.REGISTRY[spec.dataset].default_model
         if not self.alive():
             try:
-                self.start()
+                self.start(deadline)
+            except WorkerStartTimeout as exc:
+                return TrialResult.failure("timeout", f"no result within the {spec.timeout:g} s timeout: {exc}",
+                                           spec, self.tail())
             except WorkerError as exc:
                 return TrialResult.failure("failed", str(exc), spec)
-        deadline = time.monotonic() + spec.timeout if spec.timeout else None
         self.stderr_tail.clear()
         request = {"spec": spec.model_dump(mode="json"), "data": str(data_path), "model": model}
         try:

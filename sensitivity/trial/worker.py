@@ -11,7 +11,7 @@ trial builds a fresh model and reseeds every generator.
 
 `SENSITIVITY_WORKER_FAULT` is a test aid for the runner's fault handling, which cannot otherwise be provoked
 on demand: after the first epoch `segfault` crashes the worker, `exit` exits it, `raise` raises inside the
-trial; `alloc` touches and frees 400 MB in the worker's first trial only (a warm worker's later trials
+trial; `hang_start` hangs before the worker is ready; `alloc` touches and frees 400 MB in the worker's first trial only (a warm worker's later trials
 must not report that peak).
 """
 from __future__ import annotations
@@ -85,6 +85,9 @@ def serve(requests, proto) -> None:
 
     import numpy
 
+    if os.environ.get("SENSITIVITY_WORKER_FAULT") == "hang_start":
+        import time
+        time.sleep(3600)
     ready = {"event": "ready", "pid": os.getpid(), "python": platform.python_version(), "numpy": numpy.__version__}
     proto.write(json.dumps(ready) + "\n")
     for line in requests:

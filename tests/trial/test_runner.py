@@ -2,6 +2,7 @@
 import os
 import signal
 import threading
+import time
 
 import psutil
 import pytest
@@ -134,6 +135,20 @@ def test_timeout_kills_the_worker_and_reports_timeout():
         worker.close()
     assert result.status == "timeout"
     assert "8 s timeout" in result.reason
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_timeout_bounds_the_workers_start(monkeypatch):
+    monkeypatch.setenv("SENSITIVITY_WORKER_FAULT", "hang_start")
+    worker = Worker("modern")
+    tick = time.monotonic()
+    try:
+        result = worker.run(digits_spec(timeout=3))
+        pid = worker.pid
+    finally:
+        worker.close()
+    assert time.monotonic() - tick < 30  # not the 120 s ready wait
+    assert result.status == "timeout" and "3 s timeout" in result.reason and "not ready" in result.reason
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
 
 
