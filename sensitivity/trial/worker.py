@@ -11,7 +11,7 @@ trial builds a fresh model and reseeds every generator.
 
 `SENSITIVITY_WORKER_FAULT` is a test aid for the runner's fault handling, which cannot otherwise be provoked
 on demand: after the first epoch `segfault` crashes the worker, `exit` exits it, `raise` raises inside the
-trial; `hang_start` hangs before the worker is ready; `alloc` touches and frees 400 MB in the worker's first trial only (a warm worker's later trials
+trial; `oom` exhausts the memory a lowered RLIMIT_AS leaves (a real MemoryError); `hang_start` hangs before the worker is ready; `alloc` touches and frees 400 MB in the worker's first trial only (a warm worker's later trials
 must not report that peak).
 """
 from __future__ import annotations
@@ -53,6 +53,19 @@ def _inject_fault(event: dict) -> None:
         os._exit(3)
     elif fault == "raise":
         raise RuntimeError("fault injected by SENSITIVITY_WORKER_FAULT=raise")
+    elif fault == "oom":
+        _exhaust_memory()
+
+
+def _exhaust_memory() -> None:
+    """Allocate 64 MB blocks until the address space, limited to 256 MB above its current size, runs out."""
+    import resource
+    with open("/proc/self/status") as f:
+        size = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
+    resource.setrlimit(resource.RLIMIT_AS, (size + 256 * 2**20, resource.getrlimit(resource.RLIMIT_AS)[1]))
+    blocks = []
+    while True:
+        blocks.append(bytearray(64 * 2**20))
 
 
 def _exit_with_parent() -> None:
@@ -105,7 +118,10 @@ def serve(requests, proto) -> None:
             result = loop.run(spec, data, request["model"], emit, threads)
         except Exception as exc:  # a trial's failure is a result, not the worker's end
             traceback.print_exc(file=sys.stderr)
-            result = TrialResult.failure("failed", f"{type(exc).__name__}: {exc}", spec)
+            reason = f"{type(exc).__name__}: {exc}"
+            if isinstance(exc, MemoryError):
+                reason = "out of memory: " + reason.rstrip(": ")
+            result = TrialResult.failure("failed", reason, spec)
         sys.stderr.flush()
         proto.write(json.dumps({"event": "result", "result": json.loads(result.to_json())}) + "\n")
 

@@ -108,6 +108,13 @@ def test_exception_result_carries_the_driver_known_environment(monkeypatch):
     assert_env(result.env, *DRIVER_KNOWN)
 
 
+def test_memory_exhaustion_is_a_failed_result_saying_out_of_memory(monkeypatch):
+    monkeypatch.setenv("SENSITIVITY_WORKER_FAULT", "oom")  # a real MemoryError under a lowered RLIMIT_AS
+    result = run_trial(digits_spec(epochs=2))
+    assert result.status == "failed" and result.reason.startswith("out of memory: MemoryError"), result.reason
+    assert "MemoryError" in result.stderr_tail and result.accuracy is None
+
+
 def test_sigkill_mid_epoch_is_failed_with_reason():
     worker = Worker("modern")
     killed = threading.Event()
