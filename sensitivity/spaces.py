@@ -19,7 +19,8 @@ from sensitivity.spec import TrialSpec
 TUNABLE = ("batch_size", "lr", "epochs", "iterations", "optimizer", "momentum", "weight_decay", "lr_policy",
            "gamma", "power", "stepsize", "init", "backend")
 FIXABLE = TUNABLE + ("threads", "device", "timeout", "stepvalues")
-METRICS = ("val_accuracy", "accuracy", "loss", "train_time_s", "setup_time_s", "compile_time_s", "test_time_s",
+# What a sweep may optimise: validation accuracy, never test accuracy (`accuracy`, recorded beside).
+METRICS = ("val_accuracy", "loss", "train_time_s", "setup_time_s", "compile_time_s", "test_time_s",
            "throughput", "peak_rss_mb", "cpu_percent", "flops_per_s")
 
 
@@ -182,6 +183,7 @@ def load_space(path, **overrides) -> Space:
     except ValidationError as exc:
         raise SpaceError(f"{path}: {_describe(exc.errors()[0])}") from None
     _check_fixed_values(path, space)
+    _check_parameter_values(path, space)
     return space
 
 
@@ -210,3 +212,37 @@ def _check_fixed_values(path: Path, space: Space) -> None:
                       **{name: tuple(value) if isinstance(value, list) else value})
         except ValidationError as exc:
             raise SpaceError(f"{path}: fixed.{name}: {exc.errors()[0]['msg']}") from None
+
+
+def _field_kind(name: str) -> str:
+    """int, float or choice: what kind of value TrialSpec's field `name` holds."""
+    import typing
+    annotation = TrialSpec.model_fields[name].annotation
+    args = [a for a in typing.get_args(annotation) if a is not type(None)] or [annotation]
+    if typing.get_origin(annotation) is Literal or args[0] not in (int, float):
+        return "choice"
+    return "int" if args[0] is int else "float"
+
+
+_ALLOWED_TYPES = {"int": ("int", "categorical"), "float": ("float", "int", "categorical"), "choice": ("categorical",)}
+
+
+def _check_parameter_values(path: Path, space: Space) -> None:
+    """Every value a parameter can take must be a valid TrialSpec value (beside the fixed ones): its type,
+    low and high, each of its choices."""
+    base = {k: tuple(v) if isinstance(v, list) else v for k, v in space.fixed.items()}
+    for name, param in space.parameters.items():
+        allowed = _ALLOWED_TYPES[_field_kind(name)]
+        if param.type not in allowed:
+            raise SpaceError(f"{path}: parameters.{name}.type: {name} takes {_field_kind(name)} values; "
+                             f"allowed types: {', '.join(allowed)}")
+        values = ([(f"choices[{i}]", v) for i, v in enumerate(param.choices)] if param.type == "categorical"
+                  else [("low", param.low), ("high", param.high)])
+        for key, value in values:
+            if isinstance(value, bool) and _field_kind(name) != "choice":
+                raise SpaceError(f"{path}: parameters.{name}.{key}: {value} is not a number")
+            try:
+                TrialSpec(**{"framework": space.frameworks[0], "dataset": space.dataset, **base, name: value})
+            except ValidationError as exc:
+                message = exc.errors()[0]["msg"].removeprefix("Value error, ")
+                raise SpaceError(f"{path}: parameters.{name}.{key}: {message}") from None

@@ -171,6 +171,17 @@ def test_a_sweep_whose_local_ray_dies_ends_with_one_line_and_resumes(tmp_path):
     (lambda s: s + "colour: red\n", "colour: unknown key; allowed: study"),
     (lambda s: s.replace("type: float", "type: real"), "parameters.lr: type must be one of"),
     (lambda s: s.replace("epochs: 2", "epochs: 0"), "fixed.epochs"),
+    (lambda s: s.replace("choices: [32, 64]", "choices: [32, big]"), "parameters.batch_size.choices[1]: Input should"),
+    (lambda s: s.replace("{type: categorical, choices: [32, 64]}", "{type: float, low: 16, high: 64}"),
+     "parameters.batch_size.type: batch_size takes int values; allowed types: int, categorical"),
+    (lambda s: s.replace("low: 0.01, high: 0.3, log: true", "low: -1, high: 0.3"),
+     "parameters.lr.low: Input should be greater than 0"),
+    (lambda s: s.replace("parameters:", "parameters:\n  momentum: {type: float, low: 0.5, high: 5}")
+     .replace(", momentum: 0.9", ""), "parameters.momentum.high: Input should be less than 1"),
+    (lambda s: s.replace("parameters:", "parameters:\n  optimizer: {type: categorical, choices: [sgd, adamw]}")
+     .replace(", optimizer: momentum", ""), "parameters.optimizer.choices[1]: Input should be 'sgd'"),
+    (lambda s: s.replace("metric: val_accuracy", "metric: accuracy"),
+     "objectives.0.metric: Input should be 'val_accuracy', 'loss'"),
 ])
 def test_malformed_space_is_one_line_exit_2_and_no_study(tmp_path, mutation, message):
     path = tmp_path / "bad.yaml"
