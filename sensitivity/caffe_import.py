@@ -25,8 +25,14 @@ SOLVER_IGNORED = {
     "snapshot_after_train", "solver_mode", "device_id", "debug_info", "layer_wise_reduce", "weights",
 }
 SOLVER_TYPES = {"SGD": "momentum", "Nesterov": "nesterov", "Adam": "adam", "RMSProp": "rmsprop"}
-SOLVER_ENUM_TYPES = {"0": "SGD", "1": "Nesterov", "2": "AdaGrad", "3": "RMSProp", "4": "AdaDelta", "5": "Adam"}
+# Old Caffe's `solver_type` enum, by number and by name, as the `type` string.
+SOLVER_ENUM_TYPES = {"0": "SGD", "1": "Nesterov", "2": "AdaGrad", "3": "RMSProp", "4": "AdaDelta", "5": "Adam",
+                     "SGD": "SGD", "NESTEROV": "Nesterov", "ADAGRAD": "AdaGrad", "RMSPROP": "RMSProp",
+                     "ADADELTA": "AdaDelta", "ADAM": "Adam"}
 POLICIES = ("fixed", "step", "multistep", "inv", "exp")
+# What each policy needs and Caffe does not default usefully (its gamma, power and stepsize default to 0).
+POLICY_NEEDS = {"step": ("stepsize", "gamma"), "multistep": ("stepvalue", "gamma"), "inv": ("gamma", "power"),
+                "exp": ("gamma",)}
 # Values Caffe lets a solver change that are fixed in the canonical formulas (sensitivity.optim).
 CANONICAL = {"delta": 1e-8, "momentum2": 0.999, "rms_decay": 0.9, "iter_size": 1, "regularization_type": "L2"}
 # The net: a whitelist of keys per message. READ: the importer reads it; IGNORED (FILLER): it does not change
@@ -116,9 +122,11 @@ def import_solver(solver_path, net_path=None) -> dict:
             ignored.append(f"{name} (line {line}, the canonical value)")
         else:
             raise CaffeImportError(f"{where}: field {name!r} changes training and is not supported")
-    config["optimizer"] = SOLVER_TYPES[optimizer_type]
-    if config["optimizer"] == "momentum" and not config.get("momentum"):
-        config["optimizer"] = "sgd"
+    policy = config.get("lr_policy")
+    for needed in POLICY_NEEDS.get(policy, ()):
+        if {"stepvalue": "stepvalues"}.get(needed, needed) not in config:
+            raise CaffeImportError(f"{solver_path}:{solver.line_of('lr_policy')}: lr_policy {policy} needs {needed}")
+    config["optimizer"] = _optimizer(optimizer_type, config, solver, solver_path)
     result = {"framework": "caffe", "source": {"project": "Caffe", "solver": str(solver_path)},
               "config": config, "ignored": ignored, "not_reproduced": not_reproduced}
     if net_path is not None:  # given (a missing file is an error) or found beside the solver
@@ -278,6 +286,29 @@ def _same(value, allowed) -> bool:
     if isinstance(value, bool) or isinstance(allowed, bool):
         return value is allowed
     return value == allowed
+
+
+def _optimizer(kind: str, config: dict, solver, solver_path) -> str:
+    """The canonical optimizer of a Caffe solver type; Caffe's defaults where they are not the canonical ones
+    (momentum 0, rms_decay 0.99) are errors rather than silently other values."""
+    momentum = config.get("momentum", 0.0)  # Caffe's default
+    type_line = next((line for key, _, line in solver.fields if key in ("type", "solver_type")), solver.line)
+    where = f"{solver_path}:{solver.line_of('momentum') if 'momentum' in config else type_line}"
+    if kind in ("SGD", "Nesterov"):
+        return "sgd" if momentum == 0 else SOLVER_TYPES[kind]
+    if kind == "Adam":
+        if momentum != 0.9:
+            raise CaffeImportError(f"{where}: Adam's momentum (beta1) {momentum} is not supported: the canonical "
+                                   "value is 0.9")
+        del config["momentum"]
+    if kind == "RMSProp":
+        if momentum != 0:
+            raise CaffeImportError(f"{where}: RMSProp with momentum {momentum} is not supported (nor is it by Caffe)")
+        config.pop("momentum", None)
+        if solver.get("rms_decay") is None:
+            raise CaffeImportError(f"{solver_path}:{type_line}: RMSProp without rms_decay is Caffe's "
+                                   "0.99, which is not supported: the canonical value is 0.9")
+    return SOLVER_TYPES[kind]
 
 
 def _read(path: Path) -> prototxt.Message:

@@ -1,5 +1,6 @@
 """Caffe's solver and net files become configurations; what would change training unsupported is an error."""
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ from sensitivity import frameworks, prototxt
 from sensitivity.caffe_import import CaffeImportError, import_net, import_solver
 from sensitivity.configs import ConfigError, load_config
 from sensitivity.models import layers_from_dicts, get_model
+from sensitivity.spec import TrialSpec
 
 CAFFE = Path(__file__).resolve().parents[1] / "search_spaces" / "caffe"
 
@@ -88,6 +90,72 @@ def test_unsupported_solver_fields_name_field_and_line(tmp_path, extra, message)
     with pytest.raises(CaffeImportError) as error:
         import_solver(solver)
     assert "solver.prototxt:2: " in str(error.value) and message in str(error.value)
+
+
+def solver_config(tmp_path, text):
+    (tmp_path / "solver.prototxt").write_text(text)
+    return import_solver(tmp_path / "solver.prototxt")["config"]
+
+
+BASE = "base_lr: 0.01\nmomentum: 0.9\nweight_decay: 0.0005\nmax_iter: 9000\n"
+
+
+@pytest.mark.parametrize("policy, expected", [
+    ('lr_policy: "step"\ngamma: 0.1\nstepsize: 3000\n', {"lr_policy": "step", "gamma": 0.1, "stepsize": 3000}),
+    ('lr_policy: "multistep"\ngamma: 0.5\nstepvalue: 4000\nstepvalue: 6000\nstepvalue: 8000\n',
+     {"lr_policy": "multistep", "gamma": 0.5, "stepvalues": [4000, 6000, 8000]}),
+    ('lr_policy: "exp"\ngamma: 0.999\n', {"lr_policy": "exp", "gamma": 0.999}),
+    ('lr_policy: "inv"\ngamma: 0.0001\npower: 0.75\n', {"lr_policy": "inv", "gamma": 0.0001, "power": 0.75}),
+    ('lr_policy: "fixed"\n', {"lr_policy": "fixed"}),
+])
+def test_lr_policies_with_their_parameters(tmp_path, policy, expected):
+    config = solver_config(tmp_path, BASE + policy)
+    assert config == {"lr": 0.01, "momentum": 0.9, "weight_decay": 0.0005, "iterations": 9000,
+                      "optimizer": "momentum", **expected}
+    TrialSpec(framework="torch", dataset="mnist5k", **config)
+
+
+@pytest.mark.parametrize("policy, missing", [
+    ('lr_policy: "step"\ngamma: 0.1\n', "stepsize"), ('lr_policy: "step"\nstepsize: 100\n', "gamma"),
+    ('lr_policy: "multistep"\ngamma: 0.1\n', "stepvalue"), ('lr_policy: "multistep"\nstepvalue: 10\n', "gamma"),
+    ('lr_policy: "inv"\npower: 0.75\n', "gamma"), ('lr_policy: "inv"\ngamma: 0.0001\n', "power"),
+    ('lr_policy: "exp"\n', "gamma"),
+])
+def test_a_policy_without_its_parameters_is_an_error_on_the_policy_line(tmp_path, policy, missing):
+    name = policy.split('"')[1]
+    with pytest.raises(CaffeImportError) as error:
+        solver_config(tmp_path, BASE + "display: 10\n" + policy)
+    assert str(error.value) == f"{tmp_path / 'solver.prototxt'}:6: lr_policy {name} needs {missing}"
+
+
+@pytest.mark.parametrize("solver_type, extra, expected", [
+    ('type: "Nesterov"', "momentum: 0.95\n", {"optimizer": "nesterov", "momentum": 0.95}),
+    ("solver_type: NESTEROV", "momentum: 0.95\n", {"optimizer": "nesterov", "momentum": 0.95}),
+    ("solver_type: 1", "momentum: 0.95\n", {"optimizer": "nesterov", "momentum": 0.95}),
+    ('type: "Adam"', "momentum: 0.9\nmomentum2: 0.999\ndelta: 1e-8\n", {"optimizer": "adam"}),
+    ("solver_type: ADAM", "momentum: 0.9\n", {"optimizer": "adam"}),
+    ('type: "RMSProp"', "rms_decay: 0.9\n", {"optimizer": "rmsprop"}),
+    ("solver_type: RMSPROP", "rms_decay: 0.9\n", {"optimizer": "rmsprop"}),
+    ("solver_type: SGD", "momentum: 0.8\n", {"optimizer": "momentum", "momentum": 0.8}),
+    ('type: "SGD"', "", {"optimizer": "sgd"}),
+    ('type: "Nesterov"', "", {"optimizer": "sgd"}),  # Caffe's momentum defaults to 0
+])
+def test_solver_types_in_both_forms(tmp_path, solver_type, extra, expected):
+    config = solver_config(tmp_path, f"base_lr: 0.001\n{solver_type}\n{extra}")
+    assert config == {"lr": 0.001, **expected}
+    TrialSpec(framework="torch", dataset="mnist5k", **config)
+
+
+@pytest.mark.parametrize("text, message", [
+    ('type: "Adam"\nmomentum: 0.5\n', ":3: Adam's momentum (beta1) 0.5 is not supported: the canonical value is 0.9"),
+    ("solver_type: ADAM\n", ":2: Adam's momentum (beta1) 0.0 is not supported"),
+    ("solver_type: RMSPROP\n", ":2: RMSProp without rms_decay is Caffe's 0.99"),
+    ('type: "RMSProp"\nrms_decay: 0.9\nmomentum: 0.9\n', ":4: RMSProp with momentum 0.9 is not supported"),
+    ("solver_type: ADAGRAD\n", ":2: solver type 'ADAGRAD' is not supported"),
+])
+def test_solver_type_settings_unlike_the_canonical_ones_are_errors(tmp_path, text, message):
+    with pytest.raises(CaffeImportError, match=re.escape(message)):
+        solver_config(tmp_path, "base_lr: 0.001\n" + text)
 
 
 def test_unsupported_layer_names_type_and_line(tmp_path):
