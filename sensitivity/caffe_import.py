@@ -5,7 +5,10 @@ other framework can run them. Fields that do not change training are accepted an
 field or layer that would change training and is not supported is an error naming it and its line.
 Two things Caffe's examples do that no adapter reproduces are accepted and listed as `not_reproduced`,
 so a reader sees them: per-parameter learning-rate multipliers (biases at lr_mult 2) and mean-image
-subtraction (every framework here takes inputs scaled to [0, 1]).
+subtraction or another input scale (every framework here takes inputs scaled to [0, 1]).
+The output has the defaults table's schema (framework, source with project, example and file, config), its
+config holding the network too so that `sensitivity trial --config` runs it; `table_entry` makes it a complete
+table entry, and `import_phases` reads solvers that resume one another as one multistep schedule.
 """
 from __future__ import annotations
 
@@ -127,11 +130,12 @@ def import_solver(solver_path, net_path=None) -> dict:
         if {"stepvalue": "stepvalues"}.get(needed, needed) not in config:
             raise CaffeImportError(f"{solver_path}:{solver.line_of('lr_policy')}: lr_policy {policy} needs {needed}")
     config["optimizer"] = _optimizer(optimizer_type, config, solver, solver_path)
-    result = {"framework": "caffe", "source": {"project": "Caffe", "solver": str(solver_path)},
-              "config": config, "ignored": ignored, "not_reproduced": not_reproduced}
+    result = {"framework": "caffe", "source": {"project": "Caffe", "example": solver_path.stem,
+                                               "file": str(solver_path)},
+              "config": config, "not_reproduced": not_reproduced, "ignored": ignored}
     if net_path is not None:  # given (a missing file is an error) or found beside the solver
         net = import_net(net_path)
-        result["source"]["net"] = str(net_path)
+        result["source"].update(example=net["name"], net=str(net_path))
         config["batch_size"] = net["batch_size"]
         config.update(net["model"])
         result["ignored"] += net["ignored"]
@@ -202,7 +206,7 @@ def import_net(net_path) -> dict:
     spec = ModelSpec(str(net.get("name", net_path.stem)), tuple(layers))
     known = next((name for name, model in MODELS.items() if model.layers == spec.layers), None)
     model = {"model": known} if known else {"model": spec.name, "layers": [dict(d) for d in layers_to_dicts(spec)]}
-    return {"batch_size": int(batch_size), "model": model, "ignored": notes.ignored,
+    return {"name": spec.name, "batch_size": int(batch_size), "model": model, "ignored": notes.ignored,
             "not_reproduced": notes.not_reproduced}
 
 
@@ -286,6 +290,43 @@ def _same(value, allowed) -> bool:
     if isinstance(value, bool) or isinstance(allowed, bool):
         return value is allowed
     return value == allowed
+
+
+def import_phases(solver_paths, net_path=None) -> dict:
+    """Solvers run one after another, each resuming the last one's snapshot at a fixed rate (Caffe's
+    train_quick.sh: to 4,000 iterations at 1e-3, then to 5,000 at 1e-4), as one multistep schedule."""
+    phases = [import_solver(path, net_path) for path in solver_paths]
+    entry = phases[0]
+    if len(phases) == 1:
+        return entry
+    configs = [phase["config"] for phase in phases]
+    ends = [config.get("iterations", 0) for config in configs]
+    ratios = [b["lr"] / a["lr"] for a, b in zip(configs, configs[1:])]
+    rest = [{k: v for k, v in config.items() if k not in ("lr", "iterations")} for config in configs]
+    for path, config, end, previous in zip(solver_paths[1:], rest[1:], ends[1:], ends):
+        if config != rest[0] or config.get("lr_policy", "fixed") != "fixed" or end <= previous:
+            raise CaffeImportError(f"{path}: a continuation must resume a fixed-rate solver with the same settings "
+                                   "but base_lr, and a larger max_iter")
+    if any(abs(ratio - ratios[0]) > 1e-9 * ratios[0] for ratio in ratios):
+        raise CaffeImportError(f"{solver_paths[-1]}: the rate changes by different factors between phases")
+    entry["config"].update(lr_policy="multistep", gamma=float(f"{ratios[0]:.12g}"), stepvalues=ends[:-1],
+                           iterations=ends[-1])
+    entry["source"]["file"] = " then ".join(str(path) for path in solver_paths)
+    for phase in phases[1:]:
+        entry["not_reproduced"] += [item for item in phase["not_reproduced"] if item not in entry["not_reproduced"]]
+    return entry
+
+
+def table_entry(imported: dict, name: str, dataset: str) -> dict:
+    """An imported configuration as a complete defaults-table entry: its network becomes `original_model`
+    (a default moves between datasets, not its network) and what is not reproduced becomes its notes."""
+    config = {k: v for k, v in imported["config"].items() if k not in ("model", "layers")}
+    model = imported["config"].get("model", "unknown (no net file)")
+    if "layers" in imported["config"]:
+        model = f"{model} (not a registered model: {len(imported['config']['layers'])} layers)"
+    return {"name": name, "framework": "caffe", "runs_on": "all", "dataset": dataset, "source": imported["source"],
+            "config": config, "original_model": model,
+            "notes": list(imported["not_reproduced"]) + ([imported["note"]] if "note" in imported else [])}
 
 
 def _optimizer(kind: str, config: dict, solver, solver_path) -> str:

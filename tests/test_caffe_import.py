@@ -242,6 +242,39 @@ def test_import_caffe_cli_writes_yaml_that_trial_reads(tmp_path):
     assert yaml.safe_load(stdout)["config"] == yaml.safe_load(out.read_text())["config"]
 
 
+TABLE_KEYS = {"name", "framework", "runs_on", "dataset", "source", "config", "original_model", "notes"}
+
+
+def test_import_caffe_entry_is_a_defaults_table_entry(tmp_path):
+    from sensitivity.defaults import load_table
+    proc = run_cli("import-caffe", str(CAFFE / "cifar10_quick_solver.prototxt"),
+                   str(CAFFE / "cifar10_quick_solver_lr1.prototxt"), "--entry", "caffe-cifar10-quick",
+                   "--dataset", "cifar10")
+    assert proc.returncode == 0, proc.stderr
+    entry = yaml.safe_load(proc.stdout)
+    assert set(entry) == TABLE_KEYS and {"project", "example", "file"} <= set(entry["source"])
+    assert entry["original_model"] == "cifar10_quick" and "model" not in entry["config"]
+    assert any(note.startswith("mean subtraction") for note in entry["notes"])
+    (tmp_path / "table.yaml").write_text(yaml.safe_dump({"defaults": [entry]}))
+    pasted = load_table(tmp_path / "table.yaml")[0]
+    shipped = {e.name: e for e in load_table()}["caffe-cifar10-quick"]
+    assert pasted.config == shipped.config and pasted.config["stepvalues"] == [4000]
+    assert run_cli("import-caffe", str(CAFFE / "lenet_solver.prototxt"), "--entry", "x").returncode == 2
+
+
+def test_import_caffe_says_plainly_what_is_not_reproduced():
+    proc = run_cli("import-caffe", str(CAFFE / "lenet_solver.prototxt"))
+    assert proc.stdout.startswith("# not_reproduced")
+    entry = yaml.safe_load(proc.stdout)
+    assert set(entry) <= TABLE_KEYS | {"ignored", "not_reproduced", "note"}
+    assert {"project", "example", "file"} <= set(entry["source"]) and entry["source"]["example"] == "LeNet"
+    assert entry["not_reproduced"] == ["lr_mult 2 (lines 46, 80, 114, 141) changes training and is not reproduced: "
+                                       "every parameter trains at the base rate"]
+    help_text = " ".join(run_cli("import-caffe", "--help").stdout.split())
+    assert "not_reproduced lists what changes training in Caffe but is not reproduced here" in help_text.replace("`", "")
+    assert "lr_mult 2" in help_text and "mean subtraction" in help_text
+
+
 def test_import_caffe_errors_are_one_line_exit_2(tmp_path):
     (tmp_path / "bad.prototxt").write_text("base_lr: 0.01\niter_size: 4\n")
     proc = run_cli("import-caffe", str(tmp_path / "bad.prototxt"))

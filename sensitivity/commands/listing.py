@@ -51,21 +51,42 @@ def _cmd_datasets(args) -> int:
 
 
 def _add_import_caffe_parser(commands) -> None:
-    p = commands.add_parser("import-caffe", help="turn a Caffe solver (and net) into a configuration")
-    p.add_argument("solver", help="SOLVER.prototxt")
+    from sensitivity.datasets import REGISTRY
+
+    p = commands.add_parser(
+        "import-caffe", help="turn a Caffe solver (and net) into a configuration",
+        description="Writes the configuration a Caffe solver and net describe, in the defaults table's schema. "
+                    "`not_reproduced` lists what changes training in Caffe but is not reproduced here (biases at "
+                    "lr_mult 2, mean subtraction, input scale): a trial of it is not Caffe's run in those respects. "
+                    "`ignored` lists fields that do not change training.")
+    p.add_argument("solver", nargs="+", help="SOLVER.prototxt, then any solvers that resume it (e.g. "
+                   "cifar10_quick_solver_lr1.prototxt): one multistep schedule")
     p.add_argument("--net", help="NET.prototxt (default: the solver's net: path, if it is beside the solver)")
     p.add_argument("--out", help="CONFIG.yaml to write (default: stdout)")
+    p.add_argument("--entry", metavar="NAME", help="write a complete defaults-table entry named NAME (with --dataset); "
+                   "its network goes to original_model")
+    p.add_argument("--dataset", choices=sorted(REGISTRY), help="with --entry: the dataset the solver was tuned for")
     p.set_defaults(handler=_cmd_import_caffe)
 
 
+NOT_REPRODUCED = ("# not_reproduced (an entry's notes): these change training in Caffe and no framework here\n"
+                  "# reproduces them; a trial of this configuration differs from Caffe's run in those respects.\n")
+
+
 def _cmd_import_caffe(args) -> int:
-    from sensitivity.caffe_import import CaffeImportError, import_solver
+    from sensitivity.caffe_import import CaffeImportError, import_phases, table_entry
     from sensitivity.configs import dump_config
 
+    if (args.entry is None) != (args.dataset is None):
+        raise UsageError("sensitivity import-caffe: --entry and --dataset go together")
     try:
-        text = dump_config(import_solver(args.solver, args.net))
+        entry = import_phases(args.solver, args.net)
     except CaffeImportError as exc:
         raise UsageError(f"sensitivity import-caffe: {exc}")
+    if args.entry:
+        entry = table_entry(entry, args.entry, args.dataset)
+    reproduced = entry.get("not_reproduced") or entry.get("notes")
+    text = (NOT_REPRODUCED if reproduced else "") + dump_config(entry)
     if args.out:
         from sensitivity.datasets.base import atomic_write
         with atomic_write(args.out) as f:
@@ -74,5 +95,3 @@ def _cmd_import_caffe(args) -> int:
     else:
         sys.stdout.write(text)
     return EXIT_OK
-
-
