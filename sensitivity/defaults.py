@@ -1,5 +1,7 @@
 """The defaults table (search_spaces/defaults.yaml): each framework's published default configuration.
 
+Caffe's entries name their solver files (`caffe_files`, relative to search_spaces/) instead of holding a
+`config`: the configuration is what `import-caffe` reads from them, so the files are the one source.
 A default moves between datasets and frameworks, not its original network: `trial_fields` gives the
 TrialSpec fields of an entry on any dataset (the dataset's own model), optionally with its iterations
 scaled to a budget of epochs for a quick run; the scaling is returned so results can say so.
@@ -43,13 +45,31 @@ def load_table(path: Optional[Path] = None) -> list:
     entries = []
     for i, raw in enumerate(data.get("defaults", [])):
         name = raw.get("name", f"#{i}")
-        unknown = set(raw.get("config", {})) - set(TrialSpec.model_fields)
+        config, notes = raw.get("config"), list(raw.get("notes", ()))
+        if ("caffe_files" in raw) == (config is not None):
+            raise DefaultsError(f"{path}: {name}: give either config or caffe_files")
+        if config is None:
+            config, not_reproduced = caffe_config(path.parent, raw["caffe_files"], f"{path}: {name}.caffe_files")
+            notes += not_reproduced
+        unknown = set(config) - set(TrialSpec.model_fields)
         if unknown:
             raise DefaultsError(f"{path}: {name}.config.{sorted(unknown)[0]}: unknown field")
         entries.append(DefaultEntry(name=name, framework=raw["framework"], runs_on=raw["runs_on"],
-                                    dataset=raw["dataset"], config=dict(raw["config"]), source=raw["source"],
-                                    original_model=raw.get("original_model", ""), notes=tuple(raw.get("notes", ()))))
+                                    dataset=raw["dataset"], config=dict(config), source=raw["source"],
+                                    original_model=raw.get("original_model", ""), notes=tuple(notes)))
     return entries
+
+
+def caffe_config(folder: Path, files: list, where: str) -> tuple:
+    """(configuration, what is not reproduced) of Caffe solvers run one after another, as import-caffe reads
+    them; the network is left out (a default moves between datasets, not its network)."""
+    from sensitivity.caffe_import import CaffeImportError, import_phases, table_entry
+
+    try:
+        entry = table_entry(import_phases([folder / file for file in files]), "", "")
+    except CaffeImportError as exc:
+        raise DefaultsError(f"{where}: {exc}") from None
+    return entry["config"], entry["notes"]
 
 
 def trial_fields(entry: DefaultEntry, steps_per_epoch: int, budget_epochs: Optional[int] = None) -> tuple:
