@@ -22,9 +22,11 @@ from typing import Callable, Optional
 from sensitivity import datasets, envs, frameworks
 from sensitivity.spec import TrialResult, TrialSpec
 from sensitivity.trial import environment
+from sensitivity.trial.worker import STDERR_END
 
 STDERR_TAIL_LINES = 40
 READY_TIMEOUT_S = 120.0  # the worker imports only numpy, pydantic and psutil before it is ready
+STDERR_WAIT_S = 5.0  # how long a result waits for the worker's stderr to catch up with it
 
 
 class WorkerError(Exception):
@@ -46,6 +48,10 @@ class Worker:
         self.proc: Optional[subprocess.Popen] = None
         self.info: Optional[dict] = None  # the worker's ready event: pid, python, numpy
         self.stderr_tail = collections.deque(maxlen=STDERR_TAIL_LINES)
+        self._stderr_ends = 0  # end-of-request markers (worker.STDERR_END) read from the worker's stderr
+        self._stderr_eof = False
+        self._stderr_seen = threading.Condition()
+        self._stderr_reader: Optional[threading.Thread] = None
 
     @property
     def pid(self) -> Optional[int]:
@@ -67,8 +73,10 @@ class Worker:
             start_new_session=True)
         self.events: queue.Queue = queue.Queue()
         self.stderr_tail.clear()
+        self._stderr_ends, self._stderr_eof = 0, False
         threading.Thread(target=self._read_stdout, args=(self.proc,), daemon=True).start()
-        threading.Thread(target=self._read_stderr, args=(self.proc,), daemon=True).start()
+        self._stderr_reader = threading.Thread(target=self._read_stderr, args=(self.proc,), daemon=True)
+        self._stderr_reader.start()
         ready_by = time.monotonic() + READY_TIMEOUT_S
         event = self._next_event(ready_by if deadline is None else min(ready_by, deadline))
         if event == "timeout" and deadline is not None and deadline < ready_by:
@@ -105,6 +113,7 @@ class Worker:
             except WorkerError as exc:
                 return TrialResult.failure("failed", str(exc), spec)
         self.stderr_tail.clear()
+        ends = self._stderr_ends + 1
         request = {"spec": spec.model_dump(mode="json"), "data": str(data_path), "model": model}
         try:
             self.proc.stdin.write(json.dumps(request) + "\n")
@@ -115,11 +124,15 @@ class Worker:
             event = self._next_event(deadline)
             if event == "timeout":
                 self.kill()
+                self._await_stderr(None)
                 return TrialResult.failure("timeout", f"no result within the {spec.timeout:g} s timeout",
                                            spec, self.tail())
             if event is None:
-                return TrialResult.failure("failed", self._death_reason(), spec, self.tail())
+                reason = self._death_reason()
+                self._await_stderr(None)
+                return TrialResult.failure("failed", reason, spec, self.tail())
             if event.get("event") == "result":
+                self._await_stderr(ends)
                 result = TrialResult.from_dict(event["result"])
                 if result.status != "ok":
                     result.stderr_tail = self.tail()
@@ -132,6 +145,7 @@ class Worker:
         if not self.alive():
             self.start()
         self.stderr_tail.clear()
+        ends = self._stderr_ends + 1
         try:
             self.proc.stdin.write(json.dumps({"attack": request}) + "\n")
             self.proc.stdin.flush()
@@ -142,7 +156,10 @@ class Worker:
             self.kill()
             raise WorkerError(f"attack gave no result within {timeout:g} s")
         if event is None:
-            raise WorkerError(f"{self._death_reason()}: {self.tail()[-1000:]}")
+            reason = self._death_reason()
+            self._await_stderr(None)
+            raise WorkerError(f"{reason}: {self.tail()[-1000:]}")
+        self._await_stderr(ends)
         if "error" in event:
             raise WorkerError(event["error"])
         return event["result"]
@@ -197,11 +214,31 @@ class Worker:
                 self.stderr_tail.append("[stdout] " + line)
         self.events.put(None)
 
+    def _await_stderr(self, ends: Optional[int]) -> None:
+        """Wait (STDERR_WAIT_S at most) until the stderr reader has read `ends` end markers, or, with
+        None, the end of the stream: the tail then holds all the worker wrote before its result."""
+        if self._stderr_reader is None:
+            return
+        with self._stderr_seen:
+            self._stderr_seen.wait_for(lambda: self._stderr_eof or (ends is not None and self._stderr_ends >= ends),
+                                       timeout=STDERR_WAIT_S)
+
     def _read_stderr(self, proc) -> None:
         for line in proc.stderr:
-            self.stderr_tail.append(line)
-            if self.echo_stderr:
-                sys.stderr.write(line)
+            if line == STDERR_END:
+                with self._stderr_seen:
+                    self._stderr_ends += 1
+                    self._stderr_seen.notify_all()
+                continue
+            self._stderr_line(line)
+        with self._stderr_seen:
+            self._stderr_eof = True
+            self._stderr_seen.notify_all()
+
+    def _stderr_line(self, line: str) -> None:
+        self.stderr_tail.append(line)
+        if self.echo_stderr:
+            sys.stderr.write(line)
 
 
 def run_trial(spec: TrialSpec, on_event=None, echo_stderr: bool = False) -> TrialResult:

@@ -37,6 +37,7 @@ def _available_threads() -> int:
         return os.cpu_count() or 1
 
 
+STDERR_END = "\x1fsensitivity: end of request output\x1f\n"  # the runner's sign that stderr caught up
 _allocated = []
 
 
@@ -66,6 +67,19 @@ def _exhaust_memory() -> None:
     blocks = []
     while True:
         blocks.append(bytearray(64 * 2**20))
+
+
+def _end_stderr() -> None:
+    """Flush every stderr buffer (Python's, and C stdio's that frameworks print through), then write the
+    end marker: what the runner reads before it, it has all of; the result follows on stdout."""
+    sys.stderr.flush()
+    try:
+        import ctypes
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError):
+        pass
+    sys.stderr.write(STDERR_END)
+    sys.stderr.flush()
 
 
 def _exit_with_parent() -> None:
@@ -122,7 +136,7 @@ def serve(requests, proto) -> None:
             if isinstance(exc, MemoryError):
                 reason = "out of memory: " + reason.rstrip(": ")
             result = TrialResult.failure("failed", reason, spec)
-        sys.stderr.flush()
+        _end_stderr()
         proto.write(json.dumps({"event": "result", "result": json.loads(result.to_json())}) + "\n")
 
 
@@ -135,7 +149,7 @@ def _attack(request: dict) -> dict:
         traceback.print_exc(file=sys.stderr)
         return {"event": "attack_result", "error": f"{type(exc).__name__}: {exc}"}
     finally:
-        sys.stderr.flush()
+        _end_stderr()
 
 
 def main() -> None:

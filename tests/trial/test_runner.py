@@ -85,6 +85,28 @@ def test_exception_in_trial_is_a_failed_result_with_traceback():
     assert result.accuracy is None and result.curve == []
 
 
+class SlowStderrWorker(Worker):
+    """Reads the worker's stderr slowly, so a result always arrives before the traceback is read."""
+
+    def _stderr_line(self, line):
+        time.sleep(0.02)
+        super()._stderr_line(line)
+
+
+def test_result_waits_for_the_whole_stderr(monkeypatch):
+    monkeypatch.setenv("SENSITIVITY_WORKER_FAULT", "raise")
+    worker = SlowStderrWorker("modern")
+    try:
+        result = worker.run(digits_spec(epochs=1))
+        again = worker.run(digits_spec(epochs=1))  # the second request waits for its own end marker
+    finally:
+        worker.close()
+    for r in (result, again):
+        assert r.status == "failed" and "Traceback" in r.stderr_tail
+        assert r.stderr_tail.rstrip().endswith("RuntimeError: fault injected by SENSITIVITY_WORKER_FAULT=raise")
+        assert "end of request output" not in r.stderr_tail
+
+
 def test_segfault_is_a_failed_result_naming_the_signal(monkeypatch):
     monkeypatch.setenv("SENSITIVITY_WORKER_FAULT", "segfault")
     result = run_trial(digits_spec())
