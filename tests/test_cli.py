@@ -118,6 +118,14 @@ def test_frameworks_lists_every_framework_with_version():
     assert "configuration only" in caffe
 
 
+def test_datasets_download_without_a_name_is_one_line_exit_2():
+    proc = sensitivity("datasets", "download")
+    assert proc.returncode == 2 and proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "name is required" in lines[0], proc.stderr
+    assert "mnist, fashion_mnist, cifar10, cifar100, svhn" in lines[0] and "None" not in lines[0]
+
+
 def test_datasets_lists_offline_sets_as_present(tmp_path):
     proc = sensitivity("datasets", "--data-dir", str(tmp_path))
     assert proc.returncode == 0, proc.stderr

@@ -33,6 +33,9 @@ def _cmd_datasets(args) -> int:
     from sensitivity import datasets
 
     if args.action == "download":
+        if args.name is None:
+            raise UsageError("sensitivity datasets download: a dataset name is required; downloadable: "
+                             + ", ".join(datasets.downloads.PINS))
         if args.name not in datasets.REGISTRY:
             raise UsageError(f"sensitivity datasets download: unknown dataset {args.name!r}; "
                              f"allowed: {', '.join(sorted(datasets.REGISTRY))}")
