@@ -2,8 +2,9 @@
 
 Where the files are looked for (the first folder holding any of them is used, see files.py):
   mnist:          <data_dir>/mnist/, then <data_dir>/ itself
-  fashion_mnist:  <data_dir>/fashion_mnist/, then <data_dir>/fashion-mnist/ (never <data_dir>/ itself:
-                  Fashion-MNIST uses MNIST's file names)
+  fashion_mnist:  <data_dir>/fashion_mnist/, then <data_dir>/fashion-mnist/, then <data_dir>/ itself
+                  (Fashion-MNIST uses MNIST's file names: the dataset named is what the folder's files are
+                  loaded as)
 A raw file is preferred to its .gz when both exist. Validated: magic numbers (2051 images, 2049 labels),
 28x28 images, a byte count equal to what the header's dimensions need, equal image and label counts,
 labels below 10.
@@ -30,7 +31,7 @@ ROLES = {
     "test_images": "t10k-images-idx3-ubyte",
     "test_labels": "t10k-labels-idx1-ubyte",
 }
-FOLDERS = {"mnist": ("mnist", "."), "fashion_mnist": ("fashion_mnist", "fashion-mnist")}
+FOLDERS = {"mnist": ("mnist", "."), "fashion_mnist": ("fashion_mnist", "fashion-mnist", ".")}
 
 
 def _locate(name: str, data_dir: Path) -> dict[str, Path]:

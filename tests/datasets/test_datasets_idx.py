@@ -33,13 +33,20 @@ def test_raw_file_preferred_to_gz(data_dir, write):
     assert all(not p.name.endswith(".gz") for p in mnist_files(data_dir).values())
 
 
-def test_fashion_mnist_lives_in_its_own_folder(data_dir, write):
-    write.idx_set(data_dir)  # MNIST's files at the top must not be taken for Fashion-MNIST
-    with pytest.raises(DatasetError, match="fashion_mnist: no files found"):
-        fashion_mnist_files(data_dir)
-    write.idx_set(data_dir / "fashion-mnist", n_train=20)
+def test_fashion_mnist_directly_in_the_data_dir(data_dir, write):
+    write.idx_set(data_dir, gz=False)  # the official names, which Fashion-MNIST shares with MNIST
+    assert set(fashion_mnist_files(data_dir).values()) == {data_dir / n for pair in write.IDX.values() for n in pair}
+    ds = load("fashion_mnist", data_dir)
+    assert ds.name == "fashion_mnist" and ds.x_train.shape == (12, 1, 28, 28)
+
+
+@pytest.mark.parametrize("folder", ["fashion_mnist", "fashion-mnist"])
+def test_fashion_mnist_own_folder_comes_first(data_dir, write, folder):
+    write.idx_set(data_dir)  # MNIST's files at the top
+    write.idx_set(data_dir / folder, n_train=20)
     ds = load("fashion_mnist", data_dir)
     assert ds.name == "fashion_mnist" and ds.x_train.shape == (20, 1, 28, 28)
+    assert load("mnist", data_dir).x_train.shape[0] == 12
 
 
 def test_half_filled_folder_names_the_missing_files(data_dir, write):
