@@ -10,9 +10,10 @@ prints goes to stderr. A worker stays warm for further trials (the framework imp
 trial builds a fresh model and reseeds every generator.
 
 `SENSITIVITY_WORKER_FAULT` is a test aid for the runner's fault handling, which cannot otherwise be provoked
-on demand: after the first epoch `segfault` crashes the worker, `exit` exits it, `raise` raises inside the
-trial; `oom` exhausts the memory a lowered RLIMIT_AS leaves (a real MemoryError); `hang_start` hangs before the worker is ready; `alloc` touches and frees 400 MB in the worker's first trial only (a warm worker's later trials
-must not report that peak).
+on demand. After the first epoch: `segfault` crashes the worker, `exit` exits it, `raise` raises inside the
+trial, `oom` exhausts the memory a lowered RLIMIT_AS leaves (a real MemoryError), `alloc` touches and frees
+400 MB in the worker's first trial only (a warm worker's later trials must not report that peak).
+`hang_start` hangs before the worker is ready.
 """
 from __future__ import annotations
 
