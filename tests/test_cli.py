@@ -63,6 +63,39 @@ def test_later_option_overrides_earlier(tmp_path):
     assert spec.lr == 0.2 and spec.model is None and spec.batch_size == 64
 
 
+CONFIG = """\
+framework: torch
+dataset: mnist5k
+model: lenet
+iterations: 500
+epochs: 7
+lr: 0.01
+layers:
+  - {type: Conv, out_channels: 4, kernel: 5}
+  - {type: Flatten}
+  - {type: Dense, units: 10}
+"""
+
+
+@pytest.mark.parametrize("options, expected", [
+    ([], dict(iterations=500, epochs=7, model="lenet", lr=0.01)),
+    (["--epochs", "2"], dict(iterations=None, epochs=2, model="lenet")),
+    (["--iterations", "30"], dict(iterations=30, epochs=5)),
+    (["--epochs", "2", "--iterations", "30"], dict(iterations=30, epochs=2)),
+    (["--model", "mlp"], dict(layers=None, model="mlp", iterations=500)),
+    (["--lr", "0.1"], dict(lr=0.1, model="lenet", iterations=500)),
+])
+def test_command_line_options_override_the_config(tmp_path, options, expected):
+    from sensitivity.cli import build_parser
+    from sensitivity.commands.trial import _spec_from_args
+    config = tmp_path / "lenet.yaml"
+    config.write_text(CONFIG)
+    spec = _spec_from_args(build_parser().parse_args(["trial", "--config", str(config), *options]))
+    for field, value in expected.items():
+        assert getattr(spec, field) == value, field
+    assert (spec.layers is None) == ("--model" in options)
+
+
 def test_missing_data_files_are_a_one_line_error(tmp_path):
     proc = sensitivity("trial", "--framework", "torch", "--dataset", "mnist", "--data-dir", str(tmp_path))
     assert proc.returncode == 2

@@ -43,6 +43,11 @@ def add_parsers(commands) -> None:
     p.set_defaults(handler=_cmd_trial)
 
 
+# A command-line option and the config fields it takes the place of: iterations would win over --epochs,
+# and a config's inline layers over --model.
+OVERRIDES = {"epochs": ("iterations",), "iterations": ("epochs",), "model": ("layers",)}
+
+
 def _spec_from_args(args) -> TrialSpec:
     from pydantic import ValidationError
 
@@ -55,6 +60,9 @@ def _spec_from_args(args) -> TrialSpec:
     if hasattr(args, "from_study"):
         config = {**config, **_fields_from_study(args)}
     given = {name: getattr(args, name) for name in TrialSpec.model_fields if hasattr(args, name)}
+    for option, replaced in OVERRIDES.items():  # an option replaces what the config set in its place
+        if option in given:
+            config = {k: v for k, v in config.items() if k not in replaced or k in given}
     fields = {**config, **given}
     for required in ("framework", "dataset"):
         if required not in fields:
