@@ -102,11 +102,17 @@ def _cmd_defaults(args) -> int:
 
 
 def _add_study_parsers(commands) -> None:
+    import argparse
+
     p = commands.add_parser("studies", help="list the studies of a storage, or show one")
-    p.add_argument("action", choices=("list", "show"), nargs="?", default="list")
-    p.add_argument("name", nargs="?")
     p.add_argument("--storage")
-    p.set_defaults(handler=_cmd_studies)
+    p.set_defaults(handler=_cmd_studies, action="list", name=None)
+    actions = p.add_subparsers(dest="action", required=False)  # options before or after the NAME
+    shown = actions.add_parser("show", help="one study's trials and its best trial or Pareto set")
+    shown.add_argument("name")
+    listed = actions.add_parser("list", help="every study of the storage")
+    for sub in (shown, listed):
+        sub.add_argument("--storage", default=argparse.SUPPRESS)  # keeps `studies --storage URL show NAME` too
     p = commands.add_parser("export", help="write a study's trials as CSV or Parquet")
     p.add_argument("name")
     p.add_argument("--format", choices=("csv", "parquet"), default="csv")
@@ -139,8 +145,6 @@ def _cmd_studies(args) -> int:
 
     with _storage_errors("studies"):
         if args.action == "show":
-            if not args.name:
-                raise UsageError("sensitivity studies show: a study NAME is required")
             print(studies.show(studies.load(args.name, args.storage)))
             return EXIT_OK
         rows = studies.list_studies(args.storage)

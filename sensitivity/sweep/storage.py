@@ -65,12 +65,17 @@ def _open_sqlite(url: str, attempts: int = 5):
             time.sleep(0.2 * (attempt + 1))
 
 
-def open_storage(url: str | None = None):
-    """An Optuna storage for `url`: sqlite:///..., postgresql://..., or journal:PATH (or a *.journal path)."""
+def open_storage(url: str | None = None, must_exist: bool = False):
+    """An Optuna storage for `url`: sqlite:///..., postgresql://..., or journal:PATH (or a *.journal path).
+    With `must_exist` (reading studies), a missing SQLite or journal file is an error, not a new file."""
     import optuna
     import sqlalchemy.exc
 
     url = url or default_url()
+    if must_exist:
+        path = _file_of(url)
+        if path is not None and not path.exists():
+            raise StorageError(f"storage {describe(url)}: no such file {path} (no sweep has written there)")
     try:
         if url.startswith("journal:") or url.endswith((".journal", ".log")):
             path = Path(url.removeprefix("journal:"))
@@ -84,3 +89,12 @@ def open_storage(url: str | None = None):
     except (sqlalchemy.exc.SQLAlchemyError, OSError, ImportError, ValueError) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise StorageError(f"storage {describe(url)} cannot be opened: {reason}") from None
+
+
+def _file_of(url: str):
+    """The file an SQLite or journal URL names; None for a database server."""
+    if url.startswith("journal:") or url.endswith((".journal", ".log")):
+        return Path(url.removeprefix("journal:"))
+    if url.startswith("sqlite:///"):
+        return Path(url.removeprefix("sqlite:///"))
+    return None

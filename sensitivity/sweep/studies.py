@@ -17,7 +17,7 @@ EXPORT_ATTRS = ("status", "reason", "seed", "config_id", "accuracy", "val_accura
 
 def list_studies(storage_url=None) -> list:
     import optuna
-    storage = open_storage(storage_url)
+    storage = open_storage(storage_url, must_exist=True)
     rows = []
     for summary in optuna.get_all_study_summaries(storage, include_best_trial=False):
         study = optuna.load_study(study_name=summary.study_name, storage=storage)
@@ -30,7 +30,7 @@ def list_studies(storage_url=None) -> list:
 
 def load(name: str, storage_url=None):
     import optuna
-    storage = open_storage(storage_url)
+    storage = open_storage(storage_url, must_exist=True)
     try:
         return optuna.load_study(study_name=name, storage=storage)
     except KeyError:
@@ -90,7 +90,7 @@ def dashboard(storage_url, port: int) -> int:
     """optuna-dashboard on 127.0.0.1 (not on every interface) until interrupted."""
     from sensitivity.sweep.storage import default_url
     url = storage_url or default_url()
-    open_storage(url)  # a clear error now rather than from the dashboard
+    open_storage(url, must_exist=True)  # a clear error now rather than from the dashboard
     target = url.removeprefix("journal:")  # the dashboard takes a journal file by its path
     command = [str(Path(sys.executable).parent / "optuna-dashboard"), target, "--host", "127.0.0.1",
                "--port", str(port)]
