@@ -2,7 +2,8 @@
 
 Actors are reused across trials (Tuner(reuse_actors=True)), and so is the framework worker process each
 actor owns, so a framework is imported once per actor. The trainable reports one Tune result per epoch
-and a final one carrying the whole TrialResult; a trial stopped by a scheduler ends its worker.
+and a final one carrying the whole TrialResult; a trial stopped by a scheduler ends its worker. A metric
+without a value (a failed trial, a diverged epoch) is left out of the result, never reported as None.
 """
 from __future__ import annotations
 
@@ -28,9 +29,16 @@ def _worker_for(spec: TrialSpec):
     return _WORKERS[key]
 
 
+def without_none(metrics: dict) -> dict:
+    """A Tune result never carries a None metric: a scheduler multiplies it (ASHA's metric_op * value raises
+    TypeError outside Tune's error handling); a result without the key is one the scheduler ignores."""
+    return {k: v for k, v in metrics.items() if v is not None}
+
+
 def epoch_metrics(event: dict, elapsed: float) -> dict:
-    return {"epoch": event["epoch"], "val_accuracy": event["val_accuracy"], "accuracy": event["test_accuracy"],
-            "loss": event["train_loss"], "train_time_s": elapsed, "final": False}
+    return without_none({"epoch": event["epoch"], "val_accuracy": event["val_accuracy"],
+                         "accuracy": event["test_accuracy"], "loss": event["train_loss"], "train_time_s": elapsed,
+                         "final": False})
 
 
 def trainable(config: dict) -> None:
@@ -64,6 +72,6 @@ def trainable(config: dict) -> None:
             worker.kill()
     payload = json.loads(result.to_json())
     payload["env"]["ray_node_id"] = ray.get_runtime_context().get_node_id()
-    metrics = {k: payload.get(k) for k in ("val_accuracy", "accuracy", "loss", "train_time_s")}
+    metrics = without_none({k: payload.get(k) for k in ("val_accuracy", "accuracy", "loss", "train_time_s")})
     # as JSON text: Tune flattens nested dicts in results ("result/status")
     tune.report({**metrics, "epoch": len(payload["curve"]), "final": True, "result_json": json.dumps(payload)})

@@ -1,7 +1,8 @@
 """`sensitivity sweep`: validate, open the study, recover what a killed driver left, run to N trials.
 
-Order matters: everything that can be wrong with the input (space, options, storage, environments) is
-reported before any trial starts or any study is created; then the study is opened, orphans of a killed
+Order matters: everything that can be wrong with the input (space, options, cluster address, storage,
+environments, resources per trial against the cluster's) is reported before any trial starts or any study
+is created; then the study is opened, orphans of a killed
 driver are failed and re-queued, and Ray Tune runs exactly the trials still missing.
 """
 from __future__ import annotations
@@ -14,7 +15,6 @@ from typing import Optional
 from sensitivity.spaces import Space, load_space
 from sensitivity.sweep import ray_processes
 from sensitivity.sweep.plans import default_plan, enqueue_plan
-from sensitivity.sweep.progress import Progress
 from sensitivity.sweep.records import SPACE_HASH, beat, count_final
 from sensitivity.sweep.recovery import recover
 from sensitivity.sweep.storage import default_url, describe, open_storage
@@ -59,23 +59,32 @@ def run_space(space: Space, options: SweepOptions, plan: list = ()) -> dict:
     """Run a validated space to N final trials; `plan`'s trials (PlannedTrial) are queued first, once."""
     _check_options(space, options)
     _check_environments(space)
+    from sensitivity.sweep.tuning import ResourceError, run_tune, start_ray, stop_ray
+
     storage = open_storage(options.storage)
-    study = _open_study(space, storage, options)
-    driver_id = uuid.uuid4().hex[:12]
-    stop_beating = _start_heartbeat(study, driver_id)
+    ray_processes.clean_up_leftovers()  # a killed driver's Ray first, then ours
     try:
-        ray_processes.clean_up_leftovers()
-        orphans = recover(study, driver_id)
-        enqueue_plan(study, plan)
-        missing = options.trials - count_final(study)
-        summary = {"study": study.study_name, "storage": describe(options.storage or default_url()),
-                   "orphans_requeued": orphans}
-        if missing > 0:
-            _run_tune(study, space, options, driver_id, missing)
-        summary["final_trials"] = count_final(study)
-        return summary
+        start_ray(options)
+    except ResourceError as exc:
+        raise SweepError(str(exc)) from None
+    try:
+        study = _open_study(space, storage, options)
+        driver_id = uuid.uuid4().hex[:12]
+        stop_beating = _start_heartbeat(study, driver_id)
+        try:
+            orphans = recover(study, driver_id)
+            enqueue_plan(study, plan)
+            missing = options.trials - count_final(study)
+            summary = {"study": study.study_name, "storage": describe(options.storage or default_url()),
+                       "orphans_requeued": orphans}
+            if missing > 0:
+                run_tune(study, space, options, driver_id, missing)
+            summary["final_trials"] = count_final(study)
+            return summary
+        finally:
+            stop_beating()
     finally:
-        stop_beating()
+        stop_ray()
 
 
 def _check_options(space: Space, options: SweepOptions) -> None:
@@ -91,6 +100,11 @@ def _check_options(space: Space, options: SweepOptions) -> None:
         raise SweepError("--sampler grid: every float parameter needs a step")
     if options.trials <= 0 or options.parallel <= 0:
         raise SweepError("--trials and --parallel must be positive")
+    from sensitivity.sweep.tuning import check_address
+    try:
+        check_address(options.address)  # before the study: an unreachable cluster would be retried for minutes
+    except ValueError as exc:
+        raise SweepError(str(exc)) from None
 
 
 def _check_environments(space: Space) -> None:
@@ -167,58 +181,4 @@ def _start_heartbeat(study, driver_id: str):
 
     threading.Thread(target=loop, daemon=True, name="heartbeat").start()
     return stop.set
-
-
-def _run_tune(study, space: Space, options: SweepOptions, driver_id: str, missing: int) -> None:
-    ray_processes.init_ray(options.address)  # first: Ray reads its environment when imported
-    import ray
-    from ray import tune
-
-    from sensitivity.sweep.dispatch import trainable
-    from sensitivity.sweep.searcher import StudySearcher
-
-    stop_watching = ray_processes.watch_local_ray() if not options.address else (lambda: None)
-    try:
-        run_options = {"timeout": options.timeout_per_trial}
-        if "threads" not in space.fixed:
-            run_options["threads"] = max(1, int(options.cpus_per_trial))
-        with Progress(study, options.trials, enabled=options.progress) as progress:
-            searcher = StudySearcher(study, space, driver_id, options.trials, run_options, progress.refresh,
-                                     weights_dir=weights_dir(study.study_name) if options.keep_weights else None)
-            scheduler = _scheduler(options.pruner, space)
-            resources = {"cpu": options.cpus_per_trial, "gpu": options.gpus_per_trial}
-            tuner = tune.Tuner(
-                tune.with_resources(trainable, resources),
-                tune_config=tune.TuneConfig(search_alg=searcher, scheduler=scheduler, num_samples=missing,
-                                            max_concurrent_trials=options.parallel, reuse_actors=True,
-                                            time_budget_s=options.time_budget),
-                run_config=tune.RunConfig(name=f"{study.study_name}-{driver_id}", verbose=0,
-                                          storage_path=ray_processes.tune_dir(), log_to_file=True,
-                                          failure_config=tune.FailureConfig(max_failures=0)),
-            )
-            tuner.fit()
-    finally:
-        stop_watching()
-        ray.shutdown()
-        ray_processes.forget_own()
-
-
-def weights_dir(study_name: str) -> str:
-    """results/weights/STUDY, absolute: where the trials of a study save their trained weights. On a
-    cluster each node writes on its own disk, so robustness needs this folder shared (NFS) or the driver's
-    node to run the trials."""
-    from pathlib import Path
-    return str((Path("results") / "weights" / study_name).resolve())
-
-
-def _scheduler(pruner: str, space: Space):
-    if pruner == "none":
-        return None
-    from ray.tune.schedulers import ASHAScheduler, HyperBandScheduler
-    objective = space.objectives[0]
-    mode = "max" if objective.direction == "maximize" else "min"
-    max_t = int(space.fixed.get("epochs", 10))
-    if pruner == "asha":
-        return ASHAScheduler(metric=objective.metric, mode=mode, time_attr="epoch", max_t=max_t, grace_period=1)
-    return HyperBandScheduler(metric=objective.metric, mode=mode, time_attr="epoch", max_t=max_t)
 

@@ -1,4 +1,5 @@
-"""The sweep's progress bar: done, running, pruned and failed trials, and the best so far."""
+"""The sweep's progress bar: done, running, pruned and failed trials (orphans and surplus trials left out),
+and the best so far, or the size of the Pareto set with several objectives."""
 from __future__ import annotations
 
 import sys
@@ -32,9 +33,12 @@ class Progress:
         done = sum(is_final(t) for t in trials)
         self.bar.n = min(done, self.total)
         postfix = {"running": counts[TrialState.RUNNING], "pruned": counts[TrialState.PRUNED],
-                   "failed": sum(t.state == TrialState.FAIL and not t.user_attrs.get("orphaned") for t in trials)}
-        complete = [t for t in trials if t.state == TrialState.COMPLETE]
-        if complete and len(self.study.directions) == 1:
-            best = max if self.study.direction.name == "MAXIMIZE" else min
-            postfix["best"] = f"{best(t.value for t in complete):.4f}"
+                   "failed": sum(t.state == TrialState.FAIL and is_final(t) for t in trials)}
+        if len(self.study.directions) == 1:
+            complete = [t for t in trials if t.state == TrialState.COMPLETE]
+            if complete:
+                best = max if self.study.direction.name == "MAXIMIZE" else min
+                postfix["best"] = f"{best(t.value for t in complete):.4f}"
+        elif counts[TrialState.COMPLETE]:
+            postfix["pareto"] = len(self.study.best_trials)  # the Pareto set's size
         self.bar.set_postfix(postfix, refresh=True)

@@ -4,7 +4,8 @@ Each Optuna trial is one run of one configuration with one seed. Its user attrib
 TrialSpec it ran (`spec`), the TrialResult's fields (`status`, `reason`, `accuracy`, ..., `curve`, `env`), the `seed`, the `config_id`
 shared by the seeds of one configuration, the `driver` that owns it, and, for a retry, `retry_of` (the
 number of the orphan it replaces). An orphan is a RUNNING trial whose driver stopped beating: it is
-marked FAIL with `orphaned` set, and its parameters are queued again. When drivers sharing a study ask
+marked FAIL with `orphaned` set, and its parameters are queued again; so is a trial still running when its
+driver's run ended (time budget, Ctrl-C), with `interrupted` set as well. When drivers sharing a study ask
 at the same moment, the trials beyond the N-th (by number) are told FAIL with `surplus` set before they
 run, and their queued parameters go back in the queue: neither kind counts towards N.
 """

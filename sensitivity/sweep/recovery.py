@@ -31,11 +31,11 @@ def recover(study, my_driver: str, stale_after: float = STALE_AFTER_S) -> list:
                                     f"orphaned: driver {owner} stopped while the trial ran")
         storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
         orphaned.append(trial.number)
-    _requeue_orphans(study)
+    requeue_orphans(study)
     return orphaned
 
 
-def _requeue_orphans(study) -> None:
+def requeue_orphans(study) -> None:
     """Queue the parameters of every orphan that no trial retries yet."""
     trials = study.get_trials(deepcopy=False)
     retried = {t.user_attrs.get("retry_of") for t in trials if not t.user_attrs.get("surplus")}

@@ -4,34 +4,45 @@ One Tune trial is one Optuna trial. `suggest` asks the study (queued retries and
 `on_trial_result` records each epoch as an intermediate value (single objective only: Optuna 5 has no
 intermediate values with several objectives), and `on_trial_complete` tells the outcome: COMPLETE for
 ok and diverged runs (a diverged run is told its measured, chance-level score), PRUNED with its last
-value for a run a scheduler stopped, FAIL with the reason for a failed or timed-out run.
+value for a run a scheduler stopped, FAIL with the reason for a failed or timed-out run, or for a
+configuration that cannot be turned into a TrialSpec. Trials still live when Tune ends (time budget,
+Ctrl-C) are told FAIL as interrupted and queued again. A trial another driver already finished (this one
+was thought dead) is left as it is.
 """
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from typing import Callable, Optional
 
+from optuna.exceptions import UpdateFinishedTrialError
+from optuna.trial import TrialState
 from ray.tune.search import Searcher
 
 from sensitivity.spaces import Space
 from sensitivity.spec import TrialSpec
 from sensitivity.sweep.records import QUEUED_ATTRS, counts_towards_target
 
+log = logging.getLogger(__name__)
+
 RESULT_FIELDS = ("status", "reason", "accuracy", "val_accuracy", "loss", "curve", "setup_time_s", "compile_time_s",
                  "train_time_s", "test_time_s", "wall_time_s", "throughput", "peak_rss_mb", "cpu_percent", "gpu", "flops_per_s",
                  "params", "steps", "stderr_tail", "env")
+PRUNED_FIELDS = ("accuracy", "val_accuracy", "loss", "train_time_s")  # what each epoch's report carries
 
 
 class StudySearcher(Searcher):
     def __init__(self, study, space: Space, driver_id: str, target: int, run_options: dict,
-                 on_change: Optional[Callable[[], None]] = None, weights_dir: Optional[str] = None):
+                 on_change: Optional[Callable[[], None]] = None, weights_dir: Optional[str] = None,
+                 pruning: bool = False):
         metric = space.objectives[0].metric
         super().__init__(metric=metric, mode="max" if space.objectives[0].direction == "maximize" else "min")
         self.study, self.space, self.driver_id, self.target = study, space, driver_id, target
         self.run_options = run_options
         self.weights_dir = weights_dir  # where trials save their trained weights, when kept
         self.on_change = on_change or (lambda: None)
+        self.pruning = pruning  # a scheduler may stop trials early
         self.distributions = space.distributions()
         self.single_objective = len(space.objectives) == 1
         self.live: dict = {}  # Tune trial id -> Optuna trial
@@ -49,18 +60,34 @@ class StudySearcher(Searcher):
         return self.target - sum(counts_towards_target(t) for t in self.study.get_trials(deepcopy=False))
 
     def suggest(self, trial_id: str) -> Optional[dict]:
-        if self.open_slots() <= 0:
-            return Searcher.FINISHED if not self.live else None
-        trial = self.study.ask(self.distributions)
-        trial.set_user_attr("driver", self.driver_id)
-        if self._is_surplus(trial):
-            return Searcher.FINISHED if not self.live else None
+        while True:  # a configuration that cannot run is told FAIL (it counts towards N) and the next asked
+            if self.open_slots() <= 0:
+                return Searcher.FINISHED if not self.live else None
+            trial = self.study.ask(self.distributions)
+            trial.set_user_attr("driver", self.driver_id)
+            if self._is_surplus(trial):
+                return Searcher.FINISHED if not self.live else None
+            try:
+                spec = self._spec(trial)
+            except Exception as exc:  # pydantic's ValidationError, a bad planned configuration
+                why = str(exc).replace("\n", " ")[:500]
+                trial.set_user_attr("status", "failed")
+                trial.set_user_attr("reason", f"configuration cannot run: {type(exc).__name__}: {why}")
+                self.study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
+                self.on_change()
+                continue
+            self.live[trial_id] = trial
+            self.on_change()
+            return {"spec": spec.model_dump(mode="json"), "optuna_trial": trial.number}
+
+    def _spec(self, trial) -> TrialSpec:
+        """The trial's TrialSpec (recorded as its `spec`); queues the seed siblings of a new configuration."""
         attrs = trial.user_attrs
         seed = attrs.get("seed", 0)
         if "config_id" not in attrs:
             config_id = uuid.uuid4().hex[:12]
             trial.set_user_attr("config_id", config_id)
-            for sibling_seed in range(1, self.space.seeds):  # K seeds: K trials of one configuration
+            for sibling_seed in range(1, min(self.space.seeds, 1 + self._room_for_siblings())):
                 self.study.enqueue_trial(trial.params, user_attrs={"config_id": config_id, "seed": sibling_seed})
         trial.set_user_attr("seed", seed)
         spec = self.space.trial_spec(trial.params, seed, **self.run_options)
@@ -72,14 +99,18 @@ class StudySearcher(Searcher):
             spec = spec.model_copy(update={"keep_weights": weights})
             trial.set_user_attr("weights", weights)
         trial.set_user_attr("spec", spec.model_dump(mode="json"))  # exactly what ran: reruns, robustness
-        self.live[trial_id] = trial
-        self.on_change()
-        return {"spec": spec.model_dump(mode="json"), "optuna_trial": trial.number}
+        return spec
+
+    def _room_for_siblings(self) -> int:
+        """Trials N leaves after those final, running (this one included) and queued: seed siblings beyond
+        N are not queued, so with N not a multiple of the seeds the last configuration has fewer seeds."""
+        trials = self.study.get_trials(deepcopy=False)
+        taken = sum(counts_towards_target(t) or t.state == TrialState.WAITING for t in trials)
+        return max(0, self.target - taken)
 
     def _is_surplus(self, trial) -> bool:
         """Another driver asked at the same time and the N-th trial has a lower number than this one:
         tell this one FAIL as a surplus, before it runs, and queue its parameters again if queued."""
-        from optuna.trial import TrialState
 
         earlier = [t for t in self.study.get_trials(deepcopy=False)
                    if t.number < trial.number and counts_towards_target(t)]
@@ -89,7 +120,7 @@ class StudySearcher(Searcher):
         trial.set_user_attr("surplus", True)
         trial.set_user_attr("status", "failed")
         trial.set_user_attr("reason", f"not run: the study already had {self.target} trials")
-        self.study.tell(trial, state=TrialState.FAIL)
+        self.study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
         if queued:
             self.study.enqueue_trial(trial.params, user_attrs=queued)
         return True
@@ -99,7 +130,10 @@ class StudySearcher(Searcher):
         if trial is None or result.get("final"):
             return
         self.last_curve[trial_id] = json.loads(result.get("curve_json") or "[]")
-        self._record_epoch(trial, result)
+        try:
+            self._record_epoch(trial, result)
+        except UpdateFinishedTrialError:  # finished by another driver that thought this one dead
+            log.warning("trial %s was finished elsewhere; its results here are dropped", trial.number)
 
     def _record_epoch(self, trial, result: dict) -> None:
         """The epoch's value as an intermediate value (single objective only), once per epoch."""
@@ -111,12 +145,18 @@ class StudySearcher(Searcher):
                 reported.add(int(epoch))
 
     def on_trial_complete(self, trial_id: str, result: Optional[dict] = None, error: bool = False) -> None:
-        from optuna.trial import TrialState
-
         trial = self.live.pop(trial_id, None)
         if trial is None:
             return
         curve = self.last_curve.pop(trial_id, None)
+        try:
+            self._tell(trial, result, error, curve)
+        except UpdateFinishedTrialError:  # finished by another driver that thought this one dead
+            log.warning("trial %s was finished elsewhere; its result here is dropped", trial.number)
+        self.reported.pop(trial.number, None)
+        self.on_change()
+
+    def _tell(self, trial, result: Optional[dict], error: bool, curve) -> None:
         if result and result.get("final"):
             payload = json.loads(result["result_json"])
             if payload["status"] in ("ok", "diverged"):
@@ -125,21 +165,45 @@ class StudySearcher(Searcher):
                 trial.set_user_attr(name, payload.get(name))
             values = [payload.get(o.metric) for o in self.space.objectives]
             if payload["status"] in ("ok", "diverged") and None not in values:
-                self.study.tell(trial, values)
+                self.study.tell(trial, values, skip_if_finished=True)
             else:
                 if payload["status"] in ("ok", "diverged"):
                     trial.set_user_attr("reason", f"no value for an objective: {values}")
-                self.study.tell(trial, state=TrialState.FAIL)
-        elif result and not error:  # stopped early by the scheduler, on the result given here
+                self.study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
+        elif result and not error and self.pruning:  # stopped early by the scheduler, on the result given here
             self._record_epoch(trial, result)
-            curve = json.loads(result.get("curve_json") or "null") or curve
             trial.set_user_attr("status", "pruned")
             trial.set_user_attr("reason", f"stopped by the scheduler after epoch {result.get('epoch')}")
-            trial.set_user_attr("curve", curve)
-            self.study.tell(trial, state=TrialState.PRUNED)
+            trial.set_user_attr("curve", json.loads(result.get("curve_json") or "null") or curve)
+            for name in PRUNED_FIELDS:  # what the last report measured
+                trial.set_user_attr(name, result.get(name))
+            self.study.tell(trial, state=TrialState.PRUNED, skip_if_finished=True)
+        elif result and not error:  # stopped, but by no scheduler: the run ended around it
+            self._interrupt(trial, "interrupted: Tune stopped the trial before its end")
         else:
             trial.set_user_attr("status", "failed")
             trial.set_user_attr("reason", "the Ray trial raised an error (see Ray's logs)")
-            self.study.tell(trial, state=TrialState.FAIL)
-        self.reported.pop(trial.number, None)
-        self.on_change()
+            self.study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
+
+    def interrupt_live(self, reason: str) -> list:
+        """Tell every trial still live FAIL as interrupted and queue its parameters again; their numbers."""
+        from sensitivity.sweep.recovery import requeue_orphans
+
+        numbers = []
+        for trial_id in list(self.live):
+            trial = self.live.pop(trial_id)
+            try:
+                self._interrupt(trial, reason)
+                numbers.append(trial.number)
+            except UpdateFinishedTrialError:
+                pass
+        if numbers:
+            requeue_orphans(self.study)
+            self.on_change()
+        return numbers
+
+    def _interrupt(self, trial, reason: str) -> None:
+        """FAIL, marked as an orphan (not counted towards N, queued again) with `interrupted` set."""
+        for name, value in (("orphaned", True), ("interrupted", True), ("status", "failed"), ("reason", reason)):
+            trial.set_user_attr(name, value)
+        self.study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)

@@ -1,0 +1,112 @@
+"""The searcher against an in-memory study, without Ray running: what it tells Optuna in each case."""
+import json
+from pathlib import Path
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from sensitivity.spaces import Space, load_space
+from sensitivity.sweep.searcher import StudySearcher
+from sensitivity.sweep.tuning import scheduler
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+REPO = Path(__file__).resolve().parents[2]
+
+
+def space(seeds=1, batch_choices=(32, 64)):
+    return Space.model_validate({
+        "study": "u", "dataset": "digits", "model": "mlp", "frameworks": ["torch"], "seeds": seeds,
+        "parameters": {"lr": {"type": "float", "low": 0.01, "high": 0.3, "log": True},
+                       "batch_size": {"type": "categorical", "choices": list(batch_choices)}},
+        "fixed": {"epochs": 3}, "objectives": [{"metric": "val_accuracy", "direction": "maximize"}]})
+
+
+def searcher(target=3, pruning=False, **kw):
+    s = space(**kw)
+    study = optuna.create_study(direction="maximize", sampler=optuna.samplers.RandomSampler(seed=0))
+    return StudySearcher(study, s, "me", target, {"timeout": None, "threads": 1}, pruning=pruning)
+
+
+def epoch(n, value=0.5, curve=None):
+    return {"epoch": n, "val_accuracy": value, "accuracy": value - 0.01, "loss": 1.0, "train_time_s": 0.1 * n,
+            "final": False, "curve_json": json.dumps(curve or [{"epoch": i} for i in range(1, n + 1)])}
+
+
+def test_seed_siblings_are_not_queued_beyond_n():
+    s = searcher(target=3, seeds=2)
+    assert all(s.suggest(f"t{i}") for i in range(3))
+    assert s.suggest("t3") is None  # N asked; nothing waits in the queue
+    trials = s.study.get_trials()
+    assert len(trials) == 3 and not [t for t in trials if t.state == TrialState.WAITING]
+    groups = {}
+    for t in trials:
+        groups.setdefault(t.user_attrs["config_id"], []).append(t.user_attrs["seed"])
+    assert sorted(sorted(g) for g in groups.values()) == [[0], [0, 1]]
+
+
+def test_a_configuration_trialspec_refuses_is_told_fail_not_raised():
+    s = searcher(target=2, batch_choices=("big",))
+    assert s.suggest("t0") == "FINISHED"  # Searcher.FINISHED: both trials were told, none raised
+    trials = s.study.get_trials()
+    assert len(trials) == 2 and all(t.state == TrialState.FAIL for t in trials)
+    assert all("configuration cannot run" in t.user_attrs["reason"] and "batch_size" in t.user_attrs["reason"]
+               for t in trials)
+
+
+def test_pruned_trial_keeps_the_last_reports_measurements():
+    s = searcher(pruning=True)
+    s.suggest("t0")
+    s.on_trial_result("t0", epoch(1, 0.4))
+    s.on_trial_complete("t0", result=epoch(2, 0.45))
+    t = s.study.get_trials()[0]
+    assert t.state == TrialState.PRUNED and t.value == 0.45 and sorted(t.intermediate_values) == [1, 2]
+    assert t.user_attrs["status"] == "pruned" and len(t.user_attrs["curve"]) == 2
+    assert t.user_attrs["val_accuracy"] == 0.45 and t.user_attrs["accuracy"] == pytest.approx(0.44)
+    assert t.user_attrs["loss"] == 1.0 and t.user_attrs["train_time_s"] == pytest.approx(0.2)
+
+
+def test_a_trial_finished_by_another_driver_is_left_alone():
+    s = searcher()
+    s.suggest("t0")
+    trial = s.live["t0"]
+    s.study._storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)  # another driver's recover()
+    s.on_trial_result("t0", epoch(1))
+    final = {**epoch(3), "final": True, "result_json": json.dumps({"status": "ok", "val_accuracy": 0.9})}
+    s.on_trial_complete("t0", result=final)
+    assert s.study.get_trials()[0].state == TrialState.FAIL and not s.live
+
+
+def test_live_trials_are_interrupted_and_requeued_when_the_run_ends():
+    s = searcher()
+    s.suggest("t0")
+    s.suggest("t1")
+    assert sorted(s.interrupt_live("interrupted: time budget of 5 s ran out")) == [0, 1]
+    trials = s.study.get_trials()
+    stopped = [t for t in trials if t.state == TrialState.FAIL]
+    assert len(stopped) == 2 and all(t.user_attrs["orphaned"] and t.user_attrs["interrupted"] for t in stopped)
+    assert all("time budget" in t.user_attrs["reason"] for t in stopped)
+    waiting = [t for t in trials if t.state == TrialState.WAITING]
+    assert sorted(t.user_attrs["retry_of"] for t in waiting) == [0, 1]
+    assert s.open_slots() == 3  # interrupted trials do not count towards N
+
+
+def test_a_non_final_result_without_a_pruner_is_an_interruption_not_pruned():
+    s = searcher(pruning=False)
+    s.suggest("t0")
+    s.on_trial_complete("t0", result=epoch(1))
+    t = s.study.get_trials()[0]
+    assert t.state == TrialState.FAIL and t.user_attrs["interrupted"]
+
+
+def test_hyperband_is_asynchronous_with_several_brackets():
+    from ray.tune.schedulers import AsyncHyperBandScheduler  # stops trials, never pauses them
+    hb, asha = scheduler("hyperband", space()), scheduler("asha", space())
+    assert isinstance(hb, AsyncHyperBandScheduler) and len(hb._brackets) > 1 and len(asha._brackets) == 1
+
+
+@pytest.mark.parametrize("path", sorted(p.name for p in (REPO / "search_spaces").glob("*.yaml")
+                                        if p.name != "defaults.yaml"))
+def test_shipped_search_spaces_load(path):
+    loaded = load_space(REPO / "search_spaces" / path)
+    assert loaded.objectives and all(o.metric != "accuracy" for o in loaded.objectives)
