@@ -7,7 +7,8 @@
    ask/tell, the worker's protocol and the data hand-over cost. Target: median at most 0.2 s.
 2. Parallel speed-up: the same one-CPU trials (threads 1, a few seconds of training each) with
    --parallel 1 and --parallel 2 on this machine, as trials per hour from the first trial's start to
-   the last one's end. Target: at least 1.8 times.
+   the last one's end. Target: at least 1.8 times, checked on the whole sweep's ratio; the ratio in
+   steady state (after every worker has started) is printed beside it for comparison.
 
     .venv/bin/python scripts/bench_dispatch.py [--overhead-trials 20] [--speedup-trials 12]
 """
@@ -81,11 +82,13 @@ def main() -> None:
               f"min {min(gaps):.3f} s, max {max(gaps):.3f} s; target <= 0.2 s: {'yes' if median <= 0.2 else 'NO'}")
         (one, steady_one, inside_one), (two, steady_two, inside_two) = (
             trials_per_hour(folder, args.speedup_trials, p) for p in (1, 2))
+        whole, steady = two / one, steady_two / steady_one
+        # the issue's figure: trials per hour with 2 parallel workers against 1, over the whole sweep
         print(f"one-CPU trials per hour over the whole sweep: parallel 1 {one:.0f}, parallel 2 {two:.0f}; "
-              f"speed-up {two / one:.2f}x (worker start-up included)")
-        ratio = steady_two / steady_one
+              f"speed-up {whole:.2f}x (worker start-up included); target >= 1.8x (the issue's target, checked "
+              f"on this ratio): {'yes' if whole >= 1.8 else 'NO'}")
         print(f"in steady state (all workers started): parallel 1 {steady_one:.0f}, parallel 2 {steady_two:.0f}; "
-              f"speed-up {ratio:.2f}x; target >= 1.8x: {'yes' if ratio >= 1.8 else 'NO'}")
+              f"speed-up {steady:.2f}x; >= 1.8x: {'yes' if steady >= 1.8 else 'NO'} (for comparison only)")
         print(f"median seconds a trial spent in its worker: {inside_one:.2f} alone, {inside_two:.2f} two at a time "
               f"(the machine's share: two trials on two cores beside Ray and the driver)")
 
