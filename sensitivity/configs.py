@@ -10,7 +10,8 @@ import yaml
 
 from sensitivity.spec import TrialSpec
 
-ENTRY_KEYS = {"name", "framework", "dataset", "source", "config", "ignored", "not_reproduced", "note", "notes"}
+ENTRY_KEYS = {"name", "framework", "runs_on", "dataset", "source", "config", "original_model", "caffe_files", "ignored",
+              "not_reproduced", "note", "notes"}
 
 
 class ConfigError(ValueError):

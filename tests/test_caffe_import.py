@@ -259,6 +259,8 @@ def test_import_caffe_entry_is_a_defaults_table_entry(tmp_path):
     pasted = load_table(tmp_path / "table.yaml")[0]
     shipped = {e.name: e for e in load_table()}["caffe-cifar10-quick"]
     assert pasted.config == shipped.config and pasted.config["stepvalues"] == [4000]
+    (tmp_path / "entry.yaml").write_text(proc.stdout)  # trial --config runs an entry too
+    assert load_config(tmp_path / "entry.yaml") == {**shipped.config, "stepvalues": (4000,), "dataset": "cifar10"}
     assert run_cli("import-caffe", str(CAFFE / "lenet_solver.prototxt"), "--entry", "x").returncode == 2
 
 
