@@ -57,9 +57,10 @@ def cross_entropy(logits: np.ndarray, y: np.ndarray) -> float:
     return float(-log_probs[np.arange(len(y)), y].mean())
 
 
-def loss_and_grads(model: ModelSpec, weights: list, x: np.ndarray, y: np.ndarray):
+def loss_and_grads(model: ModelSpec, weights: list, x: np.ndarray, y: np.ndarray, magnitudes: bool = False):
     """Mean cross-entropy, its gradients [(d_kernel, d_bias)] and its gradient with respect to the
-    input (shaped as x), for a Flatten/Dense/ReLU model."""
+    input (shaped as x), for a Flatten/Dense/ReLU model. With `magnitudes`, also the sums of the absolute
+    terms that make each gradient [(|in|' |delta|, sum |delta|)]: the scale of its rounding error."""
     h = np.asarray(x, np.float64).reshape(len(x), -1)
     activations, params = [], iter(weights)
     for layer in model.layers:
@@ -78,11 +79,14 @@ def loss_and_grads(model: ModelSpec, weights: list, x: np.ndarray, y: np.ndarray
     delta = probs
     delta[np.arange(len(y)), y] -= 1.0
     delta /= len(y)
-    grads = []
+    grads, sizes = [], []
     for kind, inputs, kernel in reversed(activations):
         if kind == "dense":
             grads.append((inputs.T @ delta, delta.sum(axis=0)))
+            sizes.append((np.abs(inputs).T @ np.abs(delta), np.abs(delta).sum(axis=0)))
             delta = delta @ kernel.T
         else:
             delta = delta * (inputs > 0)
+    if magnitudes:
+        return loss, grads[::-1], delta.reshape(np.shape(x)), sizes[::-1]
     return loss, grads[::-1], delta.reshape(np.shape(x))

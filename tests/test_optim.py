@@ -16,20 +16,32 @@ def spec(**kw):
     return TrialSpec(framework="torch", dataset="digits", **kw)
 
 
-@pytest.mark.parametrize("policy, extra, it, expected", [
-    ("fixed", {}, 7, 0.1),
-    ("step", {"gamma": 0.5, "stepsize": 3}, 7, 0.1 * 0.5 ** 2),
-    ("multistep", {"gamma": 0.1, "stepvalues": (2, 5)}, 1, 0.1),
-    ("multistep", {"gamma": 0.1, "stepvalues": (2, 5)}, 2, 0.01),
-    ("multistep", {"gamma": 0.1, "stepvalues": (2, 5)}, 9, 0.001),
-    ("inv", {"gamma": 1e-4, "power": 0.75}, 9, 0.1 * (1 + 1e-4 * 9) ** -0.75),
-    ("exp", {"gamma": 0.9}, 4, 0.1 * 0.9 ** 4),
-    ("cosine", {}, 5, 0.1 * 0.5 * (1 + math.cos(math.pi * 5 / 10))),
-])
-def test_lr_policies_follow_caffe_per_step(policy, extra, it, expected):
-    rates = lr_schedule(spec(lr=0.1, lr_policy=policy, **extra), 10)
-    assert rates[0] == pytest.approx(0.1)
-    assert rates[it] == pytest.approx(expected, rel=1e-12)
+def caffe_rate(policy, it, base=0.1, gamma=0.5, power=0.75, stepsize=3, stepvalues=(2, 5), total=12):
+    """SGDSolver::GetLearningRate of Caffe's sgd_solver.cpp, one iteration at a time (cosine: SGDR's)."""
+    if policy == "fixed":
+        return base
+    if policy == "step":
+        return base * gamma ** (it // stepsize)
+    if policy == "multistep":
+        current_step = 0  # Caffe advances it while it >= stepvalue[current_step]
+        while current_step < len(stepvalues) and it >= stepvalues[current_step]:
+            current_step += 1
+        return base * gamma ** current_step
+    if policy == "inv":
+        return base * (1 + gamma * it) ** -power
+    if policy == "exp":
+        return base * gamma ** it
+    return base * 0.5 * (1 + math.cos(math.pi * it / total))
+
+
+@pytest.mark.parametrize("policy", ["fixed", "step", "multistep", "inv", "exp", "cosine"])
+def test_lr_policies_follow_caffe_at_every_step(policy):
+    """Every iteration, the change points of step (3, 6, 9) and multistep (2, 5) included."""
+    rates = lr_schedule(spec(lr=0.1, lr_policy=policy, gamma=0.5, power=0.75, stepsize=3, stepvalues=(2, 5)), 12)
+    expected = [caffe_rate(policy, it) for it in range(12)]
+    np.testing.assert_allclose(rates, expected, rtol=1e-12)
+    if policy in ("step", "multistep"):
+        assert len(set(rates.tolist())) == (4 if policy == "step" else 3)
 
 
 def test_caffe_lenet_inv_schedule_at_10000_iterations():

@@ -45,14 +45,13 @@ def _close(actual, expected, rtol=1e-4):
     np.testing.assert_allclose(actual, expected, rtol=rtol, atol=1e-5 * scale)
 
 
-def _close_adaptive(actual, expected, max_step):
-    """Adam and RMSprop divide by the gradient's own size, so a gradient that is float32 noise around
-    zero can take a full step either way: all but 0.1% of the weights agree to the usual tolerance,
-    and none differs by more than the largest possible update."""
-    scale = np.max(np.abs(expected))
-    off = ~np.isclose(actual, expected, rtol=1e-4, atol=1e-5 * scale)
-    assert off.mean() < 1e-3, f"{off.sum()} of {off.size} weights differ"
-    assert np.max(np.abs(actual - expected)) <= max_step
+def _close_adaptive(actual, expected, noisy, max_step):
+    """Adam and RMSprop divide a gradient by its own size, so where a gradient is within float32 rounding
+    of zero (`noisy`), float32 arithmetic may step either way: those weights may differ by at most the
+    largest possible update; every other weight agrees to the usual tolerance."""
+    assert noisy.mean() < 0.02, f"{noisy.sum()} of {noisy.size} gradients near zero: choose other data"
+    _close(actual[~noisy], expected[~noisy])
+    assert np.max(np.abs(actual - expected), initial=0) <= max_step
 
 
 @pytest.fixture(params=AVAILABLE)
@@ -80,11 +79,12 @@ class TestAdapterContract:
             np.testing.assert_array_equal(b, b0)
 
     @pytest.mark.parametrize("optimizer", ["sgd", "momentum", "nesterov", "adam", "rmsprop"])
-    @pytest.mark.parametrize("policy", ["fixed", "step", "inv", "cosine"])
+    @pytest.mark.parametrize("policy", ["fixed", "step", "multistep", "inv", "exp", "cosine"])
     def test_steps_follow_canonical_optimizer(self, framework, optimizer, policy):
+        """Two epochs of three steps (state carried between epochs), weight decay, a rate that changes."""
         lr = 0.001 if optimizer in ("adam", "rmsprop") else 0.05
         overrides = dict(optimizer=optimizer, lr=lr, momentum=0.9, weight_decay=0.01, lr_policy=policy,
-                         gamma=0.5, stepsize=2, power=0.75)
+                         gamma=0.5, stepsize=2, power=0.75, stepvalues=(2, 4))
         adapter, model, weights = _build(framework, "mlp", **overrides)
         rng = np.random.default_rng(2)
         x = rng.random((48, 1, 4, 4), dtype=np.float32)
@@ -93,20 +93,25 @@ class TestAdapterContract:
         adapter.compile(8)
         order = rng.permutation(48).reshape(6, 8)
         rates = lr_schedule(TrialSpec(framework=framework, dataset="digits", **overrides), 6)
-        stats = adapter.train_epoch(order, rates)
-        assert stats.steps == 6 and not stats.diverged
+        for epoch in (slice(0, 3), slice(3, 6)):
+            stats = adapter.train_epoch(order[epoch], rates[epoch])
+            assert stats.steps == 3 and not stats.diverged
 
         expected = [np.asarray(a, np.float64) for pair in weights for a in pair]
         state = init_state(optimizer, expected)
+        noisy = [np.zeros(a.shape, bool) for a in expected]
         for step, idx in enumerate(order):
             pairs = [tuple(expected[i:i + 2]) for i in range(0, len(expected), 2)]
-            _, grads, _ = reference.loss_and_grads(model, pairs, x[idx], y[idx])
+            _, grads, _, sizes = reference.loss_and_grads(model, pairs, x[idx], y[idx], magnitudes=True)
             flat = [g for pair in grads for g in pair]
+            for near_zero, g, w, terms in zip(noisy, flat, expected, [s for pair in sizes for s in pair]):
+                # float32 rounds the gradient to about 1e-6 of its terms' sum: a gradient (L2 term included)
+                near_zero |= np.abs(g + 0.01 * w) < 1e-3 * terms  # below 1e-3 of it is rounding-sensitive
             expected = reference_step(optimizer, expected, flat, state, rates[step], 0.9, 0.01)
         actual = [a for pair in adapter.get_weights() for a in pair]
-        for a, e in zip(actual, expected):
+        for a, e, near_zero in zip(actual, expected, noisy):
             if optimizer in ("adam", "rmsprop"):
-                _close_adaptive(a, e, max_step=lr * 10 * len(order))
+                _close_adaptive(a, e, near_zero, max_step=lr * 10 * len(order))
             else:
                 _close(a, e)
 
