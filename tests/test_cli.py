@@ -143,10 +143,13 @@ def test_timeout_exit_1_with_readable_summary():
 def test_frameworks_lists_every_framework_with_version():
     proc = sensitivity("frameworks")
     assert proc.returncode == 0
+    required = os.environ.get("SENSITIVITY_REQUIRE_ALL_FRAMEWORKS") == "1"  # CI: every framework, both envs
     for name in frameworks.FRAMEWORKS:
         line = next(row for row in proc.stdout.splitlines() if row.startswith(name + " "))
-        if frameworks.importable(name):
-            assert line.rstrip().endswith("yes")
+        if frameworks.importable(name) or required:
+            assert line.split()[3] == "yes", line
+    assert "yes (--backend tensorflow|jax|torch)" in next(row for row in proc.stdout.splitlines()
+                                                       if row.startswith("keras "))
     caffe = next(row for row in proc.stdout.splitlines() if row.startswith("caffe "))
     assert "configuration only" in caffe
 

@@ -23,7 +23,8 @@ def _cmd_frameworks(args) -> int:
     print(f"{'framework':<12} {'environment':<12} {'version':<12} usable")
     for name, info in frameworks.FRAMEWORKS.items():
         version, usable, why = frameworks.probe(name)
-        print(f"{name:<12} {info.env:<12} {version or '-':<12} {'yes' if usable else 'no: ' + why}")
+        backends = f" (--backend {'|'.join(info.backends)})" if info.backends and usable else ""
+        print(f"{name:<12} {info.env:<12} {version or '-':<12} {'yes' + backends if usable else 'no: ' + why}")
     for name, why in frameworks.CONFIGURATION_ONLY.items():
         print(f"{name:<12} {'-':<12} {'-':<12} no: {why}")
     return EXIT_OK

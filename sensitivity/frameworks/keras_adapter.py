@@ -45,6 +45,7 @@ def _backend_version() -> str:
 
 class KerasAdapter:
     name = "keras"
+    backend = BACKEND  # recorded in the result's spec and env
 
     def version(self) -> str:
         return f"{keras.__version__} ({BACKEND} backend {_backend_version()})"

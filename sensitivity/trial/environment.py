@@ -52,6 +52,7 @@ def describe(spec, adapter, threads: int, model_name: str, gpu_name=None) -> dic
     return {
         **machine(spec),
         "framework_version": adapter.version(),
+        "backend": getattr(adapter, "backend", None),
         "model": model_name,
         "init": spec.init,
         "python": platform.python_version(),

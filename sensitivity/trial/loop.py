@@ -59,6 +59,8 @@ def run(spec: TrialSpec, data: Dataset, model_name: str, emit: Callable[[dict], 
     total_steps = spec.iterations or steps * spec.epochs
     epochs = math.ceil(total_steps / steps)
     rates = lr_schedule(spec, total_steps)
+    if getattr(adapter, "backend", None):  # a multi-backend framework: record the backend that ran
+        spec = spec.model_copy(update={"backend": adapter.backend})
     result = TrialResult(status="ok", spec=spec.model_dump(), steps=0,
                          params=model.param_count(data.input_shape, data.classes))
     train_time, loss = 0.0, None

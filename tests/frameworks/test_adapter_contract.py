@@ -1,8 +1,12 @@
 """One contract, run against every adapter importable here: same model, same numbers, same semantics."""
+import os
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
-from sensitivity import frameworks, reference
+from sensitivity import envs, frameworks, reference
 from sensitivity.models import MODELS, Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, get_model, init_weights
 from sensitivity.optim import init_state, lr_schedule, reference_step
 from sensitivity.spec import TrialSpec
@@ -52,6 +56,15 @@ def _close_adaptive(actual, expected, noisy, max_step):
     assert noisy.mean() < 0.02, f"{noisy.sum()} of {noisy.size} gradients near zero: choose other data"
     _close(actual[~noisy], expected[~noisy])
     assert np.max(np.abs(actual - expected), initial=0) <= max_step
+
+
+@pytest.mark.contract
+@pytest.mark.skipif(os.environ.get("SENSITIVITY_REQUIRE_ALL_FRAMEWORKS") != "1",
+                    reason="CI sets SENSITIVITY_REQUIRE_ALL_FRAMEWORKS=1: no adapter may drop out of the contract")
+def test_every_framework_of_this_environment_is_under_contract():
+    here = Path(sys.prefix).name  # .venv or .venv-legacy
+    expected = [name for name, info in frameworks.FRAMEWORKS.items() if envs.VENV_DIRS[info.env] == here]
+    assert expected and AVAILABLE == expected, f"{here}: {sorted(set(expected) - set(AVAILABLE))} not importable"
 
 
 @pytest.fixture(params=AVAILABLE)
@@ -122,6 +135,24 @@ class TestAdapterContract:
         y = rng.integers(0, 10, 6).astype(np.int64)
         _, _, grad_of_mean = reference.loss_and_grads(model, weights, x, y)
         _close(adapter.input_gradient(x, y), grad_of_mean * len(y))  # the adapter's is of the sum
+
+    def test_lenet_input_gradient_equals_finite_differences(self, framework):
+        """Through convolutions and Caffe's max pooling: the adapter's input gradient at 40 pixels against
+        central differences of the float64 reference's summed loss, the same yardstick for every framework."""
+        adapter, model, weights = _build(framework, "lenet5")
+        rng = np.random.default_rng(6)
+        x, y = rng.random((2, 1, 28, 28), dtype=np.float32), np.array([3, 7])
+        grad = adapter.input_gradient(x, y)
+        pixels = [(n, 0, *rng.integers(4, 24, 2)) for n in (0, 1) for _ in range(20)]
+        numeric = []
+        for pixel in pixels:
+            plus, minus = x.astype(np.float64), x.astype(np.float64)
+            plus[pixel] += 1e-5
+            minus[pixel] -= 1e-5
+            numeric.append(len(y) * (reference.cross_entropy(reference.forward(model, weights, plus), y)
+                                     - reference.cross_entropy(reference.forward(model, weights, minus), y)) / 2e-5)
+        assert np.abs(numeric).max() > 0
+        np.testing.assert_allclose([grad[p] for p in pixels], numeric, rtol=1e-3, atol=1e-3 * np.abs(numeric).max())
 
     def test_non_finite_loss_stops_the_epoch(self, framework):
         adapter, _, _ = _build(framework, "mlp")

@@ -24,13 +24,15 @@ def _adapter(model, shape, seed=0, weights="neutral", **spec):
     return adapter, initial
 
 
+@pytest.mark.timeout(900)
 @pytest.mark.parametrize("backend", ["jax", "torch"])
 def test_contract_and_these_checks_pass_under_other_backends(backend):
-    """The in-process tests here and the contract run on the default backend (tensorflow)."""
+    """The in-process tests here and the contract run on the default backend (tensorflow); the LeNet
+    comparisons across frameworks include Keras on this backend too."""
     tests = ["tests/frameworks/test_adapter_contract.py", "tests/frameworks/test_keras_adapter.py"]
     out = subprocess.run(
         [sys.executable, "-m", "pytest", *tests, "-q", "-p", "no:cacheprovider", "-W", "ignore::DeprecationWarning",
-         "-k", "keras and not other_backends and not end_to_end and not deferred"],
+         "-k", "(keras or across_frameworks) and not other_backends and not end_to_end and not deferred"],
         cwd=envs.REPO_ROOT, capture_output=True, text=True, timeout=900,
         env=envs.worker_environ("modern", {"KERAS_BACKEND": backend}))
     assert out.returncode == 0 and " passed" in out.stdout, out.stdout[-3000:] + out.stderr[-2000:]
@@ -41,12 +43,14 @@ def test_contract_and_these_checks_pass_under_other_backends(backend):
 def test_end_to_end_trial_on_each_backend(backend):
     from sensitivity.trial.runner import run_trial
 
-    result = run_trial(TrialSpec(framework=FRAMEWORK, backend=backend, dataset="digits", batch_size=32, lr=0.05,
-                                 optimizer="momentum", momentum=0.9, epochs=3, threads=1))
+    result = run_trial(TrialSpec(framework=FRAMEWORK, backend=None if backend == "tensorflow" else backend,
+                                 dataset="digits", batch_size=32, lr=0.05, optimizer="momentum", momentum=0.9,
+                                 epochs=3, threads=1))
     assert result.status == "ok", result.reason + result.stderr_tail
     assert result.accuracy > 0.85
     assert result.env["framework_version"].startswith("3.") and f"({backend} backend " in \
         result.env["framework_version"]
+    assert result.spec["backend"] == result.env["backend"] == backend  # also when the spec left it to the default
 
 
 def test_a_trial_for_another_backend_is_refused_with_a_clear_error():
