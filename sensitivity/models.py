@@ -62,8 +62,10 @@ class ModelSpec:
     def shapes(self, input_shape: tuple) -> list:
         """Output shape (without batch) after each layer; raises ValueError when a layer does not fit."""
         shape, out = tuple(input_shape), []
-        for layer in self.layers:
+        for i, layer in enumerate(self.layers):
             shape = _output_shape(layer, shape)
+            if any(n <= 0 for n in shape):
+                raise ValueError(f"layer {i} ({type(layer).__name__}) would output {shape}")
             out.append(shape)
         return out
 

@@ -66,3 +66,8 @@ def test_nhwc_dense_rows_matches_a_flatten_of_nhwc():
 def test_unknown_model_names_the_allowed():
     with pytest.raises(KeyError, match="lenet5"):
         get_model("resnet")
+
+
+def test_shapes_refuses_a_layer_that_would_output_nothing():
+    with pytest.raises(ValueError, match=r"layer 2 \(Conv\) would output \(50, -2, -2\)"):
+        get_model("lenet5").shapes((1, 8, 8))
