@@ -11,9 +11,13 @@ momentum 0.9, lr 0.05 fixed, the same intra- and inter-op threads) from the same
            tensorflow: tf.Variables, tf.nn ops (NHWC), a @tf.function step called from a Python loop over
              a tf.data pipeline built once (from_tensor_slices, shuffle, batch(64, drop_remainder=True),
              prefetch); momentum SGD as assign ops (v = mu*v - lr*g; w += v), as Keras' SGD does;
-           keras, jax, mxnet, chainer, theano: see scripts/plain_loops.py (Keras' fit, optax with a jitted
-             step, a Gluon Trainer, Chainer's MomentumSGD, a Theano function with givens); pytensor has none.
-Legacy-environment frameworks run in a child under that environment's interpreter.
+           keras, jax, mxnet, chainer, theano, pytensor: see scripts/plain_loops.py (Keras' fit, optax with a
+             jitted step, a Gluon Trainer, Chainer's MomentumSGD, a Theano function with givens, and the same
+             on PyTensor with im2col convolution and strided-slice max pooling built from its array ops).
+Keras is benched once per backend: `keras` on tensorflow, `keras-jax` and `keras-torch` on the others, each in
+its own child started with KERAS_BACKEND set (Keras reads it once, at import) and TrialSpec.backend to match;
+the plain Keras loop in that child runs on the same backend. Legacy-environment frameworks run in a child
+under that environment's interpreter.
 One untimed warm-up epoch each, then timed runs alternate adapter, plain, ... (--repeats pairs); a pair during
 which other processes kept more than --max-others cores busy is run again (up to 3x). Printed: medians in
 s/epoch, their ratio (target <= 1.10), all runs, setup and compile costs, and a learning check (the loss
@@ -134,8 +138,32 @@ def _with_settings(cls):
 
 PLAIN = {"torch": PlainTorch, "tensorflow": PlainTensorflow,
          **{name: _with_settings(cls) for name, cls in MORE_PLAIN.items()}}
-NO_PLAIN = {"pytensor": "no plain loop: PyTensor has no convolution op, so a hand-written LeNet would be the "
-                        "adapter's own im2col graph"}
+NO_PLAIN: dict = {}  # framework -> why it has no plain loop (every framework has one now)
+
+
+def entry(name: str) -> tuple:
+    """A bench entry's (framework, backend): 'keras' runs on Keras' default backend (tensorflow), 'keras-jax'
+    and 'keras-torch' on the others; frameworks without backends have None."""
+    from sensitivity.frameworks import FRAMEWORKS
+    framework, _, backend = name.partition("-")
+    info = FRAMEWORKS.get(framework)
+    if info is None or (backend and backend not in info.backends[1:]):
+        raise ValueError(f"unknown bench entry {name!r}")
+    return framework, backend or (info.backends[0] if info.backends else None)
+
+
+def known_entries() -> list:
+    """Every bench entry name: the frameworks, and keras-<backend> for Keras' other backends."""
+    from sensitivity.frameworks import FRAMEWORKS
+    return [n if i == 0 else f"{n}-{b}" for n, info in FRAMEWORKS.items()
+            for i, b in enumerate(info.backends or (None,))]
+
+
+def default_entries() -> list:
+    """The entries whose framework and backend (a framework too: tensorflow, jax, torch) are usable."""
+    from sensitivity import frameworks
+    usable = {n: frameworks.probe(n)[1] for n in frameworks.FRAMEWORKS}
+    return [n for n in known_entries() if all(usable.get(part, True) for part in entry(n) if part)]
 
 
 def other_load() -> float:
@@ -153,17 +181,18 @@ def bench(name: str, args) -> dict:
     from sensitivity.spec import TrialSpec
     x, y, x_test, y_test, source = load_data()
     steps = len(y) // BATCH
-    spec = TrialSpec(framework=name, dataset="mnist5k", batch_size=BATCH, lr=LR, optimizer="momentum",
-                     momentum=MOMENTUM, lr_policy="fixed", seed=SEED, threads=args.threads)
+    framework, backend = entry(name)
+    spec = TrialSpec(framework=framework, backend=backend, dataset="mnist5k", batch_size=BATCH, lr=LR,
+                     optimizer="momentum", momentum=MOMENTUM, lr_policy="fixed", seed=SEED, threads=args.threads)
     model = get_model("lenet5").resolve(10)
     weights = init_weights(model, x.shape[1:], 10, SEED)
     tick = time.perf_counter
     t0 = tick()
-    adapter = frameworks.load_adapter(name)  # imports the framework
+    adapter = frameworks.load_adapter(framework)  # imports the framework (keras: on KERAS_BACKEND's backend)
     t1 = tick()
     adapter.setup(args.threads, "cpu", SEED)  # first: thread settings some frameworks read at import
     t2 = tick()
-    plain = PLAIN[name](args.threads, weights, x, y)
+    plain = PLAIN[framework](args.threads, weights, x, y)
     t3 = tick()
     adapter.build(model, x.shape[1:], 10, weights, spec)
     adapter.set_data(x, y)
@@ -203,11 +232,16 @@ def bench(name: str, args) -> dict:
 
 
 def run_child(name: str, argv: list) -> dict:
-    """One framework per process: thread settings are process-wide and frameworks should not share one."""
+    """One framework (and backend) per process: thread settings are process-wide, frameworks should not share
+    one, and Keras reads KERAS_BACKEND once, at import."""
+    from types import SimpleNamespace
+
     from sensitivity import datasets, envs, frameworks
-    env = frameworks.FRAMEWORKS[name].env  # legacy frameworks run under the legacy interpreter
+    framework, backend = entry(name)
+    env = frameworks.FRAMEWORKS[framework].env  # legacy frameworks run under the legacy interpreter
+    variables = frameworks.worker_variables(SimpleNamespace(framework=framework, backend=backend))
     cmd = [str(envs.interpreter(env)), os.path.abspath(__file__), *argv, "--child", name]
-    child_env = dict(envs.worker_environ(env), BENCH_DATA=str(datasets.prepare("mnist5k")))
+    child_env = dict(envs.worker_environ(env, variables), BENCH_DATA=str(datasets.prepare("mnist5k")))
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, env=child_env, text=True)
     if proc.returncode:
         return {"framework": name, "error": f"child exited {proc.returncode}"}
@@ -218,32 +252,33 @@ def report(results: list, args) -> None:
     ok = [r for r in results if "error" not in r]
     print(f"\nLeNet-5, batch {BATCH}, momentum {MOMENTUM}, lr {LR}, threads {args.threads}, data from "
           f"{ok[0]['data'] if ok else '-'}; medians of interleaved runs of {args.epochs_per_run} epoch(s), s/epoch")
-    print(f"{'framework':<11}{'adapter':>8}{'plain':>8}{'ratio':>7}  <=1.10  others (dropped)  runs adapter / plain")
+    print(f"{'framework':<13}{'adapter':>8}{'plain':>8}{'ratio':>7}  <=1.10  others (dropped)  runs adapter / plain")
     for r in (r for r in results if "error" in r):
-        print(f"{r['framework']:<11}{r['error']}")
+        print(f"{r['framework']:<13}{r['error']}")
     for r in ok:
         a, p = (float(np.median(r["times"][k])) for k in ("adapter", "plain"))
         runs = " / ".join(" ".join(f"{t:.3f}" for t in r["times"][k]) for k in ("adapter", "plain"))
         verdict = ("yes" if a / p <= TARGET else "NO") + ("?" if r["others"] > args.max_others else "")
-        print(f"{r['framework']:<11}{a:8.3f}{p:8.3f}{a / p:7.2f}  {verdict:<6}  {r['others']:4.2f} cores "
+        print(f"{r['framework']:<13}{a:8.3f}{p:8.3f}{a / p:7.2f}  {verdict:<6}  {r['others']:4.2f} cores "
               f"({r['dropped']})  {runs}")
     if any(r["others"] > args.max_others for r in ok):
         print(f"?: never {args.repeats} pairs with others under {args.max_others} cores; all runs used, unreliable")
     print("\nsetup and compile, untimed above (s)")
     for r in ok:
-        print(f"{r['framework']:<11}{r['version']}: " + ", ".join(f"{k} {v:.2f}" for k, v in r["costs"].items()))
+        print(f"{r['framework']:<13}{r['version']}: " + ", ".join(f"{k} {v:.2f}" for k, v in r["costs"].items()))
     print("\nlearning check: mean loss of the warm-up epoch -> the last epoch; accuracy on the 1,000 test samples")
     for r in ok:
         for kind in ("adapter", "plain"):
             first, last, acc = r["losses"][kind][0], r["losses"][kind][-1], r["accuracy"][kind]
             verdict = "learned" if last < first and acc > MIN_ACCURACY else "DID NOT LEARN"
-            print(f"{r['framework']:<11}{kind:<8} loss {first:.4f} -> {last:.4f}, accuracy {acc:.3f} after "
+            print(f"{r['framework']:<13}{kind:<8} loss {first:.4f} -> {last:.4f}, accuracy {acc:.3f} after "
                   f"{len(r['losses'][kind])} epochs of {r['steps']} steps: {verdict}")
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--frameworks", help="comma-separated (default: every importable framework)")
+    parser.add_argument("--frameworks", help="comma-separated bench entries: framework names, keras meaning its "
+                        "tensorflow backend, keras-jax and keras-torch the others (default: every usable one)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--epochs-per-run", type=int, default=1)
     parser.add_argument("--threads", type=int, default=2)
@@ -255,11 +290,14 @@ def main(argv=None) -> int:
     if args.child:
         print(json.dumps(bench(args.child, args)))
         return 0
-    from sensitivity import frameworks
-    names = args.frameworks.split(",") if args.frameworks else [n for n in frameworks.FRAMEWORKS
-                                                                 if frameworks.probe(n)[1]]
-    results = [run_child(n, argv) if n in PLAIN else {"framework": n, "error": NO_PLAIN.get(n, "no plain loop")}
-               for n in names]
+    names = args.frameworks.split(",") if args.frameworks else default_entries()
+    for name in names:
+        try:
+            entry(name)
+        except ValueError as exc:
+            parser.error(f"{exc}; one of {', '.join(known_entries())}")
+    results = [run_child(n, argv) if entry(n)[0] in PLAIN else
+               {"framework": n, "error": NO_PLAIN.get(entry(n)[0], "no plain loop")} for n in names]
     report(results, args)
     return 1 if any("child exited" in r.get("error", "") for r in results) else 0
 

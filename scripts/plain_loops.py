@@ -199,4 +199,60 @@ class PlainTheano:
         return self.forward(x)
 
 
-PLAIN = {"keras": PlainKeras, "jax": PlainJax, "mxnet": PlainMxnet, "chainer": PlainChainer, "theano": PlainTheano}
+class PlainPytensor:
+    """The Theano tutorials' way on PyTensor: shared weights and data, one compiled step whose `updates` are
+    momentum SGD, the batch picked with `givens`. PyTensor has no convolution or pooling op, so the
+    convolution is im2col from array ops (k*k shifted slices stacked, then one tensordot) and 2x2 pooling
+    the elementwise maximum of the four strided slices (a reshape to (N, C, H/2, 2, W/2, 2) and a max over
+    the pairs took 12-17 s per epoch against 3.3 s in back-to-back runs here). Mode "CVM", the C backend, as
+    the adapter uses: the default numba backend took 771 s to compile LeNet and ran slower steps there
+    (sensitivity/frameworks/pytensor_adapter.py).
+    """
+
+    def __init__(self, threads, weights, x, y, batch, lr, momentum):
+        import pytensor
+        import pytensor.tensor as pt
+        pytensor.config.floatX = "float32"
+        self.params = [pytensor.shared(a.astype("float32")) for pair in weights for a in pair]
+        k1, b1, k2, b2, k3, b3, k4, b4 = self.params
+        inputs, labels, index = pt.tensor4("x", dtype="float32"), pt.lvector("y"), pt.lvector("i")
+
+        def conv(h, kernel, bias, size):  # valid correlation, stride 1, of (N, C, size, size) images
+            out_channels, channels, k, _ = kernel.get_value().shape
+            o = size - k + 1
+            patches = pt.stack([h[:, :, i:i + o, j:j + o] for i in range(k) for j in range(k)], axis=2)
+            columns = patches.reshape((h.shape[0], channels * k * k, o * o))  # (N, C*k*k, o*o)
+            out = pt.tensordot(kernel.reshape((out_channels, channels * k * k)), columns, axes=[[1], [1]])
+            out = out.dimshuffle(1, 0, 2).reshape((h.shape[0], out_channels, o, o))
+            return out + bias.dimshuffle("x", 0, "x", "x")
+
+        def pool(h):  # 2x2, stride 2
+            return pt.maximum(pt.maximum(h[:, :, 0::2, 0::2], h[:, :, 0::2, 1::2]),
+                              pt.maximum(h[:, :, 1::2, 0::2], h[:, :, 1::2, 1::2]))
+
+        def forward(h):
+            h = pool(conv(pool(conv(h, k1, b1, 28)), k2, b2, 12))
+            h = pt.maximum(pt.dot(h.flatten(2), k3) + b3, 0)
+            return pt.dot(h, k4) + b4
+
+        probabilities = pt.special.softmax(forward(inputs), axis=1)
+        loss = -pt.mean(pt.log(probabilities)[pt.arange(labels.shape[0]), labels])
+        velocities = [pytensor.shared(np.zeros_like(p.get_value())) for p in self.params]
+        updates = []
+        for p, v, g in zip(self.params, velocities, pytensor.grad(loss, self.params)):
+            new_v = np.float32(momentum) * v - np.float32(lr) * g
+            updates += [(v, new_v), (p, p + new_v)]
+        self.x, self.y = pytensor.shared(x.astype("float32")), pytensor.shared(y.astype("int64"))
+        self.step = pytensor.function([index], loss, updates=updates,
+                                      givens={inputs: self.x[index], labels: self.y[index]}, mode="CVM")
+        self.forward = pytensor.function([inputs], forward(inputs), mode="CVM")
+
+    def epoch(self, order):
+        return float(np.mean([self.step(row) for row in order.astype("int64")]))
+
+    def logits(self, x):
+        return self.forward(x.astype("float32"))
+
+
+PLAIN = {"keras": PlainKeras, "jax": PlainJax, "mxnet": PlainMxnet, "chainer": PlainChainer, "theano": PlainTheano,
+         "pytensor": PlainPytensor}
