@@ -39,6 +39,8 @@ def add_parsers(commands) -> None:
                    help="neutral (default): the same numpy weights in every framework; framework: its own")
     p.add_argument("--device", help="cpu (default), gpu or gpu:N")
     p.add_argument("--data-dir", help="folder of official dataset files (default $SENSITIVITY_DATA_DIR)")
+    p.add_argument("--download", action="store_true", default=False,
+                   help="fetch a missing official dataset into the data folder first (pinned SHA-256 checked)")
     p.add_argument("--json", action="store_true", default=False, help="print the TrialResult as one JSON line")
     p.set_defaults(handler=_cmd_trial)
 
@@ -115,7 +117,7 @@ def _cmd_trial(args) -> int:
     except ValueError as exc:
         raise UsageError(f"sensitivity trial: --backend: {exc}")
     try:
-        path = datasets.prepare(spec.dataset, spec.data_dir)
+        path = datasets.prepare(spec.dataset, spec.data_dir, download=args.download)
     except datasets.DatasetError as exc:
         raise UsageError(f"sensitivity trial: --dataset {spec.dataset}: {exc}")
     try:

@@ -30,4 +30,4 @@ def find_files(dataset: str, folders: list[Path], required: Names, optional: Nam
     wanted = ", ".join(names[0] for names in required.values())
     raise DatasetError(
         f"{dataset}: no files found (looked for {wanted} in {', '.join(str(f) for f in folders)}); "
-        f"place the official files there or run `sensitivity datasets download {dataset}`")
+        f"place the official files there, run `sensitivity datasets download {dataset}`, or give a trial --download")

@@ -137,3 +137,18 @@ def test_pins_are_well_formed_and_land_where_the_loader_looks(name, data_dir):
     found = resolve(REGISTRY[name].files)(data_dir)
     written = {data_dir / r for pin in downloads.PINS[name] for r in (pin.extract or (pin.save_as,))}
     assert set(found.values()) == written
+
+
+def test_trial_download_fetches_a_missing_dataset_first(monkeypatch, data_dir, capsys):
+    """Without --download a missing set is a usage error that names the ways to get it; with it, the
+    official mirrors are asked (here they fail) before any worker starts."""
+    from sensitivity import cli
+
+    argv = ["trial", "--framework", "torch", "--dataset", "mnist", "--data-dir", str(data_dir)]
+    assert cli.main(argv) == 2
+    assert "give a trial --download" in capsys.readouterr().err
+    asked = serve(monkeypatch, {url: OSError("offline") for pin in downloads.PINS["mnist"] for url in pin.urls})
+    assert cli.main(argv + ["--download"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert asked and len(err.splitlines()) == 1 and "--dataset mnist" in err and "offline" in err, err
+    assert not any(data_dir.rglob("*"))
