@@ -14,15 +14,16 @@ because XLA:CPU runs convolution gradients inside a loop nine times slower (see 
   velocity (PyTorch's form) and optax's RMSprop puts epsilon inside the square root by default
   (eps_in_sqrt=True); optax's Adam matches but one rule set is clearer than two. lambda*w joins
   every gradient; each step's lr comes from the `lrs` array passed into the epoch.
-- Divergence: a flag in the carry; after the first non-finite loss the remaining steps change nothing
-  (skipped by `lax.cond` in the scan; on CPU no-ops, and dispatching stops at the next check, one host
-  sync per 16 steps); the epoch reports the steps taken, that one included.
+- Divergence: a flag in the carry; after the first non-finite loss the remaining steps are skipped by
+  `lax.cond` in the scan, or on CPU not counted, and dispatching stops at the next check (one host sync
+  per 16 steps); the epoch reports the steps taken, that one included.
 - Dropout keys: `jax.random.PRNGKey(seed)`, folded in per epoch and per step.
 Threads: XLA's CPU client sizes its thread pool from the CPUs the process may use, when jax first runs;
 this jaxlib has no thread-count flag (`intra_op_parallelism_threads` is a TensorFlow session option, not
 an XLA flag), and `XLA_FLAGS=--xla_cpu_multi_thread_eigen=false`, read only if set before jax starts,
 left the thread count (17) and the time of a 2000x2000 matmul unchanged here. So `threads` takes no
-effect; limit a jax worker's cores from outside (taskset, or the scheduler's CPU affinity).
+effect (the result records threads as null); limit a jax worker's cores from outside (taskset, or the
+scheduler's CPU affinity).
 """
 from __future__ import annotations
 
@@ -75,6 +76,8 @@ class JaxAdapter:
     def version(self) -> str:
         import flax
         return f"{jax.__version__} (flax {flax.__version__}, {jax.default_backend()})"
+
+    controls_threads = False  # see the module's docstring
 
     def setup(self, threads: int, device: str, seed: int) -> None:
         self.device = jax.devices("cpu")[0] if device == "cpu" else jax.devices("gpu")[int(device[4:] or 0)]
@@ -225,9 +228,11 @@ def _canonical_update(kind: str, mu: float, wd: float, params, grads, state: dic
 
 
 def _make_step(graph, kind: str, mu: float, wd: float):
-    """One step on the carry (params, opt, total, steps, finite): batch order[i] at rate lrs[i]. Once a
-    loss was non-finite (finite False) it changes nothing; the step that saw it counts but does not update.
-    Selects, not lax.cond: XLA:CPU emits convolutions inside a conditional (or loop) body as slow loops."""
+    """One step on the carry (params, opt, total, steps, finite): batch order[i] at rate lrs[i]. The step
+    that sees the first non-finite loss counts (finite turns False) and later ones are not counted; the
+    updates are not masked (selects over every weight cost 7% of a LeNet epoch on CPU, and lax.cond makes
+    XLA:CPU emit the convolutions as slow loops): by then the weights are not finite anyway, as in the
+    other adapters, and dispatching stops at the next check (train_epoch) or the scan skips the rest."""
     def loss_fn(params, xb, yb, key):
         logits = nnx.merge(graph, params)(xb, rngs=nnx.Rngs(dropout=key))
         return optax.softmax_cross_entropy_with_integer_labels(logits, yb).mean()
@@ -237,11 +242,9 @@ def _make_step(graph, kind: str, mu: float, wd: float):
     def step(carry, x, y, order, lrs, key, i):
         params, opt, total, steps, finite = carry
         loss, grads = grad_fn(params, x[order[i]], y[order[i]], jax.random.fold_in(key, i))
-        update = finite & jnp.isfinite(loss)
         new_params, new_opt = _canonical_update(kind, mu, wd, params, grads, opt, lrs[i])
-        keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(update, a, b), new, old)  # noqa: E731
-        return (keep(new_params, params), keep(new_opt, opt), jnp.where(finite, total + loss, total),
-                steps + finite.astype(jnp.int32), update)
+        return (new_params, new_opt, jnp.where(finite, total + loss, total), steps + finite.astype(jnp.int32),
+                finite & jnp.isfinite(loss))
 
     return step
 
