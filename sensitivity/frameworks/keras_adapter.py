@@ -46,6 +46,7 @@ def _backend_version() -> str:
 class KerasAdapter:
     name = "keras"
     backend = BACKEND  # recorded in the result's spec and env
+    controls_threads = BACKEND != "jax"  # jax has no thread-count setting (see jax_adapter)
 
     def version(self) -> str:
         return f"{keras.__version__} ({BACKEND} backend {_backend_version()})"

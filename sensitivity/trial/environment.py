@@ -58,7 +58,7 @@ def describe(spec, adapter, threads: int, model_name: str, gpu_name=None) -> dic
         "python": platform.python_version(),
         "numpy": np.__version__,
         "interpreter": sys.executable,
-        "threads": threads,
+        "threads": threads if getattr(adapter, "controls_threads", True) else None,  # None: not settable
         "gpu": gpu_name,
     }
 

@@ -88,3 +88,4 @@ def test_end_to_end_trial():
     assert result.status == "ok", result.reason + result.stderr_tail
     assert result.accuracy > 0.85
     assert result.env["framework_version"].startswith("0.") and "flax" in result.env["framework_version"]
+    assert result.env["threads"] is None  # jax cannot be given a thread count: none is claimed

@@ -51,6 +51,7 @@ def test_end_to_end_trial_on_each_backend(backend):
     assert result.env["framework_version"].startswith("3.") and f"({backend} backend " in \
         result.env["framework_version"]
     assert result.spec["backend"] == result.env["backend"] == backend  # also when the spec left it to the default
+    assert result.env["threads"] == (None if backend == "jax" else 1)
 
 
 def test_a_trial_for_another_backend_is_refused_with_a_clear_error():
