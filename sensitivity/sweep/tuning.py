@@ -88,6 +88,7 @@ def stop_ray() -> None:
 def run_tune(study, space, options, driver_id: str, missing: int) -> None:
     """Run the missing trials on the Ray that start_ray started or joined."""
     from ray import tune
+    from ray.tune.logger import JsonLoggerCallback
 
     from sensitivity.sweep import ray_processes
 
@@ -97,8 +98,8 @@ def run_tune(study, space, options, driver_id: str, missing: int) -> None:
 
     # a failed trial's result has no metric (never None, see dispatch): Tune must not insist on one
     os.environ["TUNE_DISABLE_STRICT_METRIC_CHECKING"] = "1"
-    # the study is the record: Tune's own CSV, JSON and TensorBoard loggers would only cost the driver
-    # (importing tensorboardX, which imports torch: 3 s; a file write per epoch of every trial)
+    # the study is the record: of Tune's own loggers only the JSON one, which Tune reads back when fit()
+    # ends; its TensorBoard logger imported tensorboardX, and so torch, into the driver (3 s)
     os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
     stop_watching = ray_processes.watch_local_ray() if not options.address else (lambda: None)
     searcher, started, reason = None, time.monotonic(), "the sweep was stopped"
@@ -118,6 +119,7 @@ def run_tune(study, space, options, driver_id: str, missing: int) -> None:
                                             reuse_actors=True, time_budget_s=options.time_budget),
                 run_config=tune.RunConfig(name=f"{study.study_name}-{driver_id}", verbose=0,
                                           storage_path=ray_processes.tune_dir(), log_to_file=True,
+                                          callbacks=[JsonLoggerCallback()],
                                           failure_config=tune.FailureConfig(max_failures=0)),
             )
             try:
