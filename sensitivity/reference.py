@@ -83,7 +83,8 @@ def loss_and_grads(model: ModelSpec, weights: list, x: np.ndarray, y: np.ndarray
     for kind, inputs, kernel in reversed(activations):
         if kind == "dense":
             grads.append((inputs.T @ delta, delta.sum(axis=0)))
-            sizes.append((np.abs(inputs).T @ np.abs(delta), np.abs(delta).sum(axis=0)))
+            if magnitudes:  # two more products per layer: only when asked
+                sizes.append((np.abs(inputs).T @ np.abs(delta), np.abs(delta).sum(axis=0)))
             delta = delta @ kernel.T
         else:
             delta = delta * (inputs > 0)
