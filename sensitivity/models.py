@@ -109,6 +109,20 @@ def pooled_size(size: int, kernel: int, stride: int, ceil: bool) -> int:
     return out
 
 
+def ceil_padding(layer: Pool, size: int) -> int:
+    """Padding at the end of an axis of `size` (bottom or right) after which a framework's floor-rounded
+    'valid' pooling gives Caffe's output size: what every framework without a ceil mode adds."""
+    out = pooled_size(size, layer.kernel, layer.stride, layer.ceil)
+    return max((out - 1) * layer.stride + layer.kernel - size, 0)
+
+
+def window_counts(layer: Pool, size: int) -> np.ndarray:
+    """How many in-image inputs each pooling window covers along an axis of `size`: Caffe's divisor of an
+    average at the edge (the kernel size inside the image)."""
+    starts = np.arange(pooled_size(size, layer.kernel, layer.stride, layer.ceil)) * layer.stride
+    return np.minimum(starts + layer.kernel, size) - starts
+
+
 def _output_shape(layer, shape: tuple) -> tuple:
     if isinstance(layer, Conv):
         if len(shape) != 3:
@@ -143,6 +157,17 @@ def init_weights(spec: ModelSpec, input_shape: tuple, classes: int, seed: int) -
         kernel = rng.uniform(-limit, limit, size=kernel_shape).astype(np.float32)
         weights.append((kernel, np.zeros(bias_shape, np.float32)))
     return weights
+
+
+def glorot_uniform(param_shapes: list, seed: int) -> list:
+    """The initialiser of Theano's deep-learning tutorials (PyTensor ships none and inherits it): kernels
+    uniform in +-sqrt(6/(fan_in+fan_out)) drawn by numpy's RandomState, biases zero, as float32."""
+    from sensitivity.semantics import fans
+    rng, out = np.random.RandomState(seed), []
+    for kernel_shape, bias_shape in param_shapes:
+        bound = math.sqrt(6.0 / sum(fans(kernel_shape)))
+        out.append((rng.uniform(-bound, bound, kernel_shape).astype(np.float32), np.zeros(bias_shape, np.float32)))
+    return out
 
 
 def nhwc_dense_rows(kernel: np.ndarray, chw: tuple) -> np.ndarray:

@@ -1,6 +1,8 @@
-"""The canonical training semantics, written once: learning-rate policies and a float64 numpy reference.
+"""The training formulas, written once: Caffe's learning-rate policies, the canonical float64 reference,
+and `rule_update`, the hand-written update of every `semantics.Rule` that the adapters run on their own
+tensors (canonical trials and ablation points; native trials run the frameworks' own classes).
 
-Adapters implement these formulas natively; the equivalence tests hold every adapter to `reference_step`.
+The canonical formulas (`reference_step`, written out plainly as the independent reference):
 - Weight decay is the L2 term (lambda/2)|w|^2 in the loss, so lambda*w joins the gradient.
 - Momentum keeps the rate inside the velocity: v = mu*v - lr*g; w += v (Caffe's form).
   Nesterov in the same form: v' = mu*v - lr*g; w += -mu*v + (1+mu)*v'.
@@ -84,30 +86,63 @@ def reference_step(optimizer: str, weights: list, grads: list, state: dict, lr: 
     return new
 
 
-def graph_updates(optimizer: str, weights: list, grads: list, lr, momentum, slots: tuple, sqrt) -> list:
-    """The canonical update as symbolic (variable, new value) pairs, for the graph frameworks (Theano,
-    PyTensor): `grads` include the L2 term; `slots` are the shared variables (v, s, t): velocities or
-    first moments, second moments, Adam's step; `sqrt` is the library's."""
-    velocities, squares, step = slots
-    updates = []
+def slot_names(optimizer: str) -> tuple:
+    """The state each weight keeps under `optimizer`: v (velocity, or Adam's first moment), s (a mean of
+    squared gradients)."""
+    return {"sgd": (), "momentum": ("v",), "nesterov": ("v",), "adam": ("v", "s"), "rmsprop": ("s",)}[optimizer]
+
+
+def rule_update(rule, optimizer: str, w, g, slots: dict, lr, momentum, weight_decay, t=1, sqrt=np.sqrt):
+    """One weight's update under a `semantics.Rule`, written with arithmetic operators and `sqrt` alone,
+    so that numpy (in float64: the reference of every rule), torch, TensorFlow, JAX, MXNet, Chainer, Keras
+    and the graph frameworks' symbolic variables all run the same formulas. `g` is the gradient of the
+    data loss, `slots` this weight's state (`slot_names`), `t` the step number from 1 (Adam's bias
+    correction). Returns (new weight, new slots)."""
+    mu = momentum
+    decays = not isinstance(weight_decay, (int, float)) or weight_decay != 0  # symbolic: always applied
+    if decays and rule.weight_decay == "l2":
+        g = g + weight_decay * w
+    base = w - (lr * weight_decay) * w if decays and rule.weight_decay == "decoupled" else w
+    if optimizer == "sgd":
+        return base - lr * g, {}
+    if optimizer in ("momentum", "nesterov"):
+        form = rule.momentum if optimizer == "momentum" else rule.nesterov
+        if form == "outside":  # b = mu*b + g; w -= lr*b (nesterov: w -= lr*(g + mu*b))
+            b = mu * slots["v"] + g
+            return base - lr * (b if optimizer == "momentum" else g + mu * b), {"v": b}
+        v = mu * slots["v"] - lr * g  # v = mu*v - lr*g
+        if optimizer == "momentum":
+            return base + v, {"v": v}
+        if form == "inside":  # w += mu*v - lr*g
+            return base + mu * v - lr * g, {"v": v}
+        return base + (mu * mu) * v - ((1 + mu) * lr) * g, {"v": v}  # chainer's NesterovAG
     if optimizer == "adam":
-        t = step + 1
+        m = ADAM_BETA1 * slots["v"] + (1 - ADAM_BETA1) * g
+        s = ADAM_BETA2 * slots["s"] + (1 - ADAM_BETA2) * g * g
+        c1, c2 = 1 - ADAM_BETA1 ** t, 1 - ADAM_BETA2 ** t
+        if rule.adam_eps == "corrected":
+            step = lr * (m / c1) / (sqrt(s / c2) + rule.adam_epsilon)
+        else:  # epsilon added to the uncorrected root, the correction folded into the rate
+            step = (lr * c2 ** 0.5 / c1) * m / (sqrt(s) + rule.adam_epsilon)
+        return base - step, {"v": m, "s": s}
+    if optimizer == "rmsprop":
+        s = rule.rho * slots["s"] + (1 - rule.rho) * g * g
+        denominator = sqrt(s) + rule.rmsprop_epsilon if rule.rmsprop_eps == "outside" else sqrt(s + rule.rmsprop_epsilon)
+        return base - lr * g / denominator, {"s": s}
+    raise ValueError(f"unknown optimizer {optimizer!r}")
+
+
+def graph_updates(rule, optimizer: str, weights: list, grads: list, lr, momentum, weight_decay, slots: dict,
+                  step, sqrt) -> list:
+    """`rule_update` as symbolic (variable, new value) pairs, for the graph frameworks (Theano, PyTensor):
+    `grads` of the data loss; `slots` maps each slot name to the shared variables of every weight; `step`
+    is the shared Adam step count."""
+    updates = []
+    t = step + 1
+    if optimizer == "adam":
         updates.append((step, t))
-        correction1, correction2 = 1 - ADAM_BETA1 ** t, 1 - ADAM_BETA2 ** t
     for i, (w, g) in enumerate(zip(weights, grads)):
-        if optimizer == "sgd":
-            updates.append((w, w - lr * g))
-        elif optimizer in ("momentum", "nesterov"):  # v = mu*v - lr*g; w += v (nesterov: w += mu*v - lr*g)
-            v = momentum * velocities[i] - lr * g
-            updates += [(velocities[i], v), (w, w + (v if optimizer == "momentum" else momentum * v - lr * g))]
-        elif optimizer == "adam":
-            m = ADAM_BETA1 * velocities[i] + (1 - ADAM_BETA1) * g
-            s = ADAM_BETA2 * squares[i] + (1 - ADAM_BETA2) * g * g
-            updates += [(velocities[i], m), (squares[i], s),
-                        (w, w - lr * (m / correction1) / (sqrt(s / correction2) + EPSILON))]
-        elif optimizer == "rmsprop":
-            s = RMSPROP_RHO * squares[i] + (1 - RMSPROP_RHO) * g * g
-            updates += [(squares[i], s), (w, w - lr * g / (sqrt(s) + EPSILON))]
-        else:
-            raise ValueError(f"unknown optimizer {optimizer!r}")
+        new, state = rule_update(rule, optimizer, w, g, {name: slots[name][i] for name in slots}, lr, momentum,
+                                 weight_decay, t, sqrt)
+        updates += [(slots[name][i], value) for name, value in state.items()] + [(w, new)]
     return updates

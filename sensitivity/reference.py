@@ -91,3 +91,73 @@ def loss_and_grads(model: ModelSpec, weights: list, x: np.ndarray, y: np.ndarray
     if magnitudes:
         return loss, grads[::-1], delta.reshape(np.shape(x)), sizes[::-1]
     return loss, grads[::-1], delta.reshape(np.shape(x))
+
+
+def native_step(framework: str, optimizer: str, weights: list, grads: list, state: dict, lr: float,
+                momentum: float, weight_decay: float) -> list:
+    """One update of `framework`'s own optimizer class in float64, transcribed from its documentation
+    (docs/semantics.md gives each source); `grads` are of the data loss, `state` from `native_state`.
+    The contract holds every native adapter to this, and `optim.rule_update` under each framework's
+    `semantics.NATIVE` rule to it as well."""
+    if framework in ("theano", "pytensor", "caffe"):  # hand-written or Caffe's own: the canonical update
+        from sensitivity.optim import reference_step
+        return reference_step(optimizer, weights, grads, state, lr, momentum, weight_decay)
+    mu, wd = momentum, weight_decay
+    keras = framework in ("tensorflow", "keras")
+    new = []
+    if optimizer == "adam":
+        state["t"] += 1
+    for i, (w, g) in enumerate(zip(weights, grads)):
+        w, g = np.asarray(w, np.float64), np.asarray(g, np.float64)
+        if keras:  # Keras 3: variable -= variable * weight_decay * lr, then the update
+            w = w - w * wd * lr
+        else:  # torch weight_decay, optax.add_decayed_weights, MXNet wd, Chainer's WeightDecay hook
+            g = g + wd * w
+        w = _native_update(framework, optimizer, w, g, state, i, lr, mu)
+        new.append(w)
+    return new
+
+
+def _native_update(framework: str, optimizer: str, w, g, state: dict, i: int, lr: float, mu: float):
+    if optimizer == "sgd":  # every framework: w -= lr*g
+        return w - lr * g
+    if optimizer == "momentum":
+        if framework in ("torch", "jax"):  # torch.optim.SGD, optax.trace: buf = mu*buf + g; w -= lr*buf
+            state["v"][i] = mu * state["v"][i] + g
+            return w - lr * state["v"][i]
+        # Keras SGD: m = mu*m - lr*g; w += m.  MXNet SGD: mom = mu*mom + lr*g; w -= mom (the same, negated).
+        # Chainer MomentumSGD: v = mu*v - lr*g; w += v.
+        state["v"][i] = mu * state["v"][i] - lr * g
+        return w + state["v"][i]
+    if optimizer == "nesterov":
+        if framework in ("torch", "jax", "mxnet"):  # buf = mu*buf + g; w -= lr*(g + mu*buf) (MXNet's NAG)
+            state["v"][i] = mu * state["v"][i] + g
+            return w - lr * (g + mu * state["v"][i])
+        state["v"][i] = mu * state["v"][i] - lr * g
+        if framework == "chainer":  # NesterovAG: v = mu*v - lr*g; w += mu^2*v - (1+mu)*lr*g
+            return w + mu * mu * state["v"][i] - (1 + mu) * lr * g
+        return w + mu * state["v"][i] - lr * g  # Keras SGD(nesterov=True)
+    if optimizer == "adam":
+        t = state["t"]
+        state["m"][i] = 0.9 * state["m"][i] + 0.1 * g
+        state["s"][i] = 0.999 * state["s"][i] + 0.001 * g * g
+        if framework in ("torch", "jax"):  # eps 1e-8 added to the bias-corrected root
+            m_hat, s_hat = state["m"][i] / (1 - 0.9 ** t), state["s"][i] / (1 - 0.999 ** t)
+            return w - lr * m_hat / (np.sqrt(s_hat) + 1e-8)
+        eps = 1e-7 if framework in ("tensorflow", "keras") else 1e-8  # Keras 1e-7; MXNet, Chainer 1e-8
+        alpha = lr * np.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t)  # the correction folded into the rate
+        return w - alpha * state["m"][i] / (np.sqrt(state["s"][i]) + eps)
+    if optimizer == "rmsprop":
+        rho = 0.99 if framework in ("torch", "chainer") else 0.9  # torch alpha, Chainer alpha; others 0.9
+        state["s"][i] = rho * state["s"][i] + (1 - rho) * g * g
+        if framework in ("torch", "chainer"):  # eps 1e-8 outside the root
+            return w - lr * g / (np.sqrt(state["s"][i]) + 1e-8)
+        eps = 1e-7 if framework in ("tensorflow", "keras") else 1e-8  # inside the root: Keras, optax, MXNet
+        return w - lr * g / np.sqrt(state["s"][i] + eps)
+    raise ValueError(f"unknown optimizer {optimizer!r}")
+
+
+def native_state(optimizer: str, weights: list) -> dict:
+    """Zeroed optimizer state for `native_step` (velocities v; Adam's m, s and step t; RMSprop's s)."""
+    zeros = lambda: [np.zeros_like(w, dtype=np.float64) for w in weights]  # noqa: E731
+    return {"v": zeros(), "m": zeros(), "s": zeros(), "t": 0}

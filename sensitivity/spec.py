@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 OPTIMIZERS = ("sgd", "momentum", "nesterov", "adam", "rmsprop")
 LR_POLICIES = ("fixed", "step", "multistep", "inv", "exp", "cosine")
 INITS = ("neutral", "framework")
+SEMANTICS = ("native", "canonical")
 STATUSES = ("ok", "diverged", "failed", "timeout", "pruned")
 
 
@@ -47,7 +48,10 @@ class TrialSpec(BaseModel):
     stepvalues: tuple[int, ...] = ()
     val_fraction: float = Field(0.0, ge=0, lt=1)
     seed: int = Field(0, ge=0)
-    init: Literal[INITS] = "neutral"  # neutral: numpy weights from the seed; framework: its own initialiser
+    semantics: Literal[SEMANTICS] = "native"  # the framework's own API, or the same formulas everywhere
+    init: Optional[Literal[INITS]] = None  # neutral: numpy weights from the seed; framework: its own
+    # initialiser; None: as the semantics (native: framework, canonical: neutral)
+    knobs: Optional[dict[str, str]] = None  # per-knob sources (sensitivity.semantics.KNOBS), for ablation
     device: str = Field("cpu", pattern=r"^(cpu|gpu(:\d+)?)$")
     threads: int = Field(0, ge=0)  # 0: every core this process may use
     timeout: Optional[float] = Field(None, gt=0)  # wall-clock seconds for the whole trial
@@ -60,6 +64,11 @@ class TrialSpec(BaseModel):
             raise ValueError("stepvalues must be positive and strictly increasing")
         if self.lr_policy == "multistep" and not self.stepvalues:
             raise ValueError("lr_policy multistep needs stepvalues")
+        from sensitivity import semantics
+        unknown = set(self.knobs or {}) - set(semantics.KNOBS)
+        if unknown:
+            raise ValueError(f"knobs.{sorted(unknown)[0]}: unknown knob; allowed: {', '.join(semantics.KNOBS)}")
+        semantics.check(self)
         return self
 
     def to_json(self) -> str:

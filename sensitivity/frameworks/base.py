@@ -7,8 +7,8 @@ dropped in every framework, so all frameworks take the same steps on the same sa
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Optional, Protocol
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Protocol
 
 import numpy as np
 
@@ -22,6 +22,33 @@ class EpochStats:
     diverged: bool = False
 
 
+@dataclass
+class LossReader:
+    """An epoch's losses, read from the device in groups of `every` steps (each read syncs a GPU; on a
+    CPU `every` is 1); the first non-finite loss among a group stops the epoch as diverged. `read` turns a
+    list of the framework's loss tensors into numpy."""
+
+    every: int
+    read: Callable[[list], np.ndarray]
+    total: float = 0.0
+    pending: list = field(default_factory=list)
+
+    def add(self, loss, i: int, steps: int) -> Optional[EpochStats]:
+        """Record step i's loss; returns the diverged EpochStats when a non-finite loss is read."""
+        self.pending.append(loss)
+        if (i + 1) % self.every and i != steps - 1:
+            return None
+        values, self.pending = np.asarray(self.read(self.pending), np.float64).reshape(-1), []
+        bad = np.flatnonzero(~np.isfinite(values))
+        if bad.size:  # the first non-finite loss among those not yet read: its step counts
+            return EpochStats(float("nan"), i + 2 - len(values) + int(bad[0]), diverged=True)
+        self.total += float(values.sum())
+        return None
+
+    def stats(self, steps: int) -> EpochStats:
+        return EpochStats(self.total / max(steps, 1), steps)
+
+
 class Adapter(Protocol):
     name: str
 
@@ -32,9 +59,19 @@ class Adapter(Protocol):
         """Thread counts, device and the framework's own random seed; called once before build."""
 
     def build(self, model: ModelSpec, input_shape: tuple, classes: int, weights: Optional[list],
-              spec) -> None:
+              spec, total_steps: int) -> None:
         """Build the model natively; load `weights` ([(kernel, bias)] in neutral layout) unless None
-        (then the framework's own initialiser is used); create the canonical optimizer for `spec`."""
+        (then the framework's own initialiser is used); create the optimizer `semantics.resolve(spec)`
+        asks for: the framework's stock classes and scheduler (stepped per iteration over `total_steps`)
+        when it is stock, else `optim.rule_update` under its Rule at the rates `train_epoch` is given."""
+
+    def framework_rates(self, spec, total_steps: int) -> np.ndarray:
+        """The per-step learning rates the framework's own scheduler gives for `spec` (Caffe's values,
+        by construction; float32 schedules round them)."""
+
+    def numerics(self) -> dict:
+        """The framework's numeric defaults as it reports them: dtype, loss reduction, and on a GPU TF32
+        and cuDNN settings (recorded in the result's env)."""
 
     def set_data(self, x_train: np.ndarray, y_train: np.ndarray) -> None:
         """Place the training set where the framework trains fastest (in memory, on the device)."""
@@ -43,8 +80,9 @@ class Adapter(Protocol):
         """Do any first-step compilation now, without changing the weights (a no-op for eager ones)."""
 
     def train_epoch(self, order: np.ndarray, lrs: np.ndarray) -> EpochStats:
-        """One epoch: step i uses samples order[i] (shape steps x batch) and learning rate lrs[i].
-        Stops at the first non-finite loss and reports it as diverged."""
+        """One epoch: step i uses samples order[i] (shape steps x batch) and learning rate lrs[i] (a
+        stock optimizer steps its own scheduler instead). Stops at the first non-finite loss and reports
+        it as diverged."""
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         """Logits for x (NCHW or vectors) in evaluation mode, as numpy."""

@@ -1,7 +1,9 @@
-"""PyTorch adapter: an nn.Sequential built from the ModelSpec, data on the device, the canonical optimizer.
+"""PyTorch adapter: an nn.Sequential built from the ModelSpec, data on the device.
 
-PyTorch's own SGD keeps the learning rate outside the velocity (v = mu*v + g; w -= lr*v), which differs
-from the canonical form once the rate changes, so the update is written here with foreach ops.
+Native: torch.optim's SGD (momentum and Nesterov with the rate outside the buffer: b = mu*b + g;
+w -= lr*b), Adam and RMSprop (alpha 0.99) with their defaults, weight_decay added to the gradient, and a
+torch.optim.lr_scheduler stepped after every optimizer step (LambdaLR for Caffe's inv). Otherwise the
+hand-written `optim.rule_update` runs on the parameters (canonical: the rate inside the velocity).
 """
 from __future__ import annotations
 
@@ -10,9 +12,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from sensitivity.frameworks.base import EpochStats
+from sensitivity import semantics
+from sensitivity.frameworks.base import EpochStats, LossReader
 from sensitivity.models import Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU
-from sensitivity.optim import ADAM_BETA1, ADAM_BETA2, EPSILON, RMSPROP_RHO
+from sensitivity.optim import rule_update, slot_names
 
 
 class TorchAdapter:
@@ -31,7 +34,7 @@ class TorchAdapter:
         self.device = torch.device("cpu" if device == "cpu" else "cuda" + device[3:])
         self.check_every = 1 if self.device.type == "cpu" else 25  # a finite-loss check syncs the device
 
-    def build(self, model: ModelSpec, input_shape: tuple, classes: int, weights, spec) -> None:
+    def build(self, model: ModelSpec, input_shape: tuple, classes: int, weights, spec, total_steps: int) -> None:
         in_channels = input_shape[0]
         layers, in_features = [], None
         for layer, shape in zip(model.layers, model.shapes(input_shape)):
@@ -54,7 +57,30 @@ class TorchAdapter:
         if weights is not None:
             self._load(weights)
         self.params = [p for m in self.weighted for p in (m.weight, m.bias)]
-        self.optimizer = CanonicalOptimizer(self.params, spec.optimizer, spec.momentum, spec.weight_decay)
+        resolved = semantics.resolve(spec)
+        if resolved.stock:
+            self.optimizer = _stock_optimizer(self.params, spec)
+            self.scheduler = _scheduler(self.optimizer, spec, total_steps)
+        else:
+            self.optimizer = RuleOptimizer(self.params, resolved.rule, spec)
+
+    def framework_rates(self, spec, total_steps: int) -> np.ndarray:
+        probe = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=spec.lr)
+        scheduler, rates = _scheduler(probe, spec, total_steps), []
+        for _ in range(total_steps):
+            rates.append(probe.param_groups[0]["lr"])
+            probe.step()
+            if scheduler is not None:
+                scheduler.step()
+        return np.asarray(rates)
+
+    def numerics(self) -> dict:
+        return {"dtype": str(torch.get_default_dtype()).removeprefix("torch."), "loss_reduction": "mean",
+                "float32_matmul_precision": torch.get_float32_matmul_precision(),
+                "cuda_matmul_tf32": torch.backends.cuda.matmul.allow_tf32,
+                "cudnn_tf32": torch.backends.cudnn.allow_tf32, "cudnn_benchmark": torch.backends.cudnn.benchmark,
+                "cudnn_deterministic": torch.backends.cudnn.deterministic,
+                "deterministic_algorithms": torch.are_deterministic_algorithms_enabled()}
 
     def _load(self, weights) -> None:
         with torch.no_grad():
@@ -75,22 +101,23 @@ class TorchAdapter:
         steps, batch = order.shape
         perm = torch.from_numpy(order.reshape(-1)).to(self.device)
         xs, ys = self.x[perm], self.y[perm]  # one gather per epoch, then contiguous slices
-        total, pending = 0.0, []
+        losses = LossReader(self.check_every, lambda pending: torch.stack(pending).double().cpu().numpy())
+        stock = not isinstance(self.optimizer, RuleOptimizer)
         for i in range(steps):
             loss = F.cross_entropy(self.model(xs[i * batch:(i + 1) * batch]), ys[i * batch:(i + 1) * batch])
             for p in self.params:
                 p.grad = None
             loss.backward()
-            pending.append(loss.detach())
-            if (i + 1) % self.check_every == 0 or i == steps - 1:
-                values = torch.stack(pending).double().cpu().numpy()  # one device sync per group
-                bad = np.flatnonzero(~np.isfinite(values))
-                if bad.size:  # the first non-finite loss among those not yet read
-                    return EpochStats(float("nan"), i + 2 - len(values) + int(bad[0]), diverged=True)
-                total += float(values.sum())
-                pending = []
-            self.optimizer.step(float(lrs[i]))
-        return EpochStats(total / max(steps, 1), steps)
+            diverged = losses.add(loss.detach(), i, steps)
+            if diverged:
+                return diverged
+            if stock:
+                self.optimizer.step()
+                if self.scheduler is not None:
+                    self.scheduler.step()
+            else:
+                self.optimizer.step(float(lrs[i]))
+        return losses.stats(steps)
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         self.model.eval()
@@ -116,43 +143,49 @@ class TorchAdapter:
         return grad.cpu().numpy()
 
 
-class CanonicalOptimizer:
-    """The canonical update (sensitivity.optim) on torch tensors, with foreach ops and no autograd."""
+def _stock_optimizer(params: list, spec):
+    """torch.optim's class for the optimizer, with its own defaults beside the trial's hyper-parameters."""
+    wd = spec.weight_decay
+    if spec.optimizer == "adam":
+        return torch.optim.Adam(params, lr=spec.lr, weight_decay=wd)
+    if spec.optimizer == "rmsprop":
+        return torch.optim.RMSprop(params, lr=spec.lr, weight_decay=wd)
+    momentum = 0.0 if spec.optimizer == "sgd" else spec.momentum
+    return torch.optim.SGD(params, lr=spec.lr, momentum=momentum, nesterov=spec.optimizer == "nesterov",
+                           weight_decay=wd)
 
-    def __init__(self, params: list, optimizer: str, momentum: float, weight_decay: float):
-        self.params, self.kind, self.mu, self.wd = params, optimizer, momentum, weight_decay
-        zeros = lambda: [torch.zeros_like(p) for p in params]  # noqa: E731
-        self.v = zeros() if optimizer in ("momentum", "nesterov", "adam") else None
-        self.s = zeros() if optimizer in ("adam", "rmsprop") else None
-        self.t = 0
+
+def _scheduler(optimizer, spec, total_steps: int):
+    """The torch.optim.lr_scheduler giving Caffe's policy per step (None for fixed): iteration `it` runs
+    at the rate the scheduler holds after `it` calls of .step()."""
+    sched = torch.optim.lr_scheduler
+    if spec.lr_policy == "step":
+        return sched.StepLR(optimizer, step_size=spec.stepsize, gamma=spec.gamma)
+    if spec.lr_policy == "multistep":
+        return sched.MultiStepLR(optimizer, milestones=list(spec.stepvalues), gamma=spec.gamma)
+    if spec.lr_policy == "exp":
+        return sched.ExponentialLR(optimizer, gamma=spec.gamma)
+    if spec.lr_policy == "inv":  # no such scheduler: the general mechanism
+        gamma, power = spec.gamma, spec.power
+        return sched.LambdaLR(optimizer, lambda it: (1.0 + gamma * it) ** -power)
+    if spec.lr_policy == "cosine":
+        return sched.CosineAnnealingLR(optimizer, T_max=total_steps, eta_min=0.0)
+    return None
+
+
+class RuleOptimizer:
+    """The hand-written update (optim.rule_update) of a semantics.Rule on torch tensors, without autograd."""
+
+    def __init__(self, params: list, rule, spec):
+        self.params, self.rule, self.spec, self.t = params, rule, spec, 0
+        self.slots = [{name: torch.zeros_like(p) for name in slot_names(spec.optimizer)} for p in params]
 
     @torch.no_grad()
     def step(self, lr: float) -> None:
-        params = self.params
-        grads = [p.grad for p in params]
-        if self.wd:
-            grads = torch._foreach_add(grads, params, alpha=self.wd)
-        if self.kind == "sgd":
-            torch._foreach_add_(params, grads, alpha=-lr)
-        elif self.kind == "momentum":  # v = mu*v - lr*g; w += v
-            torch._foreach_mul_(self.v, self.mu)
-            torch._foreach_add_(self.v, grads, alpha=-lr)
-            torch._foreach_add_(params, self.v)
-        elif self.kind == "nesterov":  # w += -mu*v_prev + (1+mu)*v_new, i.e. w += mu*v_new - lr*g
-            torch._foreach_mul_(self.v, self.mu)
-            torch._foreach_add_(self.v, grads, alpha=-lr)
-            torch._foreach_add_(params, self.v, alpha=self.mu)
-            torch._foreach_add_(params, grads, alpha=-lr)
-        elif self.kind == "adam":
-            self.t += 1
-            torch._foreach_lerp_(self.v, grads, 1 - ADAM_BETA1)
-            torch._foreach_mul_(self.s, ADAM_BETA2)
-            torch._foreach_addcmul_(self.s, grads, grads, value=1 - ADAM_BETA2)
-            denom = torch._foreach_sqrt(torch._foreach_div(self.s, 1 - ADAM_BETA2 ** self.t))
-            torch._foreach_add_(denom, EPSILON)
-            torch._foreach_addcdiv_(params, self.v, denom, value=-lr / (1 - ADAM_BETA1 ** self.t))
-        elif self.kind == "rmsprop":
-            torch._foreach_mul_(self.s, RMSPROP_RHO)
-            torch._foreach_addcmul_(self.s, grads, grads, value=1 - RMSPROP_RHO)
-            denom = torch._foreach_add(torch._foreach_sqrt(self.s), EPSILON)
-            torch._foreach_addcdiv_(params, grads, denom, value=-lr)
+        self.t += 1
+        spec = self.spec
+        for p, slots in zip(self.params, self.slots):
+            new, state = rule_update(self.rule, spec.optimizer, p, p.grad, slots, lr, spec.momentum,
+                                     spec.weight_decay, self.t, torch.sqrt)
+            p.copy_(new)
+            slots.update(state)

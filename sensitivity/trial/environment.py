@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 
-from sensitivity import envs
+from sensitivity import envs, semantics
 
 
 @functools.lru_cache(maxsize=None)
@@ -54,7 +54,9 @@ def describe(spec, adapter, threads: int, model_name: str, gpu_name=None) -> dic
         "framework_version": adapter.version(),
         "backend": getattr(adapter, "backend", None),
         "model": model_name,
-        "init": spec.init,
+        "semantics": semantics.describe(spec),
+        "init": semantics.resolve(spec).init,
+        "numerics": adapter.numerics(),
         "python": platform.python_version(),
         "numpy": np.__version__,
         "interpreter": sys.executable,

@@ -12,7 +12,7 @@ from typing import Callable
 
 import numpy as np
 
-from sensitivity import frameworks
+from sensitivity import frameworks, semantics
 from sensitivity.datasets.base import Dataset, atomic_write, split_validation
 from sensitivity.frameworks.base import Adapter
 from sensitivity.models import get_model, init_weights, layers_from_dicts
@@ -45,9 +45,11 @@ def run(spec: TrialSpec, data: Dataset, model_name: str, emit: Callable[[dict], 
     steps = len(y_train) // spec.batch_size
     if steps == 0:
         raise ValueError(f"batch_size {spec.batch_size} exceeds the {len(y_train)} training samples")
+    total_steps = spec.iterations or steps * spec.epochs
+    resolved = semantics.resolve(spec)
     adapter.setup(threads, spec.device, spec.seed)
-    weights = init_weights(model, data.input_shape, data.classes, spec.seed) if spec.init == "neutral" else None
-    adapter.build(model, data.input_shape, data.classes, weights, spec)
+    weights = initial_weights(resolved.init, spec, model, data)
+    adapter.build(model, data.input_shape, data.classes, weights, spec, total_steps)
     adapter.set_data(x_train, y_train)
     setup_time = time.perf_counter() - started
 
@@ -56,9 +58,11 @@ def run(spec: TrialSpec, data: Dataset, model_name: str, emit: Callable[[dict], 
     compile_time = time.perf_counter() - tick
 
     rng = np.random.default_rng(spec.seed)
-    total_steps = spec.iterations or steps * spec.epochs
     epochs = math.ceil(total_steps / steps)
-    rates = lr_schedule(spec, total_steps)
+    if resolved.framework_schedule and not resolved.stock:  # a stock optimizer steps its own scheduler
+        rates = np.asarray(adapter.framework_rates(spec, total_steps), np.float64)
+    else:
+        rates = lr_schedule(spec, total_steps)
     if getattr(adapter, "backend", None):  # a multi-backend framework: record the backend that ran
         spec = spec.model_copy(update={"backend": adapter.backend})
     result = TrialResult(status="ok", spec=spec.model_dump(), steps=0,
@@ -103,6 +107,16 @@ def run(spec: TrialSpec, data: Dataset, model_name: str, emit: Callable[[dict], 
     result.env = environment.describe(spec, adapter, threads, model_name, (monitor.gpu or {}).get("name"))
     result.wall_time_s = time.perf_counter() - started
     return result
+
+
+def initial_weights(source: str, spec: TrialSpec, model, data: Dataset):
+    """The initial weights of the init knob's source: the neutral numpy weights (canonical), None for the
+    framework's own initialiser, or numpy draws from another framework's documented one (an ablation)."""
+    if source == semantics.CANONICAL:
+        return init_weights(model, data.input_shape, data.classes, spec.seed)
+    if source == spec.framework:
+        return None
+    return semantics.draw_init(source, model.param_shapes(data.input_shape, data.classes), spec.seed)
 
 
 def save_weights(weights: list, path: str) -> None:
