@@ -62,7 +62,7 @@ def run_request(request: dict, threads: int) -> dict:
     model = model.resolve(data.classes)
     adapter = frameworks.load_adapter(spec.framework)
     adapter.setup(threads, spec.device, spec.seed)
-    adapter.build(model, data.input_shape, data.classes, load_weights(request["weights"]), spec)
+    adapter.build(model, data.input_shape, data.classes, load_weights(request["weights"]), spec, total_steps=1)
     result = {"clean": accuracy(adapter, x, y), "samples": len(y), "white_box": {}, "transfer": {}}
     examples = {}
     for attack in request.get("attacks", ()):

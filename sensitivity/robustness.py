@@ -28,9 +28,9 @@ class RobustnessError(Exception):
     """The study has nothing to attack, or an option is wrong: one line, exit 2."""
 
 
-def attackable(study, defaults_only: bool = False) -> list:
-    """The completed trials (status ok) whose kept weights are on this disk; with `defaults_only`, only
-    each framework's own default."""
+def attackable(study, defaults_only: bool = False, regimes=("native",)) -> list:
+    """The completed trials (status ok) of the given regimes whose kept weights are on this disk; with
+    `defaults_only`, only each framework's own default."""
     from optuna.trial import TrialState
 
     chosen = []
@@ -40,13 +40,15 @@ def attackable(study, defaults_only: bool = False) -> list:
             continue
         if defaults_only and not attrs.get("own_default"):
             continue
+        if trial_spec(study, trial).semantics not in regimes:
+            continue
         if Path(attrs["weights"]).exists():
             chosen.append(trial)
     return chosen
 
 
 def attack_study(study, attacks=ATTACKS, eps=DEFAULT_EPS, samples: int = 500, defaults_only: bool = False,
-                 log: Optional[Callable[[str], None]] = None) -> tuple:
+                 log: Optional[Callable[[str], None]] = None, regimes=("native",)) -> tuple:
     """Attack every attackable model of `study`; returns ({trial number: record} as written in the study,
     {trial number: why its attack failed})."""
     log = log or (lambda message: None)
@@ -55,9 +57,9 @@ def attack_study(study, attacks=ATTACKS, eps=DEFAULT_EPS, samples: int = 500, de
         raise RobustnessError(f"--attack {','.join(unknown) or '(none)'}: allowed {', '.join(ATTACKS)}")
     if any(e < 0 for e in eps) or not eps:
         raise RobustnessError("--eps: one or more epsilons >= 0")
-    trials = attackable(study, defaults_only)
+    trials = attackable(study, defaults_only, regimes)
     if not trials:
-        which = "own defaults" if defaults_only else "completed trials"
+        which = ("own defaults" if defaults_only else "completed trials") + f" ({' or '.join(regimes)})"
         raise RobustnessError(f"study {study.study_name} has no {which} with kept weights on this disk: run the "
                               "sweep (or defaults, transfer) with --keep-weights")
     out_dir = (Path("results") / "robustness" / study.study_name).resolve()

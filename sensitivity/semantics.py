@@ -91,13 +91,22 @@ class Init:
 
 @dataclass(frozen=True)
 class Native:
-    """One framework's native semantics and where each value is documented."""
+    """One framework's native semantics, each value with the source it is documented in."""
 
     rule: Rule
     init: Init
-    classes: str  # the stock classes a native trial runs ("" when the framework has none)
-    scheduler: str  # how its scheduler is stepped ("" when it has none: the rates come from the loop)
+    optimizers: dict  # optimizer -> the stock class as a native trial calls it ({} when it has none)
+    schedules: dict  # lr policy -> the scheduler as a native trial builds it ({} when it has none)
+    stepping: str  # how the scheduler is stepped
     sources: dict  # knob -> the source file or page its native value comes from
+
+    @property
+    def classes(self) -> str:
+        return ", ".join(dict.fromkeys(v.split("(")[0] for v in self.optimizers.values()))
+
+    @property
+    def scheduler(self) -> str:
+        return self.stepping if self.schedules else ""
 
 
 def _glorot(fan_in, fan_out):
@@ -114,70 +123,106 @@ NEUTRAL_INIT = Init("neutral: Caffe's xavier filler (numpy)", "uniform",
                     lambda fan_in, fan_out: math.sqrt(3 / fan_in), "sqrt(3/fan_in)")
 KERAS_RULE = Rule(adam_eps="uncorrected", rmsprop_eps="inside", adam_epsilon=1e-7, rmsprop_epsilon=1e-7,
                   weight_decay="decoupled")
+KERAS_OPTIMIZERS = {
+    "sgd": "keras.optimizers.SGD(schedule, weight_decay=wd)",
+    "momentum": "keras.optimizers.SGD(schedule, momentum=mu, weight_decay=wd)",
+    "nesterov": "keras.optimizers.SGD(schedule, momentum=mu, nesterov=True, weight_decay=wd)",
+    "adam": "keras.optimizers.Adam(schedule, weight_decay=wd)",
+    "rmsprop": "keras.optimizers.RMSprop(schedule, weight_decay=wd)"}
+KERAS_SCHEDULES = {
+    "fixed": "the float lr", "step": "ExponentialDecay(lr, stepsize, gamma, staircase=True)",
+    "multistep": "PiecewiseConstantDecay([s - 1 for s in stepvalues], [lr * gamma**k])",
+    "exp": "ExponentialDecay(lr, 1, gamma)", "inv": "a LearningRateSchedule subclass",
+    "cosine": "CosineDecay(lr, total_steps)"}
 KERAS_SOURCES = {
     "update": "keras/src/optimizers/sgd.py, adam.py, rmsprop.py (update_step)",
     "eps_rho": "keras.optimizers.Adam(epsilon=1e-7), RMSprop(rho=0.9, epsilon=1e-7)",
     "weight_decay": "keras/src/optimizers/base_optimizer.py (_apply_weight_decay)",
-    "init": "keras.layers.Dense / Conv2D: kernel_initializer='glorot_uniform', bias_initializer='zeros'",
-    "schedule": "keras.optimizers.schedules (ExponentialDecay, PiecewiseConstantDecay, CosineDecay; "
-                "a LearningRateSchedule subclass for inv), evaluated at optimizer.iterations",
-}
+    "init": "keras/src/layers/core/dense.py, convolutional/base_conv.py: glorot_uniform kernels, zero biases",
+    "schedule": "keras/src/optimizers/schedules/learning_rate_schedule.py"}
+KERAS_STEPPING = "keras.optimizers.schedules, evaluated at optimizer.iterations"
+HAND_WRITTEN = {"update": "no optimizer library: the Theano deep-learning tutorials' hand-written update "
+                          "(the canonical formulas)",
+                "init": "the tutorials' convolutional_mlp.py: uniform +-sqrt(6/(fan_in+fan_out)), biases zero",
+                "schedule": "none: the rate is computed in Python for each step"}
 
 NATIVE = {
     "torch": Native(
         Rule(momentum="outside", nesterov="outside", rho=0.99),
         Init("kaiming_uniform(a=sqrt(5)), bias uniform", "uniform", _lecun, "1/sqrt(fan_in)", "uniform", _lecun),
-        "torch.optim (SGD, Adam, RMSprop)", "torch.optim.lr_scheduler, .step() after every optimizer step",
-        {"update": "torch/optim/sgd.py, adam.py, rmsprop.py (documented update rules)",
+        {"sgd": "torch.optim.SGD(params, lr, weight_decay=wd)",
+         "momentum": "torch.optim.SGD(params, lr, momentum=mu, weight_decay=wd)",
+         "nesterov": "torch.optim.SGD(params, lr, momentum=mu, nesterov=True, weight_decay=wd)",
+         "adam": "torch.optim.Adam(params, lr, weight_decay=wd)",
+         "rmsprop": "torch.optim.RMSprop(params, lr, weight_decay=wd)"},
+        {"fixed": "none", "step": "StepLR(step_size=stepsize, gamma)",
+         "multistep": "MultiStepLR(milestones=stepvalues, gamma)", "exp": "ExponentialLR(gamma)",
+         "inv": "LambdaLR(lambda it: (1 + gamma*it) ** -power)", "cosine": "CosineAnnealingLR(T_max=total_steps)"},
+        "torch.optim.lr_scheduler, .step() after every optimizer.step()",
+        {"update": "torch/optim/sgd.py, adam.py, rmsprop.py (the update rules in their docstrings)",
          "eps_rho": "torch.optim.Adam(eps=1e-8), RMSprop(alpha=0.99, eps=1e-8)",
          "weight_decay": "torch.optim.*(weight_decay=): added to the gradient",
          "init": "torch/nn/modules/conv.py, linear.py (reset_parameters)",
-         "schedule": "torch.optim.lr_scheduler (StepLR, MultiStepLR, ExponentialLR, CosineAnnealingLR; "
-                     "LambdaLR for inv)"}),
-    "tensorflow": Native(KERAS_RULE, KERAS_GLOROT, "tf.keras.optimizers on tf.Variables (SGD, Adam, RMSprop)",
-                         "keras.optimizers.schedules", KERAS_SOURCES),
-    "keras": Native(KERAS_RULE, KERAS_GLOROT, "keras.optimizers (SGD, Adam, RMSprop)",
-                    "keras.optimizers.schedules", KERAS_SOURCES),
+         "schedule": "torch/optim/lr_scheduler.py"}),
+    "tensorflow": Native(KERAS_RULE, KERAS_GLOROT, {k: "tf." + v + " on tf.Variables" for k, v in
+                                                    KERAS_OPTIMIZERS.items()},
+                         KERAS_SCHEDULES, KERAS_STEPPING, KERAS_SOURCES),
+    "keras": Native(KERAS_RULE, KERAS_GLOROT, KERAS_OPTIMIZERS, KERAS_SCHEDULES, KERAS_STEPPING, KERAS_SOURCES),
     "jax": Native(
         Rule(momentum="outside", nesterov="outside", rmsprop_eps="inside"),
         Init("lecun_normal (truncated normal)", "truncated_normal", _lecun, "1/sqrt(fan_in)"),
-        "optax (sgd, adam, rmsprop) after optax.add_decayed_weights", "optax schedules, read at the step count",
+        {"sgd": "optax.sgd(schedule)", "momentum": "optax.sgd(schedule, momentum=mu)",
+         "nesterov": "optax.sgd(schedule, momentum=mu, nesterov=True)", "adam": "optax.adam(schedule)",
+         "rmsprop": "optax.rmsprop(schedule)"},
+        {"fixed": "the float lr", "step": "exponential_decay(lr, stepsize, gamma, staircase=True)",
+         "multistep": "piecewise_constant_schedule(lr, {s: gamma for s in stepvalues})",
+         "exp": "exponential_decay(lr, 1, gamma)", "inv": "a schedule function",
+         "cosine": "cosine_decay_schedule(lr, total_steps)"},
+        "optax schedules, read at the optimizer's step count",
         {"update": "optax/_src/alias.py, transform.py (trace, scale_by_adam, scale_by_rms)",
          "eps_rho": "optax.adam(eps=1e-8), optax.rmsprop(decay=0.9, eps=1e-8, eps_in_sqrt=True)",
-         "weight_decay": "optax.add_decayed_weights, chained before the optimizer: added to the gradient",
-         "init": "flax/nnx/nn/linear.py: default_kernel_init = lecun_normal(), bias zeros",
-         "schedule": "optax.exponential_decay, piecewise_constant_schedule, cosine_decay_schedule; "
-                     "a schedule function for inv"}),
+         "weight_decay": "optax.add_decayed_weights(wd), chained before the optimizer: added to the gradient",
+         "init": "flax/nnx/nn/linear.py: default_kernel_init = initializers.lecun_normal(), biases zero",
+         "schedule": "optax/schedules/_schedule.py"}),
     "mxnet": Native(
         Rule(nesterov="outside", adam_eps="uncorrected", rmsprop_eps="inside"),
         Init("Uniform(0.07), Block.initialize()'s default", "uniform", lambda fan_in, fan_out: 0.07, "0.07"),
-        "gluon.Trainer with mx.optimizer (SGD, NAG, Adam, RMSProp)", "mx.lr_scheduler, read at num_update",
+        {"sgd": "gluon.Trainer(params, mx.optimizer.SGD(wd=wd, lr_scheduler))",
+         "momentum": "gluon.Trainer(params, mx.optimizer.SGD(momentum=mu, wd=wd, lr_scheduler))",
+         "nesterov": "gluon.Trainer(params, mx.optimizer.NAG(momentum=mu, wd=wd, lr_scheduler))",
+         "adam": "gluon.Trainer(params, mx.optimizer.Adam(wd=wd, lr_scheduler))",
+         "rmsprop": "gluon.Trainer(params, mx.optimizer.RMSProp(wd=wd, lr_scheduler))"},
+        {"fixed": "none", "step": "FactorScheduler(stepsize, gamma, stop_factor_lr=0)",
+         "multistep": "MultiFactorScheduler(stepvalues, gamma)",
+         "exp": "FactorScheduler(1, gamma, stop_factor_lr=0)", "inv": "an LRScheduler subclass",
+         "cosine": "CosineScheduler(total_steps + 1, warmup_steps=1)"},
+        "mx.lr_scheduler, called with num_update (1 at the first update)",
         {"update": "mxnet/optimizer/optimizer.py (SGD, NAG, Adam, RMSProp docstrings and update)",
          "eps_rho": "mx.optimizer.Adam(epsilon=1e-8), RMSProp(gamma1=0.9, epsilon=1e-8)",
          "weight_decay": "mx.optimizer.*(wd=): added to the rescaled gradient",
-         "init": "mxnet/gluon/block.py: initialize(init=initializer.Uniform()), biases 'zeros'",
-         "schedule": "mx.lr_scheduler (FactorScheduler, MultiFactorScheduler, CosineScheduler; an "
-                     "LRScheduler subclass for inv)"}),
+         "init": "mxnet/gluon/block.py: initialize(init=initializer.Uniform()); Dense, Conv2D biases 'zeros'",
+         "schedule": "mxnet/lr_scheduler.py"}),
     "chainer": Native(
         Rule(nesterov="chainer", adam_eps="uncorrected", rho=0.99),
         Init("LeCunNormal", "normal", _lecun, "1/sqrt(fan_in)"),
-        "chainer.optimizers (SGD, MomentumSGD, NesterovAG, Adam, RMSprop) with the WeightDecay hook",
-        "chainer.training.extensions (StepShift, MultistepShift, InverseShift, ExponentialShift; an "
-        "extension for cosine), called after every update",
+        {"sgd": "chainer.optimizers.SGD(lr)", "momentum": "chainer.optimizers.MomentumSGD(lr, mu)",
+         "nesterov": "chainer.optimizers.NesterovAG(lr, mu)", "adam": "chainer.optimizers.Adam(alpha=lr)",
+         "rmsprop": "chainer.optimizers.RMSprop(lr)"},
+        {"fixed": "none", "step": "StepShift(gamma, stepsize)", "multistep": "MultistepShift(gamma, stepvalues)",
+         "exp": "ExponentialShift(gamma)", "inv": "InverseShift(gamma, power)",
+         "cosine": "an Extension (Chainer 7 has no cosine shift)"},
+        "chainer.training.extensions, called after every update",
         {"update": "chainer/optimizers/momentum_sgd.py, nesterov_ag.py, adam.py, rmsprop.py",
          "eps_rho": "chainer.optimizers.Adam(eps=1e-8), RMSprop(alpha=0.99, eps=1e-8)",
-         "weight_decay": "chainer.optimizer_hooks.WeightDecay: added to the gradient",
-         "init": "chainer.links.Linear / Convolution2D: initialW=None is LeCunNormal, bias 0",
+         "weight_decay": "chainer.optimizer_hooks.WeightDecay(wd): added to the gradient",
+         "init": "chainer/links/connection/linear.py, convolution_2d.py: initialW None is LeCunNormal, bias 0",
          "schedule": "chainer/training/extensions/*_shift.py"}),
-    "theano": Native(CANONICAL_RULE, TUTORIAL_GLOROT, "", "",
-                     {"update": "no optimizer library: the deep-learning tutorials' hand-written update",
-                      "init": "deeplearning.net tutorials (convolutional_mlp.py): uniform +-sqrt(6/(fan_in+fan_out))"}),
-    "pytensor": Native(CANONICAL_RULE, TUTORIAL_GLOROT, "", "",
-                       {"update": "no optimizer library: the Theano tutorials' hand-written update",
-                        "init": "no initialisers: the Theano tutorials' uniform +-sqrt(6/(fan_in+fan_out))"}),
-    "caffe": Native(CANONICAL_RULE, NEUTRAL_INIT, "", "",
+    "theano": Native(CANONICAL_RULE, TUTORIAL_GLOROT, {}, {}, "", HAND_WRITTEN),
+    "pytensor": Native(CANONICAL_RULE, TUTORIAL_GLOROT, {}, {}, "", HAND_WRITTEN),
+    "caffe": Native(CANONICAL_RULE, NEUTRAL_INIT, {}, {}, "",
                     {"update": "caffe/src/caffe/solvers/*.cpp: the canonical formulas are Caffe's",
-                     "init": "the xavier filler of Caffe's LeNet and cifar10_quick"}),
+                     "init": "Caffe's LeNet and cifar10_quick use the xavier filler: the neutral weights",
+                     "schedule": "caffe/src/caffe/solvers/sgd_solver.cpp (GetLearningRate): Caffe's policies"}),
 }
 
 
@@ -267,11 +312,13 @@ def describe(spec) -> dict:
     """What a result records of its semantics (the env's `semantics` entry)."""
     resolved = resolve(spec)
     engine = NATIVE[spec.framework]
+    framework_schedule = resolved.framework_schedule and spec.lr_policy in engine.schedules
     return {"regime": spec.semantics, "knobs": resolved.knobs, "rule": resolved.rule.as_dict(),
             "init": init_of(resolved.init).name,
-            "optimizer": engine.classes if resolved.stock else "hand-written (sensitivity.optim.rule_update)",
-            "schedule": engine.scheduler if resolved.framework_schedule and engine.scheduler
-            else "Caffe's formula in float64 (sensitivity.optim.lr_schedule), fed per step"}
+            "optimizer": engine.optimizers[spec.optimizer] if resolved.stock
+            else "hand-written: sensitivity.optim.rule_update",
+            "schedule": (f"{engine.schedules[spec.lr_policy]} ({engine.stepping})" if framework_schedule
+                         else "Caffe's policy in float64 (sensitivity.optim.lr_schedule), fed per step")}
 
 
 def init_of(source: str) -> Init:

@@ -17,7 +17,7 @@ from sensitivity.spec import TrialSpec
 
 # Fields a space may tune or fix; the framework is a parameter of its own (the `frameworks` list).
 TUNABLE = ("batch_size", "lr", "epochs", "iterations", "optimizer", "momentum", "weight_decay", "lr_policy",
-           "gamma", "power", "stepsize", "init", "backend")
+           "gamma", "power", "stepsize", "init", "backend", "semantics")
 FIXABLE = TUNABLE + ("threads", "device", "timeout", "stepvalues")
 # What a sweep may optimise: validation accuracy, never test accuracy (`accuracy`, recorded beside).
 METRICS = ("val_accuracy", "loss", "train_time_s", "setup_time_s", "compile_time_s", "test_time_s",
@@ -165,19 +165,35 @@ class Space(_Strict):
             fields["stepvalues"] = tuple(fields["stepvalues"])
         return TrialSpec(**fields)
 
+    def regimes(self) -> tuple:
+        """The semantics its trials run: the parameter's choices, the fixed value, or TrialSpec's default."""
+        if "semantics" in self.parameters:
+            return tuple(self.parameters["semantics"].choices)
+        return (self.fixed.get("semantics", TrialSpec.model_fields["semantics"].default),)
+
     def fingerprint(self) -> str:
-        """A hash of what the space samples and fixes (the study name excluded)."""
+        """A hash of what the space samples and fixes (the study name excluded), the regime always in it:
+        a space that leaves semantics to TrialSpec's default hashes as that default."""
         body = self.model_dump(mode="json", exclude={"study"})
+        if "semantics" not in self.parameters:
+            body["fixed"]["semantics"] = self.regimes()[0]
         return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def load_space(path, **overrides) -> Space:
-    """The validated space of a YAML file; `overrides` (frameworks=[...], seeds=K) replace its values."""
+def load_space(path, semantics=None, **overrides) -> Space:
+    """The validated space of a YAML file; `overrides` (frameworks=[...], seeds=K) replace its values, and
+    `semantics` its fixed regime (refused where the space tunes it)."""
     from sensitivity.configs import read_mapping
     path = Path(path)
     data = read_mapping(path, SpaceError)
     if isinstance(data, dict):
         data.update({k: v for k, v in overrides.items() if v is not None})
+        if semantics is not None:
+            if "semantics" in (data.get("parameters") or {}):
+                raise SpaceError(f"{path}: parameters.semantics: the space tunes the regime; --semantics would "
+                                 "replace it: remove one of the two")
+            if isinstance(data.get("fixed", {}), dict):
+                data["fixed"] = {**data.get("fixed", {}), "semantics": semantics}
     try:
         space = Space.model_validate(data)
     except ValidationError as exc:
@@ -228,9 +244,11 @@ _ALLOWED_TYPES = {"int": ("int", "categorical"), "float": ("float", "int", "cate
 
 
 def _check_parameter_values(path: Path, space: Space) -> None:
-    """Every value a parameter can take must be a valid TrialSpec value (beside the fixed ones): its type,
-    low and high, each of its choices."""
+    """Every value a parameter can take must be a valid TrialSpec value (beside the fixed ones) on every
+    framework of the space: its type, low and high, each of its choices; then the combinations of those
+    values (a framework's native API may refuse a pair, as torch's Nesterov does momentum 0)."""
     base = {k: tuple(v) if isinstance(v, list) else v for k, v in space.fixed.items()}
+    extremes = {}
     for name, param in space.parameters.items():
         allowed = _ALLOWED_TYPES[_field_kind(name)]
         if param.type not in allowed:
@@ -241,8 +259,29 @@ def _check_parameter_values(path: Path, space: Space) -> None:
         for key, value in values:
             if isinstance(value, bool) and _field_kind(name) != "choice":
                 raise SpaceError(f"{path}: parameters.{name}.{key}: {value} is not a number")
+            for framework in space.frameworks:
+                try:
+                    TrialSpec(**{"framework": framework, "dataset": space.dataset, **base, name: value})
+                except ValidationError as exc:
+                    message = exc.errors()[0]["msg"].removeprefix("Value error, ")
+                    raise SpaceError(f"{path}: parameters.{name}.{key}: {message}") from None
+        extremes[name] = [value for _, value in values]
+    _check_combinations(path, space, base, extremes)
+
+
+def _check_combinations(path: Path, space: Space, base: dict, extremes: dict, limit: int = 4096) -> None:
+    """Each framework with every combination of the parameters' choices and bounds (up to `limit`)."""
+    import itertools
+    import math
+
+    names = list(extremes)
+    if len(names) < 2 or len(space.frameworks) * math.prod(len(v) for v in extremes.values()) > limit:
+        return
+    for framework in space.frameworks:
+        for values in itertools.product(*extremes.values()):
             try:
-                TrialSpec(**{"framework": space.frameworks[0], "dataset": space.dataset, **base, name: value})
+                TrialSpec(framework=framework, dataset=space.dataset, **base, **dict(zip(names, values)))
             except ValidationError as exc:
                 message = exc.errors()[0]["msg"].removeprefix("Value error, ")
-                raise SpaceError(f"{path}: parameters.{name}.{key}: {message}") from None
+                combination = ", ".join(f"{n}={v}" for n, v in zip(names, values))
+                raise SpaceError(f"{path}: parameters ({combination}): {message}") from None

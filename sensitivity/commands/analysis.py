@@ -20,6 +20,8 @@ def add_parsers(commands) -> None:
                    help="comma-separated L-infinity radii in the data's units (default 0,0.05,0.1,0.2,0.3)")
     p.add_argument("--samples", type=number(int, 0, strict=True), default=500, help="test samples per model")
     p.add_argument("--defaults-only", action="store_true", help="only each framework's own default")
+    p.add_argument("--semantics", choices=("native", "canonical", "both"), default="native",
+                   help="attack the models trained in this regime (default native)")
     p.add_argument("--storage")
     p.set_defaults(handler=_cmd_robustness)
     p = commands.add_parser("plot", help="write one figure of a study (.html, .png, .svg or .pdf)")
@@ -54,8 +56,9 @@ def _cmd_robustness(args) -> int:
 
     study = _load("robustness", args)
     try:
+        regimes = ("native", "canonical") if args.semantics == "both" else (args.semantics,)
         records, failures = attack_study(study, tuple(a for a in args.attack.split(",") if a), args.eps,
-                                         args.samples, args.defaults_only,
+                                         args.samples, args.defaults_only, regimes=regimes,
                                          log=lambda message: print(message, file=sys.stderr))
     except RobustnessError as exc:
         raise UsageError(f"sensitivity robustness: {exc}")
@@ -65,7 +68,7 @@ def _cmd_robustness(args) -> int:
         return EXIT_TRIAL_FAILED
     curves = robustness_curves(trials_table(study))
     white = curves[curves["kind"].eq("white-box")].pivot_table(
-        index=["dataset", "attack", "target_framework", "n"], columns="eps", values="accuracy_mean")
+        index=["semantics", "dataset", "attack", "target_framework", "n"], columns="eps", values="accuracy_mean")
     print(f"white-box accuracy against eps (n = models), study {study.study_name}:")
     print(white.to_string(float_format=lambda v: f"{v:.3f}"))
     return EXIT_TRIAL_FAILED if failures else EXIT_OK

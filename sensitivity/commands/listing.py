@@ -14,7 +14,25 @@ def add_parsers(commands) -> None:
     p.add_argument("name", nargs="?")
     p.add_argument("--data-dir")
     p.set_defaults(handler=_cmd_datasets)
+    p = commands.add_parser("semantics", help="what native and canonical mean in each framework, with sources")
+    p.add_argument("--framework", action="append", help="only these (repeatable)")
+    p.add_argument("--markdown", action="store_true", help="as the table of docs/semantics.md")
+    p.set_defaults(handler=_cmd_semantics)
     _add_import_caffe_parser(commands)
+
+
+def _cmd_semantics(args) -> int:
+    from sensitivity import semantics, semantics_table
+
+    unknown = [f for f in args.framework or [] if f not in semantics.NATIVE]
+    if unknown:
+        raise UsageError(f"sensitivity semantics: --framework {unknown[0]}: allowed {', '.join(semantics.NATIVE)}")
+    if args.markdown:
+        print(semantics_table.markdown(args.framework), end="")
+        return EXIT_OK
+    for framework, knob, canonical, native, source in semantics_table.rows(args.framework):
+        print(f"{framework} {knob}\n  canonical: {canonical}\n  native:    {native}\n  source:    {source}")
+    return EXIT_OK
 
 
 def _cmd_frameworks(args) -> int:

@@ -39,6 +39,8 @@ def _add_sweep_parser(commands) -> None:
                    help="run each framework's own default (search_spaces/defaults.yaml) first")
     p.add_argument("--frameworks", help="comma-separated: replaces the space's list of frameworks")
     p.add_argument("--seeds", type=number(int, 0, strict=True), help="seeds per configuration: replaces the space's")
+    p.add_argument("--semantics", choices=("native", "canonical"),
+                   help="the regime of every trial: replaces the space's fixed one (default: the space's, else native)")
     _add_run_options(p)
     p.set_defaults(handler=_cmd_sweep)
     for name, help_text in [("defaults", "each framework's own defaults on each dataset, as a study"),
@@ -49,6 +51,9 @@ def _add_sweep_parser(commands) -> None:
         p.add_argument("--seeds", type=number(int, 0, strict=True), default=1)
         p.add_argument("--budget-epochs", type=number(int, 0, strict=True),
                        help="cut each default to this many epochs, its schedule compressed alike (recorded)")
+        p.add_argument("--semantics", choices=("native", "canonical", "both"), default="native",
+                       help="native (default): each framework's own optimizers, schedulers and initialisers; "
+                            "canonical: the same formulas everywhere; both: each default in both regimes")
         _add_run_options(p)
         p.set_defaults(handler=_cmd_defaults, command=name)
 
@@ -81,7 +86,7 @@ def _cmd_sweep(args) -> int:
     from sensitivity.sweep.driver import run_sweep
     names = args.frameworks.split(",") if args.frameworks else None
     return _run("sweep", lambda: run_sweep(args.space, _options(args, args.trials), args.with_defaults,
-                                           frameworks=names, seeds=args.seeds))
+                                           frameworks=names, seeds=args.seeds, semantics=args.semantics))
 
 
 def _cmd_defaults(args) -> int:
@@ -96,7 +101,8 @@ def _cmd_defaults(args) -> int:
                                [(d, datasets.REGISTRY, "--datasets") for d in sets]:
         if name not in known:
             raise UsageError(f"sensitivity {args.command}: {option}: unknown {name!r}; allowed: {', '.join(known)}")
-    space = defaults_space(args.study or args.command, names, sets, args.seeds)
+    regimes = ("native", "canonical") if args.semantics == "both" else (args.semantics,)
+    space = defaults_space(args.study or args.command, names, sets, args.seeds, regimes)
     plan = default_plan(space, names, sets, args.seeds, args.budget_epochs, transfer=args.command == "transfer")
     return _run(args.command, lambda: run_space(space, _options(args, len(plan)), plan))
 

@@ -6,13 +6,38 @@ import re
 import sys
 
 from sensitivity.commands.common import EXIT_OK, EXIT_TRIAL_FAILED, UsageError, int_list, number
-from sensitivity.spec import LR_POLICIES, OPTIMIZERS, TrialSpec
+from sensitivity.spec import INITS, LR_POLICIES, OPTIMIZERS, SEMANTICS, TrialSpec
+
+
+CONFIGURATION_NUMBERS = [("batch-size", int, 0, True), ("lr", float, 0, True), ("epochs", int, 0, True),
+                         ("iterations", int, 0, True), ("momentum", float, 0, False),
+                         ("weight-decay", float, 0, False), ("gamma", float, 0, False), ("power", float, 0, False),
+                         ("stepsize", int, 0, True), ("val-fraction", float, 0, False), ("seed", int, 0, False),
+                         ("threads", int, 0, False), ("timeout", float, 0, True)]
+
+
+CONFIGURATION_FIELDS = ("dataset", "model", "optimizer", "lr_policy", "stepvalues",
+                        *(option.replace("-", "_") for option, *_ in CONFIGURATION_NUMBERS))
+
+
+def add_configuration_options(p, dataset_help: str) -> None:
+    """The options of a trial's configuration (dataset, model and hyper-parameters): trial and ablate."""
+    from sensitivity import datasets, models
+
+    default = {name: field.default for name, field in TrialSpec.model_fields.items()}
+    p.add_argument("--dataset", choices=sorted(datasets.REGISTRY), help=dataset_help)
+    p.add_argument("--model", choices=sorted(models.MODELS), help="default: the dataset's model")
+    for option, kind, minimum, strict in CONFIGURATION_NUMBERS:
+        p.add_argument("--" + option, type=number(kind, minimum, strict),
+                       help=f"default {default[option.replace('-', '_')]}")
+    p.add_argument("--optimizer", choices=OPTIMIZERS, help=f"default {default['optimizer']}")
+    p.add_argument("--lr-policy", choices=LR_POLICIES, help="default fixed")
+    p.add_argument("--stepvalues", type=int_list, help="multistep: e.g. 4000,6000")
 
 
 def add_parsers(commands) -> None:
-    from sensitivity import datasets, frameworks, models
+    from sensitivity import frameworks
 
-    default = {name: field.default for name, field in TrialSpec.model_fields.items()}
     p = commands.add_parser("trial", help="run one trial and print its result",
                             argument_default=argparse.SUPPRESS)  # only options given override a --config
     p.add_argument("--config", help="a configuration YAML (from import-caffe or the defaults table)")
@@ -21,22 +46,13 @@ def add_parsers(commands) -> None:
     p.add_argument("--storage", help="the study's storage, with --from-study (default results/optuna.db)")
     p.add_argument("--framework", choices=sorted(frameworks.FRAMEWORKS), help="required, here or in --config")
     p.add_argument("--backend", help="for keras: tensorflow (default), jax or torch")
-    p.add_argument("--dataset", choices=sorted(datasets.REGISTRY), help="required, here or in --config")
-    p.add_argument("--model", choices=sorted(models.MODELS), help="default: the dataset's model")
-    for option, kind, minimum, strict in [("batch-size", int, 0, True), ("lr", float, 0, True),
-                                          ("epochs", int, 0, True), ("iterations", int, 0, True),
-                                          ("momentum", float, 0, False), ("weight-decay", float, 0, False),
-                                          ("gamma", float, 0, False), ("power", float, 0, False),
-                                          ("stepsize", int, 0, True), ("val-fraction", float, 0, False),
-                                          ("seed", int, 0, False), ("threads", int, 0, False),
-                                          ("timeout", float, 0, True)]:
-        p.add_argument("--" + option, type=number(kind, minimum, strict),
-                       help=f"default {default[option.replace('-', '_')]}")
-    p.add_argument("--optimizer", choices=OPTIMIZERS, help=f"default {default['optimizer']}")
-    p.add_argument("--lr-policy", choices=LR_POLICIES, help="default fixed")
-    p.add_argument("--stepvalues", type=int_list, help="multistep: e.g. 4000,6000")
-    p.add_argument("--init", choices=("neutral", "framework"),
-                   help="neutral (default): the same numpy weights in every framework; framework: its own")
+    add_configuration_options(p, "required, here or in --config")
+    p.add_argument("--semantics", choices=SEMANTICS,
+                   help="native (default): the framework's own optimizer classes, schedulers, initialisers and "
+                        "defaults; canonical: the same formulas and numpy weights in every framework")
+    p.add_argument("--init", choices=INITS,
+                   help="neutral: the same numpy weights in every framework; framework: its own initialiser "
+                        "(default: framework under native, neutral under canonical)")
     p.add_argument("--device", help="cpu (default), gpu or gpu:N")
     p.add_argument("--data-dir", help="folder of official dataset files (default $SENSITIVITY_DATA_DIR)")
     p.add_argument("--download", action="store_true", default=False,
@@ -46,8 +62,8 @@ def add_parsers(commands) -> None:
 
 
 # A command-line option and the config fields it takes the place of: iterations would win over --epochs,
-# and a config's inline layers over --model.
-OVERRIDES = {"epochs": ("iterations",), "iterations": ("epochs",), "model": ("layers",)}
+# a config's inline layers over --model, and a rerun's initialiser and knobs over --semantics.
+OVERRIDES = {"epochs": ("iterations",), "iterations": ("epochs",), "model": ("layers",), "semantics": ("init", "knobs")}
 
 
 def _spec_from_args(args) -> TrialSpec:
@@ -139,6 +155,12 @@ def _cmd_trial(args) -> int:
     return EXIT_OK if result.status in ("ok", "diverged") else EXIT_TRIAL_FAILED
 
 
+def _semantics_line(described) -> str:
+    if not described:
+        return "-"
+    return f"{described['regime']}: {described['optimizer']}; init {described['init']}"
+
+
 def _print_summary(result) -> None:
     spec = result.spec
     print(f"{spec.get('framework')} on {spec.get('dataset')}: {result.status}"
@@ -149,7 +171,8 @@ def _print_summary(result) -> None:
             ("compile", fmt(result.compile_time_s, " s")), ("train", fmt(result.train_time_s, " s")),
             ("test", fmt(result.test_time_s, " s")), ("throughput", fmt(result.throughput, " samples/s")),
             ("peak RSS", fmt(result.peak_rss_mb, " MB")), ("CPU", fmt(result.cpu_percent, " %")),
-            ("parameters", fmt(result.params)), ("version", result.env.get("framework_version", "-"))]
+            ("parameters", fmt(result.params)), ("version", result.env.get("framework_version", "-")),
+            ("semantics", _semantics_line(result.env.get("semantics")))]
     for name, value in rows:
         print(f"  {name:<20} {value}")
     if result.status in ("failed", "timeout") and result.stderr_tail:

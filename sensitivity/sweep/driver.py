@@ -48,7 +48,7 @@ class SweepOptions:
 
 
 def run_sweep(space_path, options: SweepOptions, with_defaults: bool = False, **overrides) -> dict:
-    """Sweep a space file; `overrides` (frameworks, seeds) replace the file's values."""
+    """Sweep a space file; `overrides` (frameworks, seeds, semantics) replace the file's values."""
     space = load_space(space_path, **overrides)
     plan = default_plan(space, space.frameworks, [space.dataset], seeds=space.seeds,
                         budget_epochs=space.fixed.get("epochs")) if with_defaults else []

@@ -46,15 +46,16 @@ def own_default(entries: list, framework: str, dataset: str):
 def default_plan(space, frameworks: list, dataset_names: list, seeds: int, budget_epochs=None,
                  transfer: bool = False) -> list:
     """Every framework's own defaults on every dataset (with `transfer`, every default on every framework
-    and dataset), `seeds` seeds each, as planned trials."""
+    and dataset), `seeds` seeds each, in each regime the space runs (`Space.regimes`), as planned trials."""
     plan = []
     entries = load_table()
     for entry in entries:
         for framework in (frameworks if transfer else entry.own_frameworks(frameworks)):
-            for dataset in dataset_names:
+            for dataset, regime in ((d, r) for r in space.regimes() for d in dataset_names):
                 batch = entry.config.get("batch_size", 64)
                 fields, scale = trial_fields(entry, steps_per_epoch(dataset, batch, space.val_fraction),
                                              budget_epochs)
+                fields["semantics"] = regime
                 for name in space.parameters:  # what the default does not set is TrialSpec's default
                     fields.setdefault(name, TrialSpec.model_fields[name].default)
                 planned = {**fields, "framework": framework, "dataset": dataset,
@@ -66,18 +67,23 @@ def default_plan(space, frameworks: list, dataset_names: list, seeds: int, budge
                     attrs = {"is_default": framework in entry.own_frameworks([framework]), "default": entry.name,
                              "default_source": entry.framework, "source_dataset": entry.dataset,
                              "own_default": own_default(entries, framework, dataset) is entry,
-                             "seed": seed, "config_id": f"default:{entry.name}:{framework}:{dataset}"}
+                             "seed": seed, "config_id": f"default:{entry.name}:{framework}:{dataset}:{regime}"}
                     if scale is not None:
                         attrs["budget_scale"] = round(scale, 6)
                     plan.append(PlannedTrial(params, planned, attrs))
     return plan
 
 
-def defaults_space(study: str, frameworks: list, dataset_names: list, seeds: int):
-    """The space of a defaults study: nothing sampled, every trial planned; tuned on validation accuracy."""
+def defaults_space(study: str, frameworks: list, dataset_names: list, seeds: int, regimes=("native",)):
+    """The space of a defaults study: nothing sampled, every trial planned; tuned on validation accuracy.
+    One regime is fixed; several are a categorical parameter (each planned trial names its own)."""
     from sensitivity.spaces import Space
-    return Space(study=study, dataset=dataset_names[0], frameworks=tuple(frameworks), parameters={}, fixed={},
-                 objectives=({"metric": "val_accuracy", "direction": "maximize"},), val_fraction=0.2, seeds=seeds)
+    regimes = tuple(regimes)
+    parameters = {"semantics": {"type": "categorical", "choices": regimes}} if len(regimes) > 1 else {}
+    fixed = {"semantics": regimes[0]} if len(regimes) == 1 else {}
+    return Space(study=study, dataset=dataset_names[0], frameworks=tuple(frameworks), parameters=parameters,
+                 fixed=fixed, objectives=({"metric": "val_accuracy", "direction": "maximize"},), val_fraction=0.2,
+                 seeds=seeds)
 
 
 def _representable(param, value) -> bool:

@@ -21,6 +21,8 @@ HEARTBEAT_PREFIX = "heartbeat:"
 QUEUED_ATTRS = ("seed", "config_id", "retry_of", "planned", "plan_key", "is_default", "default", "default_source",
                 "source_dataset", "own_default", "budget_scale")
 SPACE_HASH = "space_fingerprint"
+# A spec recorded before TrialSpec had `semantics` ran the canonical formulas with the init it names.
+REGIME_BEFORE_SEMANTICS = {"semantics": "canonical"}
 
 
 def final_states():
@@ -78,7 +80,7 @@ def trial_spec(study, trial):
 
     attrs = trial.user_attrs
     if "spec" in attrs:
-        return TrialSpec.model_validate(attrs["spec"])
+        return TrialSpec.model_validate({**REGIME_BEFORE_SEMANTICS, **attrs["spec"]})
     spec = Space.model_validate(study.user_attrs["space"]).trial_spec(trial.params, attrs.get("seed", 0))
     if attrs.get("planned"):
         spec = TrialSpec(**{**spec.model_dump(), **attrs["planned"], "seed": attrs.get("seed", 0)})

@@ -51,10 +51,18 @@ def trials_frame(study):
         row.update({f"param_{k}": v for k, v in t.params.items()})
         row.update({k: t.user_attrs.get(k) for k in EXPORT_ATTRS})
         row["framework_version"] = (t.user_attrs.get("env") or {}).get("framework_version")
+        row["semantics"] = _regime(t.user_attrs)
         row["dataset"] = (t.user_attrs.get("planned") or {}).get("dataset") or space_dataset
         row["curve"] = json.dumps(t.user_attrs.get("curve") or [])
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _regime(attrs: dict):
+    """The semantics a trial ran (native or canonical), from the spec it recorded or was planned with."""
+    from sensitivity.sweep.records import REGIME_BEFORE_SEMANTICS
+    spec = attrs.get("spec") or attrs.get("planned")
+    return None if spec is None else {**REGIME_BEFORE_SEMANTICS, **spec}["semantics"]
 
 
 def show(study) -> str:
@@ -62,7 +70,7 @@ def show(study) -> str:
     frame = trials_frame(study)
     if frame.empty:
         return f"study {study.study_name}: no trials"
-    columns = ["number", "state", "status"] + [c for c in frame.columns if c.startswith(("param_", "value_"))] \
+    columns = ["number", "state", "status", "semantics"] + [c for c in frame.columns if c.startswith(("param_", "value_"))] \
         + ["accuracy", "train_time_s", "duration_s"]
     lines = [f"study {study.study_name}: {len(frame)} trials, {sum(is_final(t) for t in study.trials)} final",
              frame[columns].to_string(index=False, float_format=lambda v: f"{v:.4g}")]
