@@ -2,15 +2,16 @@
 """Adapter overhead: each framework adapter's epoch time divided by that of a plain hand-written loop.
 
 A child process per framework trains LeNet-5 on mnist5k (4,000 samples, batch 64, 62 full steps per epoch,
-momentum 0.9, lr 0.05 fixed, the same intra- and inter-op threads) from the same initial weights, two ways:
-  adapter  as sensitivity.trial.loop drives it: setup, build, set_data, compile (untimed), then
-           train_epoch(order, lrs) with order a fresh permutation shaped (steps, batch);
+momentum 0.9, lr 0.05 fixed, the same intra- and inter-op threads) from the same initial weights:
+  adapter  as sensitivity.trial.loop drives it, in each regime asked (--semantics: canonical, the
+           hand-written update; native, the framework's own optimizer classes): setup, build, set_data,
+           compile (untimed), then train_epoch(order, lrs) with order a fresh permutation (steps, batch);
   plain    the framework's documented hand-written loop, fastest CPU idiom, no sensitivity code:
            torch: nn.Sequential, tensors in memory, one permutation per epoch then contiguous slices,
              torch.optim.SGD(momentum=0.9, foreach=True), F.cross_entropy, zero_grad(set_to_none=True);
            tensorflow: tf.Variables, tf.nn ops (NHWC), a @tf.function step called from a Python loop over
-             a tf.data pipeline built once (from_tensor_slices, shuffle, batch(64, drop_remainder=True),
-             prefetch); momentum SGD as assign ops (v = mu*v - lr*g; w += v), as Keras' SGD does;
+             a tf.data pipeline of the epoch's order (one gather, batch(64), prefetch); momentum SGD as
+             assign ops (v = mu*v - lr*g; w += v), as Keras' SGD does;
            keras, jax, mxnet, chainer, theano, pytensor: see scripts/plain_loops.py (Keras' fit, optax with a
              jitted step, a Gluon Trainer, Chainer's MomentumSGD, a Theano function with givens, and the same
              on PyTensor with im2col convolution and strided-slice max pooling built from its array ops).
@@ -18,10 +19,13 @@ Keras is benched once per backend: `keras` on tensorflow, `keras-jax` and `keras
 its own child started with KERAS_BACKEND set (Keras reads it once, at import) and TrialSpec.backend to match;
 the plain Keras loop in that child runs on the same backend. Legacy-environment frameworks run in a child
 under that environment's interpreter.
-One untimed warm-up epoch each, then timed runs alternate adapter, plain, ... (--repeats pairs); a pair during
-which other processes kept more than --max-others cores busy is run again (up to 3x). Printed: medians in
-s/epoch, their ratio (target <= 1.10), all runs, setup and compile costs, and a learning check (the loss
-fell, test accuracy > 0.8), so a loop that does nothing cannot pass.
+One untimed warm-up epoch each, then timed runs alternate the adapters and the plain loop (--repeats
+rounds); a round during which other processes kept more than --max-others cores busy is run again (up to
+3x). Printed: medians in s/epoch, each regime's ratio to the plain loop (target <= 1.10), all runs, setup
+and compile costs, and a learning check (the loss fell, test accuracy > 0.8), so a loop that does nothing
+cannot pass. The native adapter and the plain loop run the same formulas (each framework's own optimizer),
+so from the same weights and the same batches their first-epoch mean losses must agree within
+AGREE_RTOL; a fresh pair of each checks that. Exit 1 when a ratio, the agreement or a learning check fails.
 """
 import argparse
 import json
@@ -34,6 +38,7 @@ import numpy as np
 from plain_loops import PLAIN as MORE_PLAIN  # the other frameworks' plain loops, beside this file
 
 BATCH, LR, MOMENTUM, SEED, TARGET, MIN_ACCURACY = 64, 0.05, 0.9, 0, 1.10, 0.8
+AGREE_RTOL = 1e-3  # first-epoch mean loss, native adapter against the plain loop, from the same weights
 
 
 def load_data():
@@ -99,11 +104,9 @@ class PlainTensorflow:
         self.w = [tf.Variable(np.ascontiguousarray(a)) for a in arrays]
         self.v = [tf.Variable(tf.zeros_like(w)) for w in self.w]
         self.loss_sum = tf.Variable(0.0)
-        options = tf.data.Options()
-        options.autotune.enabled = False  # else epochs snap to 10 ms x (2^k - 1) as the autotuner winds down
-        self.dataset = (tf.data.Dataset.from_tensor_slices((x.transpose(0, 2, 3, 1), y))
-                        .shuffle(len(y), seed=SEED).batch(BATCH, drop_remainder=True).prefetch(2)
-                        .with_options(options))
+        self.x, self.y = tf.constant(x.transpose(0, 2, 3, 1)), tf.constant(y)
+        self.options = tf.data.Options()
+        self.options.autotune.enabled = False  # else epochs snap to 10 ms x (2^k - 1) as the autotuner winds down
         self.step, self.forward = tf.function(self._step), tf.function(self._forward)
 
     def _forward(self, x):
@@ -121,12 +124,15 @@ class PlainTensorflow:
             w.assign_add(v.assign(MOMENTUM * v - LR * g))
         self.loss_sum.assign_add(loss)
 
-    def epoch(self, order: np.ndarray) -> float:  # as many steps as `order`, in its own shuffled order
+    def epoch(self, order: np.ndarray) -> float:  # the batches of `order`: one gather, then tf.data slices
+        tf = self.tf
+        index = tf.constant(order.reshape(-1))
+        dataset = (tf.data.Dataset.from_tensor_slices((tf.gather(self.x, index), tf.gather(self.y, index)))
+                   .batch(BATCH).prefetch(2).with_options(self.options))
         self.loss_sum.assign(0.0)
-        for steps, (xb, yb) in enumerate(self.dataset, 1):
+        for xb, yb in dataset:
             self.step(xb, yb)
-        assert steps == order.shape[0], (steps, order.shape)
-        return float(self.loss_sum) / steps
+        return float(self.loss_sum) / len(order)
 
     def logits(self, x: np.ndarray) -> np.ndarray:
         return self.forward(self.tf.constant(x.transpose(0, 2, 3, 1))).numpy()
@@ -174,7 +180,7 @@ def other_load() -> float:
 
 
 def bench(name: str, args) -> dict:
-    """Runs in the child process: setup, warm-up, interleaved timed runs, then the learning check."""
+    """Runs in the child process: setup, warm-up, interleaved timed runs, the learning check, the agreement."""
     from sensitivity import frameworks
     from sensitivity.models import get_model, init_weights
     from sensitivity.optim import lr_schedule
@@ -182,53 +188,74 @@ def bench(name: str, args) -> dict:
     x, y, x_test, y_test, source = load_data()
     steps = len(y) // BATCH
     framework, backend = entry(name)
-    spec = TrialSpec(framework=framework, backend=backend, dataset="mnist5k", batch_size=BATCH, lr=LR,
-                     optimizer="momentum", momentum=MOMENTUM, lr_policy="fixed", seed=SEED, threads=args.threads)
+    regimes = ("canonical", "native") if args.semantics == "both" else (args.semantics,)
+    specs = {r: TrialSpec(framework=framework, backend=backend, dataset="mnist5k", batch_size=BATCH, lr=LR,
+                          optimizer="momentum", momentum=MOMENTUM, lr_policy="fixed", seed=SEED,
+                          threads=args.threads, semantics=r, init="neutral") for r in regimes}
     model = get_model("lenet5").resolve(10)
     weights = init_weights(model, x.shape[1:], 10, SEED)
     tick = time.perf_counter
     t0 = tick()
-    adapter = frameworks.load_adapter(framework)  # imports the framework (keras: on KERAS_BACKEND's backend)
+    frameworks.load_adapter(framework)  # imports the framework (keras: on KERAS_BACKEND's backend)
     t1 = tick()
-    adapter.setup(args.threads, "cpu", SEED)  # first: thread settings some frameworks read at import
-    t2 = tick()
-    plain = PLAIN[framework](args.threads, weights, x, y)
+
+    def built(regime: str):
+        adapter = frameworks.load_adapter(framework)
+        adapter.setup(args.threads, "cpu", SEED)  # first: thread settings some frameworks read at import
+        adapter.build(model, x.shape[1:], 10, weights, specs[regime], steps * 100)
+        adapter.set_data(x, y)
+        adapter.compile(BATCH)
+        return adapter
+
+    costs = {"import": t1 - t0}
+    adapters = {}
+    for regime in regimes:
+        t2 = tick()
+        adapters[regime] = built(regime)
+        costs[f"{regime} setup+compile"] = tick() - t2
     t3 = tick()
-    adapter.build(model, x.shape[1:], 10, weights, spec)
-    adapter.set_data(x, y)
-    t4 = tick()
-    adapter.compile(BATCH)
-    costs = {"import": t1 - t0, "plain setup": t3 - t2, "adapter setup": (t2 - t1) + (t4 - t3),
-             "adapter compile": tick() - t4}
+    plain = PLAIN[framework](args.threads, weights, x, y)
+    costs["plain setup"] = tick() - t3
+    kinds = [*regimes, "plain"]
 
-    rng, lrs = np.random.default_rng(SEED), lr_schedule(spec, steps)
-    losses, pairs = {"adapter": [], "plain": []}, []
+    rng, lrs = np.random.default_rng(SEED), lr_schedule(specs[regimes[0]], steps)
+    losses = {kind: [] for kind in kinds}
 
-    def run(kind: str, epochs: int) -> float:
+    def run(kind: str, epochs: int) -> tuple:
         """(seconds per epoch, cores other processes kept busy meanwhile); drawing the order is not timed."""
         elapsed, other = 0.0, -other_load()
         for _ in range(epochs):
             order = rng.permutation(len(y))[: steps * BATCH].reshape(steps, BATCH)
             start = time.perf_counter()
-            out = adapter.train_epoch(order, lrs) if kind == "adapter" else plain.epoch(order)
+            out = plain.epoch(order) if kind == "plain" else adapters[kind].train_epoch(order, lrs)
             elapsed += time.perf_counter() - start
-            if kind == "adapter":
+            if kind != "plain":
                 assert out.steps == steps and not out.diverged, out
-            losses[kind].append(out.mean_loss if kind == "adapter" else out)
+                out = out.mean_loss
+            losses[kind].append(out)
         return elapsed / epochs, (other + other_load()) / elapsed
 
-    costs["adapter warm-up epoch"], costs["plain warm-up epoch"] = run("adapter", 1)[0], run("plain", 1)[0]
-    others = lambda pair: max(pair[0][1], pair[1][1])  # noqa: E731 - cores others took during a pair
-    while sum(others(p) <= args.max_others for p in pairs) < args.repeats and len(pairs) < 3 * args.repeats:
-        pairs.append((run("adapter", args.epochs_per_run), run("plain", args.epochs_per_run)))
-    used = [p for p in pairs if others(p) <= args.max_others]
-    used = used if len(used) >= args.repeats else pairs  # never quiet enough: all pairs, flagged by "others"
-    times = {kind: [pair[i][0] for pair in used] for i, kind in enumerate(("adapter", "plain"))}
-    accuracy = {k: float((np.argmax(f(x_test), 1) == y_test).mean()) for k, f in
-                (("adapter", adapter.predict), ("plain", plain.logits))}
-    return {"framework": name, "version": adapter.version(), "data": source, "steps": steps, "times": times,
-            "costs": costs, "losses": losses, "accuracy": accuracy,
-            "others": max(map(others, used)), "dropped": len(pairs) - len(used)}
+    for kind in kinds:
+        costs[f"{kind} warm-up epoch"] = run(kind, 1)[0]
+    others = lambda rnd: max(r[1] for r in rnd)  # noqa: E731 - cores others took during a round
+    rounds = []
+    while sum(others(r) <= args.max_others for r in rounds) < args.repeats and len(rounds) < 3 * args.repeats:
+        rounds.append([run(kind, args.epochs_per_run) for kind in kinds])
+    used = [r for r in rounds if others(r) <= args.max_others]
+    used = used if len(used) >= args.repeats else rounds  # never quiet enough: all rounds, flagged by "others"
+    times = {kind: [rnd[i][0] for rnd in used] for i, kind in enumerate(kinds)}
+    accuracy = {kind: float((np.argmax(f(x_test), 1) == y_test).mean()) for kind, f in
+                [*((r, adapters[r].predict) for r in regimes), ("plain", plain.logits)]}
+    agreement = None
+    if "native" in regimes:  # fresh native adapter and plain loop, the same weights and batches
+        order = np.random.default_rng(SEED + 1).permutation(len(y))[: steps * BATCH].reshape(steps, BATCH)
+        native_loss = built("native").train_epoch(order, lrs).mean_loss
+        plain_loss = PLAIN[framework](args.threads, weights, x, y).epoch(order)
+        agreement = {"native": native_loss, "plain": plain_loss,
+                     "rtol": abs(native_loss - plain_loss) / abs(plain_loss)}
+    return {"framework": name, "version": adapters[regimes[0]].version(), "data": source, "steps": steps,
+            "regimes": list(regimes), "times": times, "costs": costs, "losses": losses, "accuracy": accuracy,
+            "agreement": agreement, "others": max(map(others, used)), "dropped": len(rounds) - len(used)}
 
 
 def run_child(name: str, argv: list) -> dict:
@@ -248,37 +275,57 @@ def run_child(name: str, argv: list) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def report(results: list, args) -> None:
+def report(results: list, args) -> bool:
+    """Print the tables; returns whether every target and check was met."""
     ok = [r for r in results if "error" not in r]
+    met = len(ok) == len(results)
     print(f"\nLeNet-5, batch {BATCH}, momentum {MOMENTUM}, lr {LR}, threads {args.threads}, data from "
-          f"{ok[0]['data'] if ok else '-'}; medians of interleaved runs of {args.epochs_per_run} epoch(s), s/epoch")
-    print(f"{'framework':<13}{'adapter':>8}{'plain':>8}{'ratio':>7}  <=1.10  others (dropped)  runs adapter / plain")
+          f"{ok[0]['data'] if ok else '-'}; medians of interleaved runs of {args.epochs_per_run} epoch(s), s/epoch;"
+          f" ratio = adapter / plain, target <= {TARGET:.2f}")
+    print(f"{'framework':<13}{'regime':<10}{'adapter':>8}{'plain':>8}{'ratio':>7}  met  others (dropped)  runs")
     for r in (r for r in results if "error" in r):
         print(f"{r['framework']:<13}{r['error']}")
     for r in ok:
-        a, p = (float(np.median(r["times"][k])) for k in ("adapter", "plain"))
-        runs = " / ".join(" ".join(f"{t:.3f}" for t in r["times"][k]) for k in ("adapter", "plain"))
-        verdict = ("yes" if a / p <= TARGET else "NO") + ("?" if r["others"] > args.max_others else "")
-        print(f"{r['framework']:<13}{a:8.3f}{p:8.3f}{a / p:7.2f}  {verdict:<6}  {r['others']:4.2f} cores "
-              f"({r['dropped']})  {runs}")
+        p = float(np.median(r["times"]["plain"]))
+        for regime in r["regimes"]:
+            a = float(np.median(r["times"][regime]))
+            met &= a / p <= TARGET
+            runs = " / ".join(" ".join(f"{t:.3f}" for t in r["times"][k]) for k in (regime, "plain"))
+            verdict = ("yes" if a / p <= TARGET else "NO") + ("?" if r["others"] > args.max_others else "")
+            print(f"{r['framework']:<13}{regime:<10}{a:8.3f}{p:8.3f}{a / p:7.2f}  {verdict:<4} {r['others']:4.2f} "
+                  f"cores ({r['dropped']})  {runs}")
     if any(r["others"] > args.max_others for r in ok):
-        print(f"?: never {args.repeats} pairs with others under {args.max_others} cores; all runs used, unreliable")
+        print(f"?: never {args.repeats} rounds with others under {args.max_others} cores; all runs used, unreliable")
+    agreeing = [r for r in ok if r["agreement"]]
+    if agreeing:
+        print(f"\nnative adapter against the plain loop, same weights and batches: first-epoch mean loss "
+              f"(agree within rtol {AGREE_RTOL:g})")
+        for r in agreeing:
+            a = r["agreement"]
+            met &= a["rtol"] <= AGREE_RTOL
+            print(f"{r['framework']:<13}native {a['native']:.6f}  plain {a['plain']:.6f}  rtol {a['rtol']:.2e}  "
+                  + ("agree" if a["rtol"] <= AGREE_RTOL else "DISAGREE"))
     print("\nsetup and compile, untimed above (s)")
     for r in ok:
         print(f"{r['framework']:<13}{r['version']}: " + ", ".join(f"{k} {v:.2f}" for k, v in r["costs"].items()))
     print("\nlearning check: mean loss of the warm-up epoch -> the last epoch; accuracy on the 1,000 test samples")
     for r in ok:
-        for kind in ("adapter", "plain"):
+        for kind in [*r["regimes"], "plain"]:
             first, last, acc = r["losses"][kind][0], r["losses"][kind][-1], r["accuracy"][kind]
-            verdict = "learned" if last < first and acc > MIN_ACCURACY else "DID NOT LEARN"
-            print(f"{r['framework']:<13}{kind:<8} loss {first:.4f} -> {last:.4f}, accuracy {acc:.3f} after "
-                  f"{len(r['losses'][kind])} epochs of {r['steps']} steps: {verdict}")
+            learned = last < first and acc > MIN_ACCURACY
+            met &= learned
+            print(f"{r['framework']:<13}{kind:<10} loss {first:.4f} -> {last:.4f}, accuracy {acc:.3f} after "
+                  f"{len(r['losses'][kind])} epochs of {r['steps']} steps: {'learned' if learned else 'DID NOT LEARN'}")
+    print("\nall targets and checks met" if met else "\nTARGET OR CHECK MISSED")
+    return met
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--frameworks", help="comma-separated bench entries: framework names, keras meaning its "
                         "tensorflow backend, keras-jax and keras-torch the others (default: every usable one)")
+    parser.add_argument("--semantics", choices=("both", "native", "canonical"), default="both",
+                        help="the adapter regimes to time against the plain loop (default both)")
     parser.add_argument("--repeats", type=int, default=5)  # 3 left a 0.7 s epoch's ratio noisy (1.01 to 1.16)
     parser.add_argument("--epochs-per-run", type=int, default=1)
     parser.add_argument("--threads", type=int, default=2)
@@ -298,8 +345,7 @@ def main(argv=None) -> int:
             parser.error(f"{exc}; one of {', '.join(known_entries())}")
     results = [run_child(n, argv) if entry(n)[0] in PLAIN else
                {"framework": n, "error": NO_PLAIN.get(entry(n)[0], "no plain loop")} for n in names]
-    report(results, args)
-    return 1 if any("child exited" in r.get("error", "") for r in results) else 0
+    return 0 if report(results, args) else 1
 
 
 if __name__ == "__main__":

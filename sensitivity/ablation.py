@@ -166,7 +166,7 @@ def run_ablation(base: TrialSpec, start: Setup, end: Setup, seeds: int, options,
                         for seed in range(seeds))
         options.trials = len(plan)
         log(f"ablate: running {len(points)} point(s) x {seeds} seeds")
-        run_space(space, options, plan)
+        run_space(space, options, plan, keep_ray=True)
         study = studies.load(space.study, options.storage)
         by_config: dict = {}
         for trial in study.get_trials(deepcopy=False):
@@ -181,7 +181,11 @@ def run_ablation(base: TrialSpec, start: Setup, end: Setup, seeds: int, options,
         values = [v for v in values if v is not None]
         return sum(values) / len(values) if values else -math.inf
 
-    steps, inert = walk(base, start, end, seeds, run_points, score)
+    from sensitivity.sweep.tuning import stop_ray
+    try:
+        steps, inert = walk(base, start, end, seeds, run_points, score)
+    finally:
+        stop_ray()
     record = {"from": str(start), "to": str(end), "seeds": seeds, "objective": OBJECTIVE,
               "config": base.model_dump(mode="json", exclude={"seed", "knobs", "init", "semantics", "framework",
                                                               "backend", "keep_weights", "data_dir"}),

@@ -3,7 +3,8 @@ the parameters.
 
 Slice and contour are computed here from the table rather than with `optuna.visualization`, whose
 contour interpolates every pair over every trial (29 s for three parameters of 10,000 trials here):
-the contour is the mean accuracy per cell of a binned grid, empty where no trial fell.
+the contour is the mean accuracy per cell of a binned grid, empty where no trial fell, one grid per regime
+(`semantics`): a cell never averages trials of both.
 """
 from __future__ import annotations
 
@@ -12,11 +13,11 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
-from sensitivity.analysis.table import (PARAM, NotEnoughData, bin_parameter, defaults_of, is_categorical,
+from sensitivity.analysis.table import (PARAM, REGIME, NotEnoughData, bin_parameter, defaults_of, is_categorical,
                                         parameter_distributions, trained, trials_table)
 
 CURVE_FIELDS = ("train_loss", "val_accuracy", "test_accuracy", "seconds")
-TRIAL_COLUMNS = ["number", "framework", "config_id", "seed", "outcome", "is_default"]
+TRIAL_COLUMNS = ["number", "framework", REGIME, "config_id", "seed", "outcome", "is_default"]
 
 
 def learning_curves(table) -> pd.DataFrame:
@@ -42,7 +43,7 @@ def curve_metric(curves: pd.DataFrame) -> str:
 
 def slice_points(table, parameters=None) -> pd.DataFrame:
     """Accuracy against each parameter, one row per trained trial and parameter: parameter, value,
-    scale (log, linear or category), accuracy, framework, number, outcome, is_default."""
+    scale (log, linear or category), accuracy, framework, semantics, number, outcome, is_default."""
     table = trials_table(table)
     rows = trained(table).dropna(subset=["accuracy"]).assign(is_default=lambda t: defaults_of(t))
     distributions = parameter_distributions(table, framework=False)
@@ -52,7 +53,7 @@ def slice_points(table, parameters=None) -> pd.DataFrame:
                             "parameter besides the framework")
     parts = []
     for name in names:
-        part = rows[["accuracy", "framework", "number", "outcome", "is_default"]].assign(
+        part = rows[["accuracy", "framework", REGIME, "number", "outcome", "is_default"]].assign(
             parameter=name, value=rows[PARAM + name].astype(object), scale=_scale(distributions[name]))
         parts.append(part[part["value"].notna()])
     return pd.concat(parts, ignore_index=True)
@@ -64,8 +65,9 @@ def _scale(dist) -> str:
 
 def contour_grid(table, parameters=None, bins: int = 10, max_parameters: int = 3) -> pd.DataFrame:
     """Mean accuracy on a grid of bins for each pair of numeric parameters (by default the first
-    `max_parameters` varied ones): x_parameter, y_parameter, x, y (bin centres), accuracy, n_trials,
-    x_scale, y_scale; rows with `is_default` True place the framework defaults' own trials."""
+    `max_parameters` varied ones) and each regime: x_parameter, y_parameter, semantics, x, y (bin centres),
+    accuracy, n_trials, x_scale, y_scale; rows with `is_default` True place the framework defaults' own
+    trials."""
     table = trials_table(table)
     rows = trained(table).dropna(subset=["accuracy"])
     distributions = {n: d for n, d in parameter_distributions(table, framework=False).items()
@@ -80,14 +82,16 @@ def contour_grid(table, parameters=None, bins: int = 10, max_parameters: int = 3
         pair = rows.dropna(subset=[PARAM + x_name, PARAM + y_name])
         x_bins = bin_parameter(pair[PARAM + x_name], distributions[x_name], bins)
         y_bins = bin_parameter(pair[PARAM + y_name], distributions[y_name], bins)
-        cells = pd.DataFrame({"x": x_bins["centre"], "y": y_bins["centre"], "accuracy": pair["accuracy"]})
-        grid = cells.groupby(["x", "y"]).agg(accuracy=("accuracy", "mean"), n_trials=("accuracy", "size"))
-        grid = grid.reset_index().assign(is_default=False, framework="")  # cells mix the frameworks
+        cells = pd.DataFrame({REGIME: pair[REGIME], "x": x_bins["centre"], "y": y_bins["centre"],
+                              "accuracy": pair["accuracy"]})
+        grid = cells.groupby([REGIME, "x", "y"]).agg(accuracy=("accuracy", "mean"), n_trials=("accuracy", "size"))
+        grid = grid.reset_index().assign(is_default=False, framework="")  # cells mix the frameworks, not regimes
         marks = pair[defaults[pair.index]]
         if len(marks):
             grid = pd.concat([grid, pd.DataFrame({
-                "x": marks[PARAM + x_name], "y": marks[PARAM + y_name], "accuracy": marks["accuracy"],
-                "n_trials": 1, "is_default": True, "framework": marks["framework"]})], ignore_index=True)
+                REGIME: marks[REGIME], "x": marks[PARAM + x_name], "y": marks[PARAM + y_name],
+                "accuracy": marks["accuracy"], "n_trials": 1, "is_default": True,
+                "framework": marks["framework"]})], ignore_index=True)
         parts.append(grid.assign(
             x_parameter=x_name, y_parameter=y_name, x_scale=_scale(distributions[x_name]),
             y_scale=_scale(distributions[y_name])))

@@ -1,5 +1,5 @@
 """How often training diverges across each parameter's range: per bin of a numeric parameter (per value
-of a categorical one) and per framework, with counts.
+of a categorical one), per framework and per regime (`semantics`), with counts.
 
 Trials that trained (ok or diverged) and failed ones count; pruned trials do not (a scheduler stopped
 them before their outcome was known). Failures are counted beside divergences, never merged with them.
@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import pandas as pd
 
-from sensitivity.analysis.table import (PARAM, NotEnoughData, bin_parameter, grouped, parameter_distributions,
-                                        trials_table)
+from sensitivity.analysis.table import (BY_FRAMEWORK, PARAM, NotEnoughData, bin_parameter, grouped,
+                                        parameter_distributions, trials_table)
 
 COUNTED = ("ok", "diverged", "failed")
 
 
 def divergence_rates(table, parameters=None, bins: int = 5) -> pd.DataFrame:
-    """One row per parameter, bin and framework: n_trials, n_seeds, n_ok, n_diverged, n_failed,
+    """One row per parameter, bin, framework and regime: n_trials, n_seeds, n_ok, n_diverged, n_failed,
     divergence_rate (diverged / n_trials) and failure_rate; `order` sorts the bins, `centre` places them."""
     table = trials_table(table)
     rows = table[table["outcome"].isin(COUNTED)]
@@ -30,7 +30,7 @@ def divergence_rates(table, parameters=None, bins: int = 5) -> pd.DataFrame:
     parts = []
     for name in names:
         binned = rows.join(bin_parameter(rows[PARAM + name], distributions[name], bins), how="inner")
-        parts.append(grouped(binned.assign(parameter=name), keys=("parameter", "order", "value", "framework"),
+        parts.append(grouped(binned.assign(parameter=name), keys=("parameter", "order", "value", *BY_FRAMEWORK),
                              outcomes=True, **extra))
     out = pd.concat(parts, ignore_index=True).drop(columns="n_pruned")
     out["divergence_rate"] = out["n_diverged"] / out["n_trials"]

@@ -1,12 +1,14 @@
 """The runtime-accuracy Pareto frontier: maximise `accuracy`, minimise `train_time_s`, read from the
 trials' results whatever the study's objectives were, overall and per framework, with its hypervolume.
+Each regime (`semantics`) has its own frontiers: "overall" is over the frameworks of one regime, and a
+trial of one regime never dominates a trial of the other.
 
 Only trials with status ok can be on a frontier. Diverged trials are shown and counted but never on it
 (a fast run at chance level is not a trade-off anyone wants); pruned and failed trials are counted only.
 
 Hypervolume: the area, in (accuracy, train time) space, that the frontier dominates up to the reference
 point (accuracy 0, 1.1 x the slowest ok trial's train time). The reference point is the same for every
-framework, so their hypervolumes compare; `hypervolume_fraction` divides by the reference box
+framework and regime, so their hypervolumes compare; `hypervolume_fraction` divides by the reference box
 (1 x reference time), so 1.0 would be perfect accuracy in no time.
 """
 from __future__ import annotations
@@ -16,15 +18,16 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from sensitivity.analysis.table import NotEnoughData, defaults_of, grouped, trained, trials_table
+from sensitivity.analysis.table import (REGIME, NotEnoughData, defaults_of, grouped, regime_position, trained,
+                                        trials_table)
 
 REFERENCE_TIME_MARGIN = 1.1
 ALL = "all"
 
 
 class Frontier(NamedTuple):
-    points: pd.DataFrame  # trained trials: number, framework, accuracy, train_time_s, outcome, on_frontier, ...
-    summary: pd.DataFrame  # one row per scope ("all", then each framework): counts, hypervolume
+    points: pd.DataFrame  # trained trials: number, framework, semantics, accuracy, train_time_s, outcome, ...
+    summary: pd.DataFrame  # one row per regime and scope ("all", then each framework): counts, hypervolume
     reference_point: tuple  # (accuracy, train_time_s)
 
 
@@ -56,19 +59,28 @@ def runtime_accuracy_frontier(table) -> Frontier:
         raise NotEnoughData("the runtime-accuracy frontier needs at least one trial with status ok, "
                             "an accuracy and a train_time_s")
     reference = (0.0, REFERENCE_TIME_MARGIN * float(points.loc[ok, "train_time_s"].max()))
-    columns = ["number", "framework", "accuracy", "train_time_s", "outcome", "seed", "config_id"]
+    columns = ["number", "framework", REGIME, "accuracy", "train_time_s", "outcome", "seed", "config_id"]
     points = points[columns + [c for c in ("is_default",) if c in points]].copy()
     points["is_default"] = defaults_of(points)
-    points["on_frontier"] = False
-    points.loc[ok, "on_frontier"] = pareto_mask(points.loc[ok, "accuracy"], points.loc[ok, "train_time_s"])
-    points["on_framework_frontier"] = False
-    volumes = {ALL: _volume(points[points["on_frontier"]], reference)}
-    for framework, rows in points[ok].groupby("framework"):
-        mask = pareto_mask(rows["accuracy"], rows["train_time_s"])
-        points.loc[rows.index[mask], "on_framework_frontier"] = True
-        volumes[framework] = _volume(rows[mask], reference)
+    volumes = {**_fronts(points, ok, ALL, "on_frontier", reference),
+               **_fronts(points, ok, points["framework"], "on_framework_frontier", reference)}
     summary = _summary(table, points, volumes, reference)
-    return Frontier(points.sort_values(["framework", "train_time_s"]).reset_index(drop=True), summary, reference)
+    points = points.assign(order=points[REGIME].map(regime_position))
+    points = points.sort_values(["order", "framework", "train_time_s"]).drop(columns="order")
+    return Frontier(points.reset_index(drop=True), summary, reference)
+
+
+def _fronts(points: pd.DataFrame, ok: pd.Series, scope, column: str, reference: tuple) -> dict:
+    """Mark `column` on the frontier of each regime within each scope (ALL, or each point's framework);
+    returns {(scope, regime): hypervolume}."""
+    points[column] = False
+    scopes = pd.Series(scope, index=points.index)[ok]
+    volumes = {}
+    for (scope, regime), rows in points[ok].groupby([scopes, points.loc[ok, REGIME]]):
+        mask = pareto_mask(rows["accuracy"], rows["train_time_s"])
+        points.loc[rows.index[mask], column] = True
+        volumes[(scope, regime)] = _volume(rows[mask], reference)
+    return volumes
 
 
 def _volume(front: pd.DataFrame, reference: tuple) -> float:
@@ -76,15 +88,23 @@ def _volume(front: pd.DataFrame, reference: tuple) -> float:
 
 
 def _summary(table: pd.DataFrame, points: pd.DataFrame, volumes: dict, reference: tuple) -> pd.DataFrame:
-    """Per scope: every final trial counted by outcome, the frontier's size, best accuracy, hypervolume."""
-    scoped = pd.concat([table.assign(scope=ALL), table.assign(scope=table["framework"])])
-    counts = grouped(scoped, keys=("scope",), outcomes=True)
-    on_front = {ALL: int(points["on_frontier"].sum()),
-                **points.groupby("framework")["on_framework_frontier"].sum().astype(int).to_dict()}
-    counts["n_on_frontier"] = counts["scope"].map(on_front).fillna(0).astype(int)
-    counts["hypervolume"] = counts["scope"].map(volumes).fillna(0.0)
+    """Per regime and scope: every final trial counted by outcome, the frontier's size, best accuracy,
+    hypervolume."""
+    counts = grouped(_scoped(table), keys=(REGIME, "scope"), outcomes=True)
+    ok = points[points["outcome"] == "ok"]
+    fronts = pd.concat([ok[ok["on_frontier"]].assign(scope=ALL), ok[ok["on_framework_frontier"]].assign(
+        scope=ok["framework"])])
+    key = pd.MultiIndex.from_frame(counts[["scope", REGIME]])
+    counts["n_on_frontier"] = fronts.groupby(["scope", REGIME]).size().reindex(key).fillna(0).astype(int).to_numpy()
+    counts["hypervolume"] = pd.Series(volumes, dtype=float).reindex(key).fillna(0.0).to_numpy()
     counts["hypervolume_fraction"] = counts["hypervolume"] / (1.0 * reference[1])
-    best_ok = pd.concat([points[points.outcome == "ok"].assign(scope=ALL),
-                         points[points.outcome == "ok"].assign(scope=points["framework"])])
-    counts["best_accuracy"] = counts["scope"].map(best_ok.groupby("scope")["accuracy"].max())
-    return counts.sort_values("scope", key=lambda s: s.ne(ALL).astype(str) + s, ignore_index=True)
+    best = _scoped(ok).groupby(["scope", REGIME])["accuracy"].max()
+    counts["best_accuracy"] = best.reindex(key).to_numpy()
+    counts = counts[["scope", REGIME] + [c for c in counts if c not in ("scope", REGIME)]]
+    return counts.sort_values([REGIME, "scope"], ignore_index=True, key=lambda c: c.map(regime_position)
+                              if c.name == REGIME else c.ne(ALL).astype(str) + c)
+
+
+def _scoped(rows: pd.DataFrame) -> pd.DataFrame:
+    """Each row twice: in scope "all" and in the scope of its framework."""
+    return pd.concat([rows.assign(scope=ALL), rows.assign(scope=rows["framework"])])

@@ -1,9 +1,12 @@
 """Hyper-parameter importance for accuracy: PED-ANOVA (Optuna 5's default) and fANOVA with bounded trees.
 
 Both run on the trained trials (ok and diverged: a diverged run's chance-level accuracy is what its
-parameters earned) with the framework as one parameter among the others. PED-ANOVA minimises its target,
-so the trials are given the negated accuracy. fANOVA with Optuna's defaults (64 trees, depth 64) takes
-minutes on 10,000 trials; 16 trees of depth 8 take seconds and rank alike.
+parameters earned) with the framework as one parameter among the others, once per regime (`semantics`):
+what matters under the frameworks' own optimizers need not matter under the canonical formulas. Where the
+study tunes the regime as a parameter (`param_semantics` varies), a further block "all" ranks it among
+the others over every trial. PED-ANOVA minimises its target, so the trials are given the negated accuracy.
+fANOVA with Optuna's defaults (64 trees, depth 64) takes minutes on 10,000 trials; 16 trees of depth 8
+take seconds and rank alike.
 """
 from __future__ import annotations
 
@@ -17,10 +20,12 @@ import pandas as pd
 from optuna.distributions import IntDistribution
 from optuna.trial import FrozenTrial, TrialState
 
-from sensitivity.analysis.table import (PARAM, NotEnoughData, defaults_of, format_value, parameter_distributions,
-                                        trained, trials_table)
+from sensitivity.analysis.table import (PARAM, REGIME, NotEnoughData, defaults_of, format_value,
+                                        parameter_distributions, regimes_of, trained, trials_table)
 
 EVALUATORS = ("ped_anova", "fanova")
+ALL = "all"  # the block over every trial, the regime among the parameters
+COLUMNS = [REGIME, "evaluator", "parameter", "importance", "rank", "n_trials", "defaults"]
 FANOVA_TREES, FANOVA_DEPTH = 16, 8
 NEEDS = "importance needs at least 2 complete trials with varied parameters"
 
@@ -38,11 +43,31 @@ def make_evaluator(name: str, seed: int = 0):
 
 
 def parameter_importance(table, evaluators=EVALUATORS, seed: int = 0) -> pd.DataFrame:
-    """One row per evaluator and parameter: importance (summing to 1 per evaluator), rank (1 = most
-    important), n_trials, and the framework defaults' values of the parameter where known."""
-    table = trials_table(table)
-    rows = trained(table).dropna(subset=["accuracy"])
-    distributions = {n: d for n, d in parameter_distributions(rows).items() if not d.single()}
+    """One row per block, evaluator and parameter: `semantics` names the block (each regime present, native
+    first, then "all" where the study tunes the regime), importance (summing to 1 per block and evaluator),
+    rank (1 = most important), n_trials, and the framework defaults' values of the parameter where known.
+    `attrs["missing"]` says why a block is absent ({block: reason}); with no block at all, NotEnoughData."""
+    rows = trained(trials_table(table)).dropna(subset=["accuracy"])
+    blocks = [(regime, rows[rows[REGIME].eq(regime)]) for regime in regimes_of(rows)]
+    if PARAM + REGIME in rows and rows[PARAM + REGIME].nunique() > 1:
+        blocks.append((ALL, rows))
+    parts, missing = [], {}
+    for name, block in blocks:
+        try:
+            parts.append(block_importance(block, evaluators, seed, regime=name == ALL).assign(**{REGIME: name}))
+        except NotEnoughData as reason:
+            missing[name] = str(reason)
+    if not parts:
+        raise NotEnoughData(NEEDS)
+    out = pd.concat(parts, ignore_index=True)[COLUMNS]
+    out.attrs["missing"] = missing
+    return out
+
+
+def block_importance(rows: pd.DataFrame, evaluators=EVALUATORS, seed: int = 0, regime: bool = False):
+    """Importance over `rows`, of the parameters that vary in them (the regime only when `regime`)."""
+    distributions = {n: d for n, d in parameter_distributions(rows).items()
+                     if rows[PARAM + n].nunique() > 1 and (regime or n != REGIME)}
     if len(rows) < 2 or not distributions:
         raise NotEnoughData(NEEDS)
     with _quiet_optuna():
@@ -60,7 +85,7 @@ def parameter_importance(table, evaluators=EVALUATORS, seed: int = 0) -> pd.Data
             results.append({"evaluator": name, "parameter": param, "importance": float(score), "rank": rank,
                             "n_trials": len(rows)})
     out = pd.DataFrame(results, columns=["evaluator", "parameter", "importance", "rank", "n_trials"])
-    defaults = _default_values(rows, list(distributions))
+    defaults = _default_values(rows, [n for n in distributions if n != REGIME])  # defaults run in every regime
     out["defaults"] = [defaults.get(p, "") for p in out["parameter"]]
     return out
 

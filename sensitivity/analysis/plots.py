@@ -1,6 +1,10 @@
 """One thin `plot_<kind>` per kind of figure, drawing what its compute function returned, and `KINDS`, the
 registry of kind -> (compute, plot): a new figure is one line there. `write_figure` computes, draws and
 writes one figure from a study or a trial table.
+
+Every figure keeps the regimes (`semantics`) apart: one trace per framework and regime (the framework's
+colour; the regime's dash and marker), the regime in the legend where a figure holds both and in the title
+always.
 """
 from __future__ import annotations
 
@@ -15,13 +19,15 @@ from sensitivity.analysis import export
 from sensitivity.analysis.curves import contour_grid, curve_metric, learning_curves, slice_points
 from sensitivity.analysis.divergence import divergence_rates
 from sensitivity.analysis.frontier import ALL, Frontier, runtime_accuracy_frontier
+from sensitivity.analysis.importance import ALL as ALL_TRIALS
 from sensitivity.analysis.importance import parameter_importance
 from sensitivity.analysis.isolation import isolation
 from sensitivity.analysis.resources import DEFAULTS, UNITS, resource_use
 from sensitivity.analysis.robustness import plot_robustness, robustness_curves
 from sensitivity.analysis.seeds import framework_comparisons, seed_intervals
-from sensitivity.analysis.style import add_default_marks, colours, finish, framework_label, go, make_subplots
-from sensitivity.analysis.table import trials_table
+from sensitivity.analysis.style import (add_default_marks, colours, dash, finish, framework_label, go, make_subplots,
+                                        regime_title, series_name, symbol)
+from sensitivity.analysis.table import REGIME, regime_position, regimes_of, trials_table
 from sensitivity.analysis.transfer import plot_transfer, transfer_matrix
 
 
@@ -36,28 +42,42 @@ def _ordered_axis(fig, labels, row, col) -> None:
     fig.update_xaxes(type="category", categoryorder="array", categoryarray=list(labels), row=row, col=col)
 
 
+def _series(rows: pd.DataFrame, framework: str = "framework"):
+    """(framework, regime, rows) for each framework and regime in `rows`, native first."""
+    groups = rows.groupby([framework, REGIME], sort=True)
+    return [(fw, regime, part) for (fw, regime), part in
+            sorted(groups, key=lambda group: (regime_position(group[0][1]), group[0][0]))]
+
+
 def plot_frontier(frontier: Frontier):
-    points, summary = frontier.points, frontier.summary.set_index("scope")
+    points, summary = frontier.points, frontier.summary.set_index(["scope", REGIME])
+    regimes = regimes_of(points)
     palette, fig = colours(points["framework"]), go.Figure()
-    hover = ("#" + points["number"].astype(str) + " " + points["framework"] + " seed " + points["seed"].astype(str)
-             + " (" + points["outcome"] + ")<br>accuracy " + points["accuracy"].round(4).astype(str)
-             + ", train " + points["train_time_s"].round(2).astype(str) + " s")
-    ok = points[points["outcome"] == "ok"].groupby("framework")
-    for framework, rows in ok:  # every cloud first, so that no cloud hides a frontier
-        s = summary.loc[framework]
-        name = framework_label(framework, s["n_trials"], s["n_seeds"]) + f", hypervolume {s['hypervolume']:.3g}"
-        fig.add_trace(go.Scattergl(x=rows["train_time_s"], y=rows["accuracy"], mode="markers", name=name,
-                                   legendgroup=framework, marker=dict(color=palette[framework], size=6, opacity=0.45),
+    hover = ("#" + points["number"].astype(str) + " " + points["framework"] + " (" + points[REGIME] + ") seed "
+             + points["seed"].astype(str) + " (" + points["outcome"] + ")<br>accuracy "
+             + points["accuracy"].round(4).astype(str) + ", train " + points["train_time_s"].round(2).astype(str)
+             + " s")
+    ok = _series(points[points["outcome"] == "ok"])
+    for framework, regime, rows in ok:  # every cloud first, so that no cloud hides a frontier
+        s, name = summary.loc[(framework, regime)], series_name(framework, regime, regimes)
+        fig.add_trace(go.Scattergl(x=rows["train_time_s"], y=rows["accuracy"], mode="markers", legendgroup=name,
+                                   name=framework_label(name, s["n_trials"], s["n_seeds"])
+                                   + f", hypervolume {s['hypervolume']:.3g}",
+                                   marker=dict(color=palette[framework], size=6, opacity=0.45, symbol=symbol(regime)),
                                    hovertext=hover[rows.index], hoverinfo="text"))
-    for framework, rows in ok:
-        front = rows[rows["on_framework_frontier"]]
+    for framework, regime, rows in ok:
+        front, name = rows[rows["on_framework_frontier"]], series_name(framework, regime, regimes)
         fig.add_trace(go.Scatter(x=front["train_time_s"], y=front["accuracy"], mode="lines+markers",
-                                 line=dict(color=palette[framework], shape="hv"), legendgroup=framework,
-                                 name=f"{framework} frontier", hovertext=hover[front.index], hoverinfo="text"))
-    front = points[points["on_frontier"]].sort_values("train_time_s")
-    fig.add_trace(go.Scatter(x=front["train_time_s"], y=front["accuracy"], mode="lines",
-                             line=dict(color="black", width=2, dash="dot", shape="hv"),
-                             name=f"overall frontier (hypervolume {summary.loc[ALL, 'hypervolume']:.3g})"))
+                                 line=dict(color=palette[framework], shape="hv", dash=dash(regime)),
+                                 marker=dict(symbol=symbol(regime)), legendgroup=name, name=f"{name} frontier",
+                                 hovertext=hover[front.index], hoverinfo="text"))
+    for regime in regimes:
+        front = points[points["on_frontier"] & points[REGIME].eq(regime)].sort_values("train_time_s")
+        fig.add_trace(go.Scatter(x=front["train_time_s"], y=front["accuracy"], mode="lines",
+                                 line=dict(color="black", width=2, dash="dot" if regime == "native" else "dashdot",
+                                           shape="hv"),
+                                 name=f"overall frontier{'' if len(regimes) < 2 else ', ' + regime} (hypervolume "
+                                      f"{summary.loc[(ALL, regime), 'hypervolume']:.3g})"))
     diverged = points[points["outcome"] == "diverged"]
     if len(diverged):
         fig.add_trace(go.Scattergl(x=diverged["train_time_s"], y=diverged["accuracy"], mode="markers",
@@ -68,118 +88,140 @@ def plot_frontier(frontier: Frontier):
     add_default_marks(fig, defaults["train_time_s"], defaults["accuracy"], hover[defaults.index])
     fig.update_xaxes(title="train time (s)")
     fig.update_yaxes(title="accuracy")
-    return finish(fig, "Runtime-accuracy frontier (pruned and failed trials excluded)", 560)
+    return finish(fig, regime_title("Runtime-accuracy frontier, one per regime (pruned and failed trials excluded)",
+                                    regimes), 560)
 
 
 def plot_importance(importance: pd.DataFrame):
-    fig = go.Figure()
-    order = importance.sort_values(["evaluator", "rank"]).drop_duplicates("parameter")["parameter"].tolist()
-    for i, (evaluator, rows) in enumerate(importance.groupby("evaluator", sort=False)):
-        rows = rows.set_index("parameter").reindex(order[::-1]).dropna(subset=["importance"])
-        marked = np.where((rows["defaults"] != "") & (rows.index != "framework"),
-                          "framework defaults: " + rows["defaults"].astype(str), "")
-        fig.add_trace(go.Bar(y=rows.index, x=rows["importance"], orientation="h", name=evaluator,
-                             text=marked if i == 0 else None, textposition="outside",
-                             hovertext=[f"{evaluator} {p}: {v:.3f} (rank {r}, n={n} trials)<br>{m}" for p, v, r, n, m
-                                        in zip(rows.index, rows["importance"], rows["rank"], rows["n_trials"], marked)],
-                             hoverinfo="text"))
+    """One panel per block (each regime, then "all" where the regime is a parameter), bars per evaluator."""
+    blocks = list(dict.fromkeys(importance[REGIME]))
+    sizes = importance.groupby(REGIME)["n_trials"].max()
+    fig = make_subplots(rows=1, cols=len(blocks), shared_yaxes=True, horizontal_spacing=0.06, subplot_titles=[
+        f"{'all trials, the regime a parameter' if b == ALL_TRIALS else b} (n={sizes[b]} trials)" for b in blocks])
+    first = importance[importance[REGIME].eq(blocks[0])].sort_values(["evaluator", "rank"])
+    order = list(dict.fromkeys([*first["parameter"], *importance.sort_values("rank")["parameter"]]))
+    palette = colours(importance["evaluator"])
+    for col, block in enumerate(blocks, start=1):
+        part = importance[importance[REGIME].eq(block)]
+        for i, (evaluator, rows) in enumerate(part.groupby("evaluator", sort=False)):
+            rows = rows.set_index("parameter").reindex(order[::-1]).dropna(subset=["importance"])
+            marked = np.where((rows["defaults"] != "") & (rows.index != "framework"),
+                              "framework defaults: " + rows["defaults"].astype(str), "")
+            fig.add_trace(go.Bar(y=rows.index, x=rows["importance"], orientation="h", name=evaluator,
+                                 legendgroup=evaluator, showlegend=col == 1, marker=dict(color=palette[evaluator]),
+                                 text=marked if i == 0 else None, textposition="outside",
+                                 hovertext=[f"{block}, {evaluator} {p}: {v:.3f} (rank {r}, n={n} trials)<br>{m}"
+                                            for p, v, r, n, m in zip(rows.index, rows["importance"], rows["rank"],
+                                                                     rows["n_trials"], marked)],
+                                 hoverinfo="text"), row=1, col=col)
     fig.update_layout(barmode="group", legend=dict(traceorder="reversed"))
     fig.update_xaxes(title="importance for accuracy (sums to 1 per evaluator)")
-    return finish(fig, "Hyper-parameter importance (PED-ANOVA; fANOVA with 16 trees of depth 8)",
-                  200 + 50 * len(order))
+    title = regime_title("Hyper-parameter importance (PED-ANOVA; fANOVA with 16 trees of depth 8)",
+                         [b for b in blocks if b != ALL_TRIALS])
+    return finish(fig, title, 200 + 50 * len(order))
 
 
 def _per_parameter(data: pd.DataFrame, y: str, hover, title: str, y_title: str, marks, legend):
-    """Subplots per parameter, one line per framework over the parameter's ordered values or bins;
-    `marks(rows)` gives (mask, y) of the points to star as framework defaults, `legend(line)` the
-    framework's name with its n."""
+    """Subplots per parameter, one line per framework and regime over the parameter's ordered values or
+    bins; `marks(rows)` gives (mask, y) of the points to star as framework defaults, `legend(name, line)`
+    the line's legend entry with its n."""
     names = list(dict.fromkeys(data["parameter"]))
     fig, positions, height = _grid(names)
-    palette = colours(data["framework"])
+    palette, regimes = colours(data["framework"]), regimes_of(data)
     for name, (row, col) in zip(names, positions):
         rows = data[data["parameter"] == name].sort_values("order")
         _ordered_axis(fig, rows.drop_duplicates("order")["value"], row, col)
-        for framework, line in rows.groupby("framework"):
-            fig.add_trace(go.Scatter(x=line["value"], y=line[y], mode="lines+markers", name=legend(line),
-                                     legendgroup=framework, showlegend=(row, col) == (1, 1),
-                                     marker=dict(color=palette[framework]), hovertext=hover(line),
-                                     hoverinfo="text"), row=row, col=col)
+        for framework, regime, line in _series(rows):
+            series = series_name(framework, regime, regimes)
+            fig.add_trace(go.Scatter(x=line["value"], y=line[y], mode="lines+markers", name=legend(series, line),
+                                     legendgroup=series, showlegend=(row, col) == (1, 1),
+                                     line=dict(color=palette[framework], dash=dash(regime)),
+                                     marker=dict(color=palette[framework], symbol=symbol(regime)),
+                                     hovertext=hover(line), hoverinfo="text"), row=row, col=col)
         mask, marked_y = marks(rows)
-        add_default_marks(fig, rows["value"][mask], marked_y[mask], rows["framework"][mask] + " default", row, col)
+        add_default_marks(fig, rows["value"][mask], marked_y[mask], rows["framework"][mask] + " (" +
+                          rows[REGIME][mask] + ") default", row, col)
         fig.update_yaxes(title=y_title if col == 1 else None, row=row, col=col)
-    return finish(fig, title, height)
+    return finish(fig, regime_title(title, regimes), height)
 
 
 def plot_isolation(data: pd.DataFrame):
     def hover(rows):
-        return (rows["framework"] + " " + rows["parameter"] + " " + rows["value"] + ": best accuracy "
-                + rows["best_accuracy"].round(4).astype(str) + " (n=" + rows["n_seeds"].astype(str)
-                + " seeds; best of " + rows["n_configs"].astype(str) + " configurations)<br>nuisance: "
-                + rows["nuisance"])
+        return (rows["framework"] + " (" + rows[REGIME] + ") " + rows["parameter"] + " " + rows["value"]
+                + ": best accuracy " + rows["best_accuracy"].round(4).astype(str) + " (n="
+                + rows["n_seeds"].astype(str) + " seeds; best of " + rows["n_configs"].astype(str)
+                + " configurations)<br>nuisance: " + rows["nuisance"])
     return _per_parameter(data, "best_accuracy", hover, "Isolation: best accuracy over the nuisance parameters "
                           "(mean over seeds)", "best accuracy",
                           marks=lambda rows: (rows["default_accuracy"].notna(), rows["default_accuracy"]),
-                          legend=lambda line: framework_label(line["framework"].iloc[0], line["n_configs"].sum(),
-                                                              line["n_seeds"].max(), "configurations"))
+                          legend=lambda name, line: framework_label(name, line["n_configs"].sum(),
+                                                                    line["n_seeds"].max(), "configurations"))
 
 
 def plot_divergence(data: pd.DataFrame):
     def hover(rows):
-        return (rows["framework"] + " " + rows["parameter"] + " " + rows["value"] + ": "
+        return (rows["framework"] + " (" + rows[REGIME] + ") " + rows["parameter"] + " " + rows["value"] + ": "
                 + rows["n_diverged"].astype(str) + " diverged, " + rows["n_failed"].astype(str) + " failed of n="
                 + rows["n_trials"].astype(str) + " trials (" + rows["n_seeds"].astype(str) + " seeds)")
     return _per_parameter(data, "divergence_rate", hover, "Divergence rate across each parameter's range",
                           "diverged / trials", marks=lambda rows: (rows["n_defaults"] > 0, rows["divergence_rate"]),
-                          legend=lambda line: framework_label(line["framework"].iloc[0], line["n_trials"].sum(),
-                                                              line["n_seeds"].max()))
+                          legend=lambda name, line: framework_label(name, line["n_trials"].sum(),
+                                                                    line["n_seeds"].max()))
 
 
 def plot_slice(points: pd.DataFrame):
     names = list(dict.fromkeys(points["parameter"]))
     fig, positions, height = _grid(names)
-    palette = colours(points["framework"])
-    counts = points.drop_duplicates("number").groupby("framework").size()
+    palette, regimes = colours(points["framework"]), regimes_of(points)
+    counts = points.drop_duplicates("number").groupby(["framework", REGIME]).size()
     for name, (row, col) in zip(names, positions):
         rows = points[points["parameter"] == name]
         scale = rows["scale"].iloc[0]
         if scale == "category":
             _ordered_axis(fig, sorted(rows["value"].unique().tolist(), key=str), row, col)
             rows = rows.assign(value=rows["value"].astype(str))
-        for framework, part in rows.groupby("framework"):
+        for framework, regime, part in _series(rows):
+            series = series_name(framework, regime, regimes)
             fig.add_trace(go.Scattergl(
                 x=part["value"].to_numpy(), y=part["accuracy"].to_numpy(), mode="markers",
-                name=f"{framework} (n={counts[framework]} trials)", legendgroup=framework,
-                showlegend=(row, col) == (1, 1), marker=dict(color=palette[framework], size=5, opacity=0.5),
+                name=f"{series} (n={counts[(framework, regime)]} trials)", legendgroup=series,
+                showlegend=(row, col) == (1, 1),
+                marker=dict(color=palette[framework], size=5, opacity=0.5, symbol=symbol(regime)),
                 hovertext="#" + part["number"].astype(str) + " " + part["outcome"], hoverinfo="text+x+y"),
                 row=row, col=col)
         marked = rows[rows["is_default"]]
-        add_default_marks(fig, marked["value"], marked["accuracy"], marked["framework"] + " default", row, col)
+        add_default_marks(fig, marked["value"], marked["accuracy"], marked["framework"] + " (" + marked[REGIME]
+                          + ") default", row, col)
         if scale == "log":
             fig.update_xaxes(type="log", row=row, col=col)
         fig.update_yaxes(title="accuracy" if col == 1 else None, row=row, col=col)
-    return finish(fig, "Slice: accuracy against each parameter (complete trials)", height)
+    return finish(fig, regime_title("Slice: accuracy against each parameter (complete trials)", regimes), height)
 
 
 def plot_contour(grid: pd.DataFrame):
     """A contour where the binned grid is mostly filled; a heatmap of the filled cells where it is sparse
-    (contours drawn across empty cells would show values no trial measured)."""
-    pairs = list(dict.fromkeys(zip(grid["x_parameter"], grid["y_parameter"])))
-    fig, positions, height = _grid([f"{y} against {x}" for x, y in pairs], height_per_row=380)
-    for (x_name, y_name), (row, col) in zip(pairs, positions):
-        cells = grid[(grid["x_parameter"] == x_name) & (grid["y_parameter"] == y_name)]
+    (contours drawn across empty cells would show values no trial measured). One panel per pair and regime."""
+    regimes = regimes_of(grid)
+    panels = [(x, y, r) for x, y in dict.fromkeys(zip(grid["x_parameter"], grid["y_parameter"])) for r in regimes]
+    fig, positions, height = _grid([f"{y} against {x}" + (f" ({r})" if len(regimes) > 1 else "")
+                                    for x, y, r in panels], height_per_row=380)
+    for (x_name, y_name, regime), (row, col) in zip(panels, positions):
+        cells = grid[(grid["x_parameter"] == x_name) & (grid["y_parameter"] == y_name) & grid[REGIME].eq(regime)]
         x, y = _axis_values(cells, "x"), _axis_values(cells, "y")
         mean = ~cells["is_default"].astype(bool)
         filled = mean.sum() / max(1, x[mean].nunique() * y[mean].nunique())
         trace = go.Contour if filled >= 0.8 else go.Heatmap
         fig.add_trace(trace(x=x[mean], y=y[mean], z=cells["accuracy"][mean], coloraxis="coloraxis",
-                            text=cells["n_trials"][mean], name=f"{y_name} | {x_name}",
+                            text=cells["n_trials"][mean], name=f"{y_name} | {x_name} ({regime})",
                             hovertemplate="%{x}, %{y}: mean accuracy %{z:.4f} (n=%{text} trials)<extra></extra>"),
                       row=row, col=col)
-        add_default_marks(fig, x[~mean], y[~mean], cells["framework"][~mean].astype(str) + " default", row, col)
+        add_default_marks(fig, x[~mean], y[~mean], cells["framework"][~mean].astype(str) + f" ({regime}) default",
+                          row, col)
         fig.update_xaxes(title=_axis_title(cells, "x"), row=row, col=col)
         fig.update_yaxes(title=_axis_title(cells, "y"), row=row, col=col)
     fig.update_layout(coloraxis=dict(colorscale="Viridis", colorbar=dict(title="mean accuracy")))
-    finish(fig, "Mean accuracy per cell of a binned grid (complete trials, all frameworks)", height)
+    finish(fig, regime_title("Mean accuracy per cell of a binned grid (complete trials, all frameworks)", regimes),
+           height)
     return fig.update_layout(legend=dict(orientation="h", y=-0.15))
 
 
@@ -195,43 +237,45 @@ def _axis_title(cells: pd.DataFrame, axis: str) -> str:
 
 def plot_curves(curves: pd.DataFrame):
     metric = curve_metric(curves)
-    palette, fig = colours(curves["framework"]), go.Figure()
-    by_framework = curves.sort_values(["number", "epoch"]).groupby("framework")
-    for framework, rows in by_framework:  # every trial's curve, faint where there are many
+    palette, regimes, fig = colours(curves["framework"]), regimes_of(curves), go.Figure()
+    series = _series(curves.sort_values(["number", "epoch"]))
+    for framework, regime, rows in series:  # every trial's curve, faint where there are many
         breaks = np.flatnonzero(np.diff(rows["number"].to_numpy())) + 1  # a gap between trials
         x = np.insert(rows["epoch"].to_numpy(float), breaks, np.nan)
         y = np.insert(rows[metric].to_numpy(float), breaks, np.nan)
-        n_trials = rows["number"].nunique()
-        fig.add_trace(go.Scattergl(x=x, y=y, mode="lines", name=framework_label(framework, n_trials,
-                                                                                rows["seed"].nunique()),
-                                   legendgroup=framework, line=dict(color=palette[framework], width=1),
+        n_trials, name = rows["number"].nunique(), series_name(framework, regime, regimes)
+        fig.add_trace(go.Scattergl(x=x, y=y, mode="lines", name=framework_label(name, n_trials, rows["seed"].nunique()),
+                                   legendgroup=name, line=dict(color=palette[framework], width=1, dash=dash(regime)),
                                    opacity=min(0.35, max(0.02, 30 / n_trials)), hoverinfo="skip"))
-    for framework, rows in by_framework:  # then the medians on top (WebGL too: it draws above svg traces)
-        median = rows.groupby("epoch")[metric].median()
-        fig.add_trace(go.Scattergl(x=median.index, y=median.to_numpy(), mode="lines+markers", legendgroup=framework,
-                                   name=f"{framework} median", line=dict(color=palette[framework], width=4),
-                                   marker=dict(size=8, line=dict(color="white", width=1))))
+    for framework, regime, rows in series:  # then the medians on top (WebGL too: it draws above svg traces)
+        median, name = rows.groupby("epoch")[metric].median(), series_name(framework, regime, regimes)
+        fig.add_trace(go.Scattergl(x=median.index, y=median.to_numpy(), mode="lines+markers", legendgroup=name,
+                                   name=f"{name} median",
+                                   line=dict(color=palette[framework], width=4, dash=dash(regime)),
+                                   marker=dict(size=8, symbol=symbol(regime), line=dict(color="white", width=1))))
     last = curves[curves["is_default"].astype(bool)].sort_values("epoch").drop_duplicates("number", keep="last")
-    add_default_marks(fig, last["epoch"], last[metric], last["framework"] + " default #" + last["number"].astype(str))
+    add_default_marks(fig, last["epoch"], last[metric], last["framework"] + " (" + last[REGIME] + ") default #"
+                      + last["number"].astype(str))
     fig.update_xaxes(title="epoch", dtick=1)
     fig.update_yaxes(title=metric.replace("_", " "))
-    return finish(fig, "Learning curves (ok, diverged and pruned trials)", 520)
+    return finish(fig, regime_title("Learning curves (ok, diverged and pruned trials)", regimes), 520)
 
 
 def plot_seeds(intervals: pd.DataFrame, metric: str = "accuracy", top: int = 20):
     rows = framework_comparisons(intervals, metric, top)
-    palette, fig = colours(rows["framework"]), go.Figure()
+    palette, regimes, fig = colours(rows["framework"]), regimes_of(rows), go.Figure()
     mean, low, high = rows[f"{metric}_mean"], rows[f"{metric}_low"], rows[f"{metric}_high"]
     interval = np.where(low.notna(), " [" + low.round(4).astype(str) + ", " + high.round(4).astype(str) + "]",
                         " (no interval with one seed)")
-    rows = rows.assign(n_text="n=" + rows["n_seeds"].astype(str), hover=rows["framework"] + " "
-                       + rows["configuration"] + "<br>mean " + mean.round(4).astype(str) + interval + ", n="
+    rows = rows.assign(n_text="n=" + rows["n_seeds"].astype(str), hover=rows["framework"] + " (" + rows[REGIME]
+                       + ") " + rows["configuration"] + "<br>mean " + mean.round(4).astype(str) + interval + ", n="
                        + rows["n_seeds"].astype(str) + " seeds")
-    for framework, part in rows.groupby("framework"):
+    for framework, regime, part in _series(rows):
         fig.add_trace(go.Scatter(
             y=part["configuration"], x=part[f"{metric}_mean"], mode="markers+text", orientation="h",
-            name=framework_label(framework, part["n_seeds"].sum(), part["n_seeds"].max()), text=part["n_text"],
-            textposition="middle right", marker=dict(color=palette[framework], size=9), hovertext=part["hover"],
+            name=framework_label(series_name(framework, regime, regimes), part["n_seeds"].sum(),
+                                 part["n_seeds"].max()), text=part["n_text"], textposition="middle right",
+            marker=dict(color=palette[framework], size=9, symbol=symbol(regime)), hovertext=part["hover"],
             hoverinfo="text", error_x=dict(type="data", symmetric=False, array=part[f"{metric}_high"] - part[
                 f"{metric}_mean"], arrayminus=part[f"{metric}_mean"] - part[f"{metric}_low"])))
     if "is_default" in rows:
@@ -242,25 +286,31 @@ def plot_seeds(intervals: pd.DataFrame, metric: str = "accuracy", top: int = 20)
     fig.update_layout(scattermode="group")
     fig.update_xaxes(title=f"{metric.replace('_', ' ')} (mean over seeds)")
     confidence = f"{intervals['confidence'].iloc[0]:.0%}"
-    return finish(fig, f"{metric.replace('_', ' ').capitalize()} over seeds per configuration: mean and "
-                       f"{confidence} interval (Student t); n=1 shows the mean only", 160 + 34 * len(labels))
+    return finish(fig, regime_title(f"{metric.replace('_', ' ').capitalize()} over seeds per configuration: mean "
+                                    f"and {confidence} interval (Student t); n=1 shows the mean only", regimes),
+                  160 + 34 * len(labels))
 
 
 def plot_resources(usage: pd.DataFrame):
+    """Bars per framework and regime (the framework's colour; canonical hatched), n on each tick."""
     metrics = [m for m in UNITS if m in usage]
     fig, positions, height = _grid([f"{m} ({UNITS[m]}, median)" for m in metrics])
     everything, defaults = usage[usage["subset"] != DEFAULTS], usage[usage["subset"] == DEFAULTS]
-    palette = colours(usage["framework"])
-    ticks = {fw: f"{fw}<br>n={n}, {s} seed{'s' if s != 1 else ''}" for fw, n, s in
-             zip(everything["framework"], everything["n_trials"], everything["n_seeds"])}
+    palette, regimes = colours(usage["framework"]), regimes_of(usage)
+    ticks = {(fw, r): f"{series_name(fw, r, regimes)}<br>n={n}, {s} seed{'s' if s != 1 else ''}" for fw, r, n, s in
+             zip(everything["framework"], everything[REGIME], everything["n_trials"], everything["n_seeds"])}
+
+    def tick(rows):
+        return pd.Series(list(zip(rows["framework"], rows[REGIME])), index=rows.index, dtype=object).map(ticks)
     for metric, (row, col) in zip(metrics, positions):
-        fig.add_trace(go.Bar(x=everything["framework"].map(ticks), y=everything[metric], showlegend=False,
-                             marker=dict(color=everything["framework"].map(palette).tolist()),
-                             hovertext=everything["framework"].map(ticks).str.replace("<br>", " "),
+        fig.add_trace(go.Bar(x=tick(everything), y=everything[metric], showlegend=False,
+                             marker=dict(color=everything["framework"].map(palette).tolist(), pattern=dict(
+                                 shape=["" if r == "native" else "/" for r in everything[REGIME]])),
+                             hovertext=tick(everything).str.replace("<br>", " "),
                              hoverinfo="text+y"), row=row, col=col)
-        add_default_marks(fig, defaults["framework"].map(ticks), defaults[metric],
-                          defaults["framework"] + " defaults: n=" + defaults["n_trials"].astype(str), row, col)
-    return finish(fig, "Resource use per framework (trained trials)", height)
+        add_default_marks(fig, tick(defaults), defaults[metric], defaults["framework"] + " (" + defaults[REGIME]
+                          + ") defaults: n=" + defaults["n_trials"].astype(str), row, col)
+    return finish(fig, regime_title("Resource use per framework (trained trials)", regimes), height)
 
 
 KINDS = {

@@ -3,7 +3,8 @@ the environment the trials ran in and the study's storage (never its password). 
 
 A section without the data it needs says what would fill it. "Transfer of defaults" and "Robustness" come
 from the study's trials of defaults and its robustness records, or from another study given beside it
-(the study of `sensitivity transfer`, say).
+(the study of `sensitivity transfer`, say). Every section says the regime (`semantics`) its numbers come
+from, read from the rows it used; where it holds both, they are kept apart (rows, panels, traces).
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from sensitivity.analysis.frontier import runtime_accuracy_frontier
+from sensitivity.analysis.importance import ALL as ALL_TRIALS
 from sensitivity.analysis.importance import parameter_importance
 from sensitivity.analysis.plots import KINDS, plot_frontier, plot_importance, plot_resources, plot_seeds
 from sensitivity.analysis.resources import resource_use
@@ -21,7 +23,8 @@ from sensitivity.attacks import PGD_STEPS
 from sensitivity.analysis.robustness import plot_robustness, robustness_curves
 from sensitivity.analysis.seeds import NEEDS_SEEDS, has_intervals, seed_intervals
 from sensitivity.analysis.summary import framework_summary
-from sensitivity.analysis.table import OUTCOMES, NotEnoughData, trials_table
+from sensitivity.analysis.table import (OUTCOMES, REGIME, NotEnoughData, regime_note, regime_sorted, regimes_of,
+                                        trials_table)
 from sensitivity.analysis.transfer import plot_transfer, transfer_matrix
 
 ENVIRONMENT = (("host", "env_host"), ("CPU", "env_cpu"), ("GPU", "gpu_name"), ("device", "env_device"),
@@ -51,9 +54,8 @@ def render_report(table: pd.DataFrame, others=()) -> str:
     name = table.attrs.get("study", "trial table")
     sources = [table, *others]
     sections = [("study", "Study", study_section(table, others)),
-                ("environment", "Environment", table_html(environment(table), "not recorded: the trials carry "
-                                                          "no environment (env) attributes")),
-                ("summary", "Framework by dataset", _guarded(lambda: table_html(framework_summary(table)))),
+                ("environment", "Environment", _environment(table)),
+                ("summary", "Framework by dataset", _guarded(lambda: _summary(table))),
                 ("frontier", "Runtime-accuracy frontier", _guarded(lambda: _frontier(table))),
                 ("importance", "Hyper-parameter importance", _guarded(lambda: _importance(table))),
                 ("isolation", "Isolation of each parameter", _figure_section(table, "isolation")),
@@ -83,14 +85,22 @@ def study_section(table: pd.DataFrame, others=()) -> str:
             ("storage", attrs.get("storage", "unknown")), ("dataset", attrs.get("dataset") or "unknown"),
             ("objectives", ", ".join(attrs.get("directions") or []) or "unknown"),
             ("final trials", f"{len(table)}: " + ", ".join(f"{counts.get(o, 0)} {o}" for o in OUTCOMES)),
+            ("regimes", regime_counts(table)),
             ("report written", datetime.datetime.now().isoformat(" ", "seconds"))]
-    rows += [("with study", f"{o.attrs.get('study', 'a trial table')}: {len(o)} final trials (transfer, "
-                            "robustness)") for o in others]
+    rows += [("with study", f"{o.attrs.get('study', 'a trial table')}: {len(o)} final trials ({regime_counts(o)}; "
+                            "transfer, robustness)") for o in others]
     return table_html(pd.DataFrame(rows, columns=["", "value"]))
 
 
+def regime_counts(table: pd.DataFrame) -> str:
+    """"native: 38 trials; canonical: 12 trials": the final trials of each regime, native first."""
+    counts = table[REGIME].value_counts() if REGIME in table else pd.Series(dtype=int)
+    return "; ".join(f"{r}: {counts[r]} trial{'' if counts[r] == 1 else 's'}" for r in regimes_of(table)) or "none"
+
+
 def environment(table: pd.DataFrame) -> pd.DataFrame:
-    """Where the trials ran: framework versions per framework, then host, CPU, GPU, git revision..."""
+    """Where the trials ran: framework versions per framework, then host, CPU, GPU, git revision..., and
+    the optimizer implementations each framework ran in each regime (the env's `semantics` record)."""
     rows = []
     if "framework_version" in table and table["framework_version"].notna().any():
         versions = table.dropna(subset=["framework_version"]).groupby("framework")["framework_version"].unique()
@@ -98,7 +108,20 @@ def environment(table: pd.DataFrame) -> pd.DataFrame:
     for label, column in ENVIRONMENT:
         if column in table and table[column].notna().any():
             rows.append((label, ", ".join(sorted(map(str, table[column].dropna().unique())))))
-    return pd.DataFrame(rows, columns=["", "value"])
+    return pd.DataFrame(rows + optimizers(table), columns=["", "value"])
+
+
+def optimizers(table: pd.DataFrame) -> list:
+    """[("optimizer (torch, native)", "torch.optim.SGD(...), ...")]: the distinct optimizer implementations
+    recorded in the env's `semantics` per framework and regime; none where no trial recorded one."""
+    if "env_semantics" not in table:
+        return []
+    records = [(fw, (record.get("regime") or regime), record.get("optimizer"))
+               for fw, regime, record in zip(table["framework"], table[REGIME], table["env_semantics"])
+               if isinstance(record, dict) and record.get("optimizer")]
+    found = regime_sorted(pd.DataFrame(records, columns=["framework", REGIME, "optimizer"]), [REGIME, "framework"])
+    return [(f"optimizer ({fw}, {regime})", ", ".join(sorted(part["optimizer"].unique())))
+            for (fw, regime), part in found.groupby(["framework", REGIME], sort=False)]
 
 
 def table_html(frame: pd.DataFrame, empty: str = "no rows") -> str:
@@ -125,38 +148,69 @@ def _guarded(build) -> str:
         return _missing(str(reason))
 
 
+def regime_html(rows: pd.DataFrame, extra: str = "") -> str:
+    """The note a section opens with: the regimes of the rows it used ("Regime: native")."""
+    return f'<p class="note regime">{html.escape(regime_note(rows) + extra)}.</p>'
+
+
+def _environment(table: pd.DataFrame) -> str:
+    env = environment(table)
+    if env.empty:
+        return _missing("not recorded: the trials carry no environment (env) attributes")
+    return regime_html(table) + table_html(env)
+
+
+def _summary(table: pd.DataFrame) -> str:
+    summary = framework_summary(table)
+    return regime_html(summary) + table_html(summary)
+
+
 def _figure_section(table: pd.DataFrame, kind: str) -> str:
     compute, plot = KINDS[kind]
-    return _guarded(lambda: figure_html(plot(compute(table)), kind))
+
+    def build():
+        data = compute(table)
+        return regime_html(data) + figure_html(plot(data), kind)
+    return _guarded(build)
 
 
 def _frontier(table: pd.DataFrame) -> str:
     frontier = runtime_accuracy_frontier(table)
     note = (f'<p class="note">Reference point for the hypervolume: accuracy {frontier.reference_point[0]:g}, '
-            f'train time {frontier.reference_point[1]:.4g} s (1.1 x the slowest ok trial).</p>')
-    return figure_html(plot_frontier(frontier), "frontier") + note + table_html(frontier.summary)
+            f'train time {frontier.reference_point[1]:.4g} s (1.1 x the slowest ok trial), shared by every '
+            'regime and framework.</p>')
+    apart = ", a frontier for each" if len(regimes_of(frontier.points)) > 1 else ""
+    return (regime_html(frontier.points, apart) + figure_html(plot_frontier(frontier), "frontier") + note
+            + table_html(frontier.summary))
 
 
 def _importance(table: pd.DataFrame) -> str:
     importance = parameter_importance(table)
-    ranks = importance.pivot(index="parameter", columns="evaluator", values="importance")
-    ranks = ranks.rename_axis(columns=None).reset_index().sort_values(ranks.columns[0], ascending=False)
-    return figure_html(plot_importance(importance), "importance") + table_html(ranks)
+    regimes = importance[importance[REGIME].ne(ALL_TRIALS)]
+    extra = "; and all trials, the regime a parameter" if importance[REGIME].eq(ALL_TRIALS).any() else ""
+    parts = [regime_html(regimes, extra), figure_html(plot_importance(importance), "importance")]
+    for block, rows in importance.groupby(REGIME, sort=False):
+        ranks = rows.pivot(index="parameter", columns="evaluator", values="importance")
+        ranks = ranks.rename_axis(columns=None).reset_index().sort_values(ranks.columns[0], ascending=False)
+        title = "All trials, the regime a parameter" if block == ALL_TRIALS else f"Regime {block}"
+        parts.append(f"<h3>{html.escape(title)} (n={rows['n_trials'].max()} trials)</h3>" + table_html(ranks))
+    parts += [_missing(f"{block}: {reason}") for block, reason in importance.attrs.get("missing", {}).items()]
+    return "".join(parts)
 
 
 def _seeds(table: pd.DataFrame) -> str:
     intervals = seed_intervals(table)
     note = "" if has_intervals(intervals) else _missing(
         f"{NEEDS_SEEDS} (the space's `seeds: 2` or more); the means below are single runs, n=1")
-    columns = ["framework", "configuration", "n_seeds", "accuracy_mean", "accuracy_low", "accuracy_high",
+    columns = ["framework", REGIME, "configuration", "n_seeds", "accuracy_mean", "accuracy_low", "accuracy_high",
                "train_time_s_mean", "train_time_s_low", "train_time_s_high"]
     shown = intervals.sort_values("accuracy_mean", ascending=False).head(30)[columns]
-    return note + figure_html(plot_seeds(intervals), "seeds") + table_html(shown)
+    return regime_html(intervals) + note + figure_html(plot_seeds(intervals), "seeds") + table_html(shown)
 
 
 def _resources(table: pd.DataFrame) -> str:
     usage = resource_use(table)
-    return figure_html(plot_resources(usage), "resources") + table_html(usage)
+    return regime_html(usage) + figure_html(plot_resources(usage), "resources") + table_html(usage)
 
 
 def _first_of(sources, compute, section, missing: str) -> str:
@@ -175,7 +229,9 @@ def _first_of(sources, compute, section, missing: str) -> str:
 
 
 def _transfer(cells: pd.DataFrame) -> str:
-    return figure_html(plot_transfer(cells), "transfer") + table_html(cells)
+    note = ('<p class="note">Each default is judged against the target framework\'s own default run in the same '
+            'regime; the matrices of different regimes stand side by side, native first.</p>')
+    return regime_html(cells) + note + figure_html(plot_transfer(cells), "transfer") + table_html(cells)
 
 
 def _robustness(curves: pd.DataFrame) -> str:
@@ -183,14 +239,16 @@ def _robustness(curves: pd.DataFrame) -> str:
         "one model per framework: no interval; keep the weights of 2 or more seeds for one")
     curves = curves.assign(cell=[f"{m:.3f} (n={n})" for m, n in zip(curves["accuracy_mean"], curves["n"])])
     white = curves[curves["kind"].eq("white-box")].pivot(
-        index=["dataset", "attack", "target_framework"], columns="eps", values="cell")
+        index=[REGIME, "dataset", "attack", "target_framework"], columns="eps", values="cell")
     cross = curves[curves["kind"].eq("transfer")].pivot(
-        index=["dataset", "attack", "source_framework", "target_framework"], columns="eps", values="cell")
+        index=[REGIME, "dataset", "attack", "source_framework", "target_framework"], columns="eps", values="cell")
     tables = [("White-box accuracy by eps", white), ("Accuracy on examples made on another model, by eps", cross)]
     method = ('<p class="note">White-box attacks through each model\'s own framework: FGSM, and PGD with a random '
               f'start and {PGD_STEPS} steps of 2.5 eps / {PGD_STEPS}; eps is an L-infinity radius in the data\'s units, '
               f'on the first {int(curves["samples"].min())} test samples. n: the models (seeds, configurations) behind '
-              'a mean; intervals are 95% Student t.</p>')
-    return note + method + figure_html(plot_robustness(curves), "robustness") + "".join(
-        f"<h3>{title}</h3>" + table_html(frame.rename(columns=lambda e: f"eps {e:g}").reset_index())
+              'a mean; intervals are 95% Student t. Examples made on a model of one regime and tested on a model of '
+              'the other are left out.</p>')
+    return regime_html(curves) + note + method + figure_html(plot_robustness(curves), "robustness") + "".join(
+        f"<h3>{title}</h3>" + table_html(regime_sorted(frame.rename(columns=lambda e: f"eps {e:g}").reset_index(),
+                                                      frame.index.names))
         for title, frame in tables if len(frame))

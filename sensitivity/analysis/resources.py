@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from sensitivity.analysis.table import NotEnoughData, defaults_of, grouped, trained, trials_table
+from sensitivity.analysis.table import BY_FRAMEWORK, NotEnoughData, defaults_of, grouped, trained, trials_table
 
 RESOURCES = ("train_time_s", "throughput", "cpu_percent", "peak_rss_mb", "gpu_utilization_percent",
              "gpu_peak_memory_mb", "gpu_energy_j")
@@ -14,10 +14,10 @@ UNITS = {"train_time_s": "s", "throughput": "samples/s", "cpu_percent": "%", "pe
 ALL_TRIALS, DEFAULTS = "all trials", "framework defaults"
 
 
-def resource_use(table, keys=("framework",), with_defaults: bool = True) -> pd.DataFrame:
-    """One row per group of `keys` (and `subset`: all trials, then framework defaults when the table
-    marks them, unless `with_defaults` is False): n_trials, n_seeds and the median of each resource
-    recorded (metrics never recorded are left out)."""
+def resource_use(table, keys=BY_FRAMEWORK, with_defaults: bool = True) -> pd.DataFrame:
+    """One row per group of `keys` (framework and regime unless told; and `subset`: all trials, then
+    framework defaults when the table marks them, unless `with_defaults` is False): n_trials, n_seeds and
+    the median of each resource recorded (metrics never recorded are left out)."""
     table = trials_table(table)
     rows = trained(table)
     present = [m for m in RESOURCES if rows[m].notna().any()]

@@ -1,6 +1,7 @@
-"""Mean and confidence interval over seeds for each framework and configuration.
+"""Mean and confidence interval over seeds for each framework, regime and configuration.
 
-A configuration (`config_id`) is run once per seed; its trials are grouped by framework and config_id.
+A configuration (`config_id`) is run once per seed; its trials are grouped by framework, regime
+(`semantics`) and config_id, so seeds of different regimes never share a mean.
 The interval is Student's t: mean +- t(0.975, n-1) * s / sqrt(n). With one seed there is no interval:
 the mean is given with n=1 and `low`/`high` are empty, never made up.
 """
@@ -9,15 +10,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from sensitivity.analysis.table import (PARAM, NotEnoughData, configuration_label, grouped, parameter_names,
-                                        trained, trials_table)
+from sensitivity.analysis.table import (BY_FRAMEWORK, PARAM, REGIME, NotEnoughData, configuration_label, grouped,
+                                        parameter_names, regime_sorted, trained, trials_table)
 
 METRICS = ("accuracy", "train_time_s")
 NEEDS_SEEDS = "seed intervals need 2 or more seeds per configuration"
 
 
 def seed_intervals(table, metrics=METRICS, confidence: float = 0.95) -> pd.DataFrame:
-    """One row per framework and configuration: n_seeds, the configuration's parameters and label, and for
+    """One row per framework, regime and configuration: n_seeds, the configuration's parameters and label, and for
     each metric `<metric>_mean`, `_low`, `_high` (empty for n < 2) and `_n` (seeds with a value)."""
     from scipy import stats
 
@@ -32,7 +33,7 @@ def seed_intervals(table, metrics=METRICS, confidence: float = 0.95) -> pd.DataF
                              f"{metric}_n": (metric, "count")})
     if "is_default" in rows:
         aggregations["is_default"] = ("is_default", "max")
-    out = grouped(rows, keys=("framework", "config_id"), **aggregations)
+    out = grouped(rows, keys=(*BY_FRAMEWORK, "config_id"), **aggregations)
     for metric in metrics:
         n = out[f"{metric}_n"].to_numpy(float)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -46,16 +47,18 @@ def seed_intervals(table, metrics=METRICS, confidence: float = 0.95) -> pd.DataF
 
 
 def framework_comparisons(intervals: pd.DataFrame, metric: str = "accuracy", top: int = 20) -> pd.DataFrame:
-    """The rows to compare frameworks on: configurations run by two or more frameworks first (the same
-    parameters but the framework), then the rest, each ranked by its best mean; at most `top` labels."""
-    frameworks = intervals.groupby("configuration")["framework"].nunique()
+    """The rows to compare frameworks on: configurations run by two or more frameworks or regimes first (the
+    same parameters but the framework or regime), then the rest, each ranked by its best mean; at most `top`
+    labels."""
+    series = intervals["framework"] + "/" + intervals[REGIME]
+    shared = series.groupby(intervals["configuration"]).nunique()
     best = intervals.groupby("configuration")[f"{metric}_mean"].max()
-    ranking = pd.DataFrame({"shared": frameworks >= 2, "best": best}).sort_values(
+    ranking = pd.DataFrame({"shared": shared >= 2, "best": best}).sort_values(
         ["shared", "best"], ascending=False)
     chosen = ranking.index[:top]
     rows = intervals[intervals["configuration"].isin(chosen)].copy()
     rows["position"] = rows["configuration"].map({c: i for i, c in enumerate(chosen)})
-    return rows.sort_values(["position", "framework"]).reset_index(drop=True)
+    return regime_sorted(rows, ["position", "framework", REGIME])
 
 
 def has_intervals(intervals: pd.DataFrame) -> bool:

@@ -1,5 +1,6 @@
-"""What every figure shares: one colour per framework, labels that carry n, and the mark of a framework
-default configuration (a black-edged star, one legend entry per figure)."""
+"""What every figure shares: one colour per framework, one line dash and marker symbol per regime (native
+solid and round, canonical dashed and diamond), labels that carry n and, where a figure holds both regimes,
+the regime; the mark of a framework default configuration (a black-edged star, one legend entry per figure)."""
 from __future__ import annotations
 
 try:
@@ -8,7 +9,8 @@ try:
 except ImportError:  # pragma: no cover - the extra is part of the modern environment
     raise ImportError("figures need plotly: pip install 'sensitivity[plots]'") from None
 
-__all__ = ["go", "make_subplots", "colours", "framework_label", "add_default_marks", "finish"]
+__all__ = ["go", "make_subplots", "colours", "framework_label", "series_name", "regime_title", "dash", "symbol",
+           "add_default_marks", "finish"]
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
            "#17becf")
@@ -19,6 +21,31 @@ DEFAULT_NAME = "framework default"
 def colours(frameworks) -> dict:
     """The same colour for a framework in every figure of a report (by sorted name)."""
     return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(sorted(set(frameworks)))}
+
+
+DASHES = {"native": "solid", "canonical": "dash"}
+SYMBOLS = {"native": "circle", "canonical": "diamond"}
+
+
+def dash(regime: str) -> str:
+    return DASHES.get(regime, "dot")
+
+
+def symbol(regime: str) -> str:
+    return SYMBOLS.get(regime, "square")
+
+
+def series_name(framework: str, regime: str, regimes) -> str:
+    """"torch" where the figure holds one regime (its title names it), "torch, canonical" where several."""
+    return framework if len(regimes) < 2 else f"{framework}, {regime}"
+
+
+def regime_title(title: str, regimes) -> str:
+    """`title` with the regimes its figure draws: "... (regime: native)" or "(regimes: native, canonical)"."""
+    regimes = list(regimes)
+    if not regimes:
+        return title
+    return f"{title} ({'regime' if len(regimes) == 1 else 'regimes'}: {', '.join(regimes)})"
 
 
 def framework_label(framework: str, n_trials: int, n_seeds: int, unit: str = "trials") -> str:

@@ -1,18 +1,18 @@
 """A framework-by-dataset summary as DLBench reports it: accuracy, train time, throughput, memory, CPU
-and GPU side by side, with the number of trials and seeds behind each figure."""
+and GPU side by side, with the number of trials and seeds behind each figure; one row per regime."""
 from __future__ import annotations
 
 import pandas as pd
 
 from sensitivity.analysis.resources import resource_use
-from sensitivity.analysis.table import NotEnoughData, grouped, trials_table
+from sensitivity.analysis.table import BY_FRAMEWORK, NotEnoughData, grouped, trials_table
 
-KEYS = ("dataset", "framework")
+KEYS = ("dataset", *BY_FRAMEWORK)
 
 
 def framework_summary(table) -> pd.DataFrame:
-    """One row per dataset and framework: every final trial counted by outcome, the best and median
-    accuracy of the ok trials, and the median resource figures of the trained ones."""
+    """One row per dataset, framework and regime (`semantics`): every final trial counted by outcome, the
+    best and median accuracy of the ok trials, and the median resource figures of the trained ones."""
     table = trials_table(table)
     if table.empty:
         raise NotEnoughData("the summary needs at least one final trial")

@@ -4,7 +4,12 @@
 `ok` and `diverged` (Optuna COMPLETE; a diverged trial keeps its measured, chance-level accuracy),
 `pruned` (kept apart: never on a frontier) and `failed` (FAIL, timeouts included: counted, never scored).
 Parameters keep Optuna's `param_` prefix; `framework` repeats `param_framework`; `curve` is a list of
-per-epoch dicts; `gpu_*` and `env_*` flatten the result's `gpu` and `env` records.
+per-epoch dicts; `gpu_*` and `env_*` flatten the result's `gpu` and `env` records (`env_semantics` is the
+dict a result records of its regime: regime, knobs, rule, init, optimizer, schedule).
+
+`semantics` is each trial's regime (native or canonical; see `sensitivity.semantics`). Numbers of different
+regimes are never aggregated together: `BY_FRAMEWORK`, the keys every per-framework analysis groups by,
+holds it next to `framework`, and `grouped` lists native first.
 """
 from __future__ import annotations
 
@@ -22,8 +27,11 @@ METRICS = ("accuracy", "val_accuracy", "loss", "train_time_s", "setup_time_s", "
            "gpu_peak_memory_mb", "gpu_energy_j")
 GPU_FIELDS = ("name", "utilization_percent", "peak_memory_mb", "energy_j")
 ENV_FIELDS = ("python", "numpy", "host", "platform", "cpu", "gpu", "device", "threads", "git_revision", "init",
-              "model")
+              "model", "semantics")
 FINAL_STATES = ("COMPLETE", "PRUNED", "FAIL")
+REGIME = "semantics"
+REGIMES = ("native", "canonical")  # the order every table and figure shows them in
+BY_FRAMEWORK = ("framework", REGIME)
 
 
 class NotEnoughData(ValueError):
@@ -59,6 +67,7 @@ def _from_study(study) -> pd.DataFrame:
     frame.attrs.update(study=study.study_name, storage=storage_description(study), distributions=distributions,
                        dataset=(study.user_attrs.get("space") or {}).get("dataset"),
                        directions=[d.name.lower() for d in study.directions],
+                       ablation=study.user_attrs.get("ablation"),
                        robustness={int(k.split(":", 1)[1]): v for k, v in study.user_attrs.items()
                                    if k.startswith("robustness:") and v is not None})
     return frame
@@ -107,8 +116,9 @@ def _normalise(frame: pd.DataFrame) -> pd.DataFrame:
         frame["framework"] = frame[PARAM + "framework"].astype(str)
     elif "framework" not in frame:
         frame["framework"] = "unknown"
-    if "dataset" not in frame:
-        frame["dataset"] = attrs.get("dataset") or "unknown"
+    dataset = frame["dataset"] if "dataset" in frame else pd.Series(None, index=frame.index, dtype=object)
+    frame["dataset"] = dataset.where(dataset.notna(), attrs.get("dataset") or "unknown")
+    frame["semantics"] = _regimes(frame)
     seeds = frame["seed"] if "seed" in frame else pd.Series(0, index=frame.index)
     frame["seed"] = pd.to_numeric(seeds, errors="coerce").fillna(0).astype(int)  # TrialSpec's default seed
     ids = frame["config_id"] if "config_id" in frame else pd.Series(None, index=frame.index, dtype=object)
@@ -123,6 +133,15 @@ def _normalise(frame: pd.DataFrame) -> pd.DataFrame:
         frame = frame.drop(columns="is_default", errors="ignore")
     frame.attrs = attrs
     return frame.reset_index(drop=True)
+
+
+def _regimes(frame: pd.DataFrame) -> pd.Series:
+    """Each trial's semantics: recorded with its spec, else its parameter; a trial with neither ran before
+    regimes existed, under the canonical formulas."""
+    regime = frame["semantics"] if "semantics" in frame else pd.Series(None, index=frame.index, dtype=object)
+    if PARAM + "semantics" in frame:
+        regime = regime.where(regime.notna(), frame[PARAM + "semantics"])
+    return regime.where(regime.notna(), "canonical").astype(str)
 
 
 def _outcomes(frame: pd.DataFrame) -> pd.Series:
@@ -153,15 +172,18 @@ def defaults_of(table: pd.DataFrame) -> pd.Series:
 
 
 def parameter_names(table: pd.DataFrame, framework: bool = True) -> list:
+    """The study's parameters, the framework first; without `framework`, neither the framework nor the
+    regime (`semantics`), the keys analyses group by rather than vary over."""
     names = [c[len(PARAM):] for c in table.columns if c.startswith(PARAM)]
-    names = sorted(names, key=lambda n: (n != "framework", n))
-    return names if framework else [n for n in names if n != "framework"]
+    names = sorted(names, key=lambda n: (n != "framework", n != REGIME, n))
+    return names if framework else [n for n in names if n not in BY_FRAMEWORK]
 
 
-def grouped(rows: pd.DataFrame, keys=("framework",), *, outcomes: bool = False, **aggregations) -> pd.DataFrame:
+def grouped(rows: pd.DataFrame, keys=BY_FRAMEWORK, *, outcomes: bool = False, **aggregations) -> pd.DataFrame:
     """One row per group of `keys` with `n_trials` and `n_seeds` (distinct seeds), then `aggregations`
     (pandas named aggregations, name=(column, function)); `outcomes` adds n_ok, n_diverged, n_pruned,
-    n_failed. The one grouping every analysis uses, so counts mean the same everywhere."""
+    n_failed. The one grouping every analysis uses, so counts mean the same everywhere; sorted by the
+    keys, native before canonical."""
     keys = list(keys)
     out = rows.groupby(keys, sort=True, observed=True).agg(
         n_trials=("number", "size"), n_seeds=("seed", "nunique"), **aggregations)
@@ -170,7 +192,36 @@ def grouped(rows: pd.DataFrame, keys=("framework",), *, outcomes: bool = False, 
         counts = counts.reindex(columns=list(OUTCOMES), fill_value=0).add_prefix("n_")
         out = out.join(counts).fillna({f"n_{o}": 0 for o in OUTCOMES})
         out[[f"n_{o}" for o in OUTCOMES]] = out[[f"n_{o}" for o in OUTCOMES]].astype(int)
-    return out.reset_index()
+    return regime_sorted(out.reset_index(), keys)
+
+
+def regime_position(regime) -> int:
+    """Where a regime sorts: native, canonical, then any other name."""
+    return REGIMES.index(regime) if regime in REGIMES else len(REGIMES)
+
+
+def regime_sorted(frame: pd.DataFrame, keys) -> pd.DataFrame:
+    """`frame` sorted by `keys`, the regime native first."""
+    keys = [k for k in keys if k in frame]
+    if not keys or frame.empty:
+        return frame.reset_index(drop=True)
+    return frame.sort_values(keys, key=lambda c: c.map(regime_position) if c.name == REGIME else c,
+                             kind="stable", ignore_index=True)
+
+
+def regimes_of(rows: pd.DataFrame) -> list:
+    """The regimes present in `rows`, native first."""
+    present = rows[REGIME].dropna().unique().tolist() if REGIME in rows else []
+    return sorted(present, key=lambda r: (regime_position(r), str(r)))
+
+
+def regime_note(rows: pd.DataFrame) -> str:
+    """What a section says of the regimes its numbers come from: "Regime: native", or "Regimes: native and
+    canonical, kept apart"."""
+    regimes = regimes_of(rows)
+    if len(regimes) < 2:
+        return f"Regime: {regimes[0] if regimes else 'none (no rows)'}"
+    return f"Regimes: {', '.join(regimes[:-1])} and {regimes[-1]}, kept apart"
 
 
 def parameter_distributions(table: pd.DataFrame, framework: bool = True) -> dict:

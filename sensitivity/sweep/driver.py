@@ -55,18 +55,20 @@ def run_sweep(space_path, options: SweepOptions, with_defaults: bool = False, **
     return run_space(space, options, plan)
 
 
-def run_space(space: Space, options: SweepOptions, plan: list = ()) -> dict:
-    """Run a validated space to N final trials; `plan`'s trials (PlannedTrial) are queued first, once."""
+def run_space(space: Space, options: SweepOptions, plan: list = (), keep_ray: bool = False) -> dict:
+    """Run a validated space to N final trials; `plan`'s trials (PlannedTrial) are queued first, once.
+    With `keep_ray`, a Ray this process started stays up for the next call (stop it with tuning.stop_ray)."""
     _check_options(space, options)
     _check_environments(space)
     from sensitivity.sweep.tuning import ResourceError, run_tune, start_ray, stop_ray
 
     storage = open_storage(options.storage)
-    ray_processes.clean_up_leftovers()  # a killed driver's Ray first, then ours
-    try:
-        start_ray(options)
-    except ResourceError as exc:
-        raise SweepError(str(exc)) from None
+    if not ray_processes.started():
+        ray_processes.clean_up_leftovers()  # a killed driver's Ray first, then ours
+        try:
+            start_ray(options)
+        except ResourceError as exc:
+            raise SweepError(str(exc)) from None
     try:
         study = _open_study(space, storage, options)
         driver_id = uuid.uuid4().hex[:12]
@@ -84,7 +86,8 @@ def run_space(space: Space, options: SweepOptions, plan: list = ()) -> dict:
         finally:
             stop_beating()
     finally:
-        stop_ray()
+        if not keep_ray:
+            stop_ray()
 
 
 def _check_options(space: Space, options: SweepOptions) -> None:

@@ -46,6 +46,12 @@ def init_ray(address=None) -> None:
     _record_own()
 
 
+def started() -> bool:
+    """Whether this process has a Ray up (without importing Ray, which reads its environment then)."""
+    ray = sys.modules.get("ray")
+    return ray is not None and ray.is_initialized()
+
+
 def watch_local_ray(interval_s: float = 2.0):
     """End this driver, with one line, if the local Ray it started loses its GCS server or raylet (killed,
     out of memory): Tune would otherwise retry forever. The study keeps every told trial; the trials left
