@@ -298,8 +298,8 @@ def check(spec) -> None:
         raise SemanticsError(f"{engine}: knobs.schedule: {engine} has no learning-rate scheduler; "
                              f"allowed: canonical")
     if _stock(engine, knobs) and engine == "torch" and spec.optimizer == "nesterov" and spec.momentum == 0:
-        raise SemanticsError("torch: optimizer nesterov with momentum 0: torch.optim.SGD refuses Nesterov "
-                             "without momentum; allowed: momentum > 0, or semantics canonical")
+        raise SemanticsError("torch: optimizer nesterov with momentum 0: torch.optim.SGD(nesterov=True) refuses "
+                             "it; allowed: momentum > 0, or semantics canonical")
 
 
 def relevant_fields(spec) -> tuple:

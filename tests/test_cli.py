@@ -105,7 +105,7 @@ def test_missing_data_files_are_a_one_line_error(tmp_path):
 @pytest.mark.skipif(not frameworks.importable("torch"), reason="needs torch")
 def test_trial_json_is_the_last_line_of_stdout():
     proc = sensitivity("trial", "--framework", "torch", "--dataset", "digits", "--epochs", "2",
-                       "--batch-size", "32", "--json")
+                       "--batch-size", "32", "--lr", "0.05", "--json")
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["status"] == "ok" and result["accuracy"] > 0.8

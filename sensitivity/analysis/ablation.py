@@ -58,7 +58,7 @@ def plot_ablation(path: pd.DataFrame):
 
     labels = [f"{i}. {c}" for i, c in zip(path["step"], path["change"])]
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
-                        subplot_titles=("Accuracy (mean, 95% interval; chosen on validation)", "Train time (s)"))
+                        subplot_titles=("Accuracy: mean, 95% interval (n=2: the range); chosen on validation", "Train time (s)"))
     for metric, name, row in (("val_accuracy", "validation accuracy", 1), ("accuracy", "test accuracy", 1),
                               ("train_time_s", "train time", 2)):
         mean = path[f"{metric}_mean"]

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from sensitivity.analysis import export
+from sensitivity.analysis.ablation import ablation_path, plot_ablation
 from sensitivity.analysis.curves import contour_grid, curve_metric, learning_curves, slice_points
 from sensitivity.analysis.divergence import divergence_rates
 from sensitivity.analysis.frontier import ALL, Frontier, runtime_accuracy_frontier
@@ -325,10 +326,11 @@ KINDS = {
     "divergence": (divergence_rates, plot_divergence),
     "transfer": (transfer_matrix, plot_transfer),
     "robustness": (robustness_curves, plot_robustness),
+    "ablation": (ablation_path, plot_ablation),
 }
-# kinds drawn from any study; the others need its planned trials of defaults (sensitivity transfer) or
-# its trained models attacked (sensitivity robustness)
-STUDY_KINDS = tuple(kind for kind in KINDS if kind not in ("transfer", "robustness"))
+# kinds drawn from any study; the others need its planned trials of defaults (sensitivity transfer), its
+# trained models attacked (sensitivity robustness) or its ablation path (sensitivity ablate)
+STUDY_KINDS = tuple(kind for kind in KINDS if kind not in ("transfer", "robustness", "ablation"))
 
 
 def figure(study_or_frame, kind: str, **options):

@@ -20,6 +20,7 @@ from sensitivity.analysis.importance import parameter_importance
 from sensitivity.analysis.plots import KINDS, plot_frontier, plot_importance, plot_resources, plot_seeds
 from sensitivity.analysis.resources import resource_use
 from sensitivity.attacks import PGD_STEPS
+from sensitivity.analysis.ablation import ablation_path, plot_ablation
 from sensitivity.analysis.robustness import plot_robustness, robustness_curves
 from sensitivity.analysis.seeds import NEEDS_SEEDS, has_intervals, seed_intervals
 from sensitivity.analysis.summary import framework_summary
@@ -68,7 +69,9 @@ def render_report(table: pd.DataFrame, others=()) -> str:
                 ("transfer", "Transfer of defaults", _first_of(sources, transfer_matrix, _transfer,
                                                                "run sensitivity transfer")),
                 ("robustness", "Robustness", _first_of(sources, robustness_curves, _robustness,
-                                                       "run sensitivity robustness"))]
+                                                       "run sensitivity robustness")),
+                ("ablation", "Ablation path between set-ups", _first_of(sources, ablation_path, _ablation,
+                                                                        "run sensitivity ablate"))]
     nav = " ".join(f'<a href="#{anchor}">{html.escape(title)}</a>' for anchor, title, _ in sections)
     body = "\n".join(f'<section id="{anchor}"><h2>{html.escape(title)}</h2>\n{content}\n</section>'
                      for anchor, title, content in sections)
@@ -232,6 +235,24 @@ def _transfer(cells: pd.DataFrame) -> str:
     note = ('<p class="note">Each default is judged against the target framework\'s own default run in the same '
             'regime; the matrices of different regimes stand side by side, native first.</p>')
     return regime_html(cells) + note + figure_html(plot_transfer(cells), "transfer") + table_html(cells)
+
+
+def _ablation(path: pd.DataFrame) -> str:
+    from sensitivity.analysis.intervals import Interval
+
+    note = (f'<p class="note">From {html.escape(path.attrs["source"])} to {html.escape(path.attrs["target"])}, '
+            f'{path.attrs["seeds"]} seeds per point: each step changes the knob that moved validation accuracy '
+            'most (test accuracy beside it, never used to choose); mean and 95% interval (Student t, within the '
+            'metric\'s range; n=2 gives the range).' + (f' No effect on this configuration, not walked: '
+                                                        f'{html.escape(", ".join(path.attrs["inert"]))}.'
+                                                        if path.attrs.get("inert") else "") + '</p>')
+    shown = path[["step", "change", "n"]].copy()
+    for metric, label in (("val_accuracy", "validation accuracy"), ("accuracy", "test accuracy"),
+                          ("train_time_s", "train time (s)")):
+        shown[label] = [Interval(r[f"{metric}_mean"], r[f"{metric}_low"], r[f"{metric}_high"], r["n"],
+                                 r[f"{metric}_method"]).text() for _, r in path.iterrows()]
+    shown["change of validation accuracy"] = path["delta"]
+    return note + figure_html(plot_ablation(path), "ablation") + table_html(shown)
 
 
 def _robustness(curves: pd.DataFrame) -> str:

@@ -25,10 +25,10 @@ def add_parsers(commands) -> None:
 def _cmd_ablate(args) -> int:
     from pydantic import ValidationError
 
-    from sensitivity.ablation import AblationError, Setup, run_ablation
+    from sensitivity.ablation import AblationError, Point, Setup, run_ablation
     from sensitivity.analysis.ablation import ablation_path
     from sensitivity.commands.sweep import _options
-    from sensitivity.commands.trial import CONFIGURATION_FIELDS
+    from sensitivity.commands.trial import CONFIGURATION_FIELDS, validation_message
     from sensitivity.spaces import SpaceError
     from sensitivity.spec import TrialSpec
     from sensitivity.sweep import studies
@@ -43,9 +43,11 @@ def _cmd_ablate(args) -> int:
         raise UsageError("sensitivity ablate: --dataset is required")
     given = {name: getattr(args, name) for name in CONFIGURATION_FIELDS if getattr(args, name, None) is not None}
     try:
-        base = TrialSpec(**{**given, "framework": start.framework})
+        base = TrialSpec(**{**given, "framework": start.framework, "semantics": start.regime})
+        for setup in (start, end):  # both ends must run before any point does
+            Point.of(setup.framework, setup.knobs()).spec(base)
     except ValidationError as exc:
-        raise UsageError(f"sensitivity ablate: {exc.errors()[0]['msg'].removeprefix('Value error, ')}")
+        raise UsageError(f"sensitivity ablate: {validation_message(exc)}")
     options = _options(args, trials=1)
     options.study = args.study or f"ablate-{start.framework}-{start.regime}-{end.framework}-{end.regime}-{base.dataset}"
     try:

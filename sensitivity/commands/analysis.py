@@ -8,7 +8,7 @@ from sensitivity.commands.common import EXIT_OK, EXIT_TRIAL_FAILED, UsageError, 
 
 # the kinds of sensitivity.analysis.plots.KINDS, named here so that parsing imports no plotting library
 KINDS = ("frontier", "importance", "isolation", "slice", "contour", "curves", "seeds", "resources", "divergence",
-         "transfer", "robustness")
+         "transfer", "robustness", "ablation")
 
 
 def add_parsers(commands) -> None:
@@ -34,8 +34,8 @@ def add_parsers(commands) -> None:
     p.add_argument("study")
     p.add_argument("--out", help="default results/STUDY-report.html")
     p.add_argument("--with-study", action="append", default=[], metavar="NAME",
-                   help="another study of the storage whose transfer matrix or robustness fills those sections "
-                        "(e.g. the study of sensitivity transfer); repeatable")
+                   help="another study of the storage whose transfer matrix, robustness or ablation path fills "
+                        "those sections (e.g. the study of sensitivity transfer); repeatable")
     p.add_argument("--storage")
     p.set_defaults(handler=_cmd_report)
 

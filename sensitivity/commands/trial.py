@@ -88,15 +88,19 @@ def _spec_from_args(args) -> TrialSpec:
     try:
         return TrialSpec(**fields)
     except ValidationError as exc:
-        error = exc.errors()[0]
-        message = error["msg"].removeprefix("Value error, ")
-        if error["loc"]:
-            field = error["loc"][0]
-            origin = _option(field) if field in given else f"{args.config}: config.{field}"
-            message = f"{origin}: {message}"
-        else:  # a rule across fields: name each field as its option
-            message = re.sub(r"\b(" + "|".join(TrialSpec.model_fields) + r")\b", lambda m: _option(m[1]), message)
-        raise UsageError(f"sensitivity trial: {message}")
+        origin = lambda field: _option(field) if field in given else f"{args.config}: config.{field}"  # noqa: E731
+        raise UsageError(f"sensitivity trial: {validation_message(exc, origin)}")
+
+
+def validation_message(exc, origin=None) -> str:
+    """A TrialSpec's first validation error in one line, its fields named as options (`origin(field)`)."""
+    origin = origin or _option
+    error = exc.errors()[0]
+    message = error["msg"].removeprefix("Value error, ")
+    if error["loc"]:
+        return f"{origin(error['loc'][0])}: {message}"
+    # a rule across fields: name each field as its option
+    return re.sub(r"\b(" + "|".join(TrialSpec.model_fields) + r")\b", lambda m: _option(m[1]), message)
 
 
 def _fields_from_study(args) -> dict:
