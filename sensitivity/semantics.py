@@ -261,9 +261,12 @@ def compose(knobs: dict) -> Rule:
 
 
 def knob_sources(spec) -> dict:
-    """Each knob's source for `spec`: its semantics, then `init`, then explicit `knobs`."""
+    """Each knob's source for `spec`: its semantics, then `init`, then explicit `knobs`. A framework
+    without a scheduler (Theano, PyTensor) steps natively at the loop's rates: its schedule is canonical."""
     base = spec.framework if spec.semantics == "native" else CANONICAL
     knobs = {knob: base for knob in KNOBS}
+    if base != CANONICAL and not NATIVE[base].schedules:  # no scheduler: its native rates are the loop's
+        knobs["schedule"] = CANONICAL
     if spec.init is not None:
         knobs["init"] = CANONICAL if spec.init == "neutral" else spec.framework
     knobs.update(spec.knobs or {})

@@ -10,10 +10,14 @@ because XLA:CPU runs convolution gradients inside a loop nine times slower (see 
   initialiser (`init=framework`: lecun_normal kernels, zero biases) runs as one `nnx.jit`.
 - Batches are always full (the loop drops the last partial batch), so the step never recompiles; the
   epoch is compiled ahead of time in `compile` for the epoch's shape (steps x batch).
-- The optimizer is written here in the canonical form: optax's `sgd(momentum=...)` keeps lr outside the
-  velocity (PyTorch's form) and optax's RMSprop puts epsilon inside the square root by default
-  (eps_in_sqrt=True); optax's Adam matches but one rule set is clearer than two. lambda*w joins
-  every gradient; each step's lr comes from the `lrs` array passed into the epoch.
+- Native (stock): optax as its users write it: `optax.sgd(schedule, momentum, nesterov)` (the rate outside
+  the trace: b = mu*b + g; w -= lr*b), `optax.adam(schedule)`, `optax.rmsprop(schedule)` (decay 0.9, eps
+  1e-8 inside the square root), each after `optax.add_decayed_weights(wd)` when wd > 0 (L2 added to the
+  gradient); the schedule is optax's (exponential_decay, piecewise_constant_schedule,
+  cosine_decay_schedule; a plain function for Caffe's inv), read at optax's own step count. Its state lives
+  in the jitted carry, so the `lrs` given to `train_epoch` are not used.
+- Otherwise (canonical, or an ablation's knobs) `optim.rule_update` under the resolved Rule is mapped over
+  the parameter tree, each step at the rate `lrs[i]`.
 - Divergence: a flag in the carry; after the first non-finite loss the remaining steps are skipped by
   `lax.cond` in the scan, or on CPU not counted, and dispatching stops at the next check (one host sync
   per 16 steps); the epoch reports the steps taken, that one included.
@@ -28,6 +32,7 @@ scheduler's CPU affinity).
 from __future__ import annotations
 
 import functools
+from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -35,10 +40,11 @@ import numpy as np
 import optax
 from flax import nnx
 
+from sensitivity import semantics
 from sensitivity.frameworks.base import EpochStats
-from sensitivity.models import (Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, from_nhwc, neutral_kernel,
-                                nhwc_kernel, pooled_size, to_nhwc)
-from sensitivity.optim import ADAM_BETA1, ADAM_BETA2, EPSILON, RMSPROP_RHO
+from sensitivity.models import (Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, ceil_padding, from_nhwc,
+                                neutral_kernel, nhwc_kernel, to_nhwc)
+from sensitivity.optim import rule_update, slot_names
 
 
 def _flatten(x):
@@ -53,8 +59,7 @@ def _network(model: ModelSpec, input_shape: tuple, rngs: nnx.Rngs) -> nnx.Sequen
             layers.append(nnx.Conv(shape[0], layer.out_channels, (layer.kernel, layer.kernel), layer.stride,
                                    padding=[(layer.pad, layer.pad)] * 2, rngs=rngs))
         elif isinstance(layer, Pool):
-            pads = tuple((0, max((pooled_size(n, layer.kernel, layer.stride, layer.ceil) - 1) * layer.stride
-                                 + layer.kernel - n, 0)) for n in shape[1:])
+            pads = tuple((0, ceil_padding(layer, n)) for n in shape[1:])
             window = dict(window_shape=(layer.kernel,) * 2, strides=(layer.stride,) * 2, padding=pads)
             layers.append(functools.partial(nnx.max_pool, **window) if layer.kind == "max" else
                           functools.partial(nnx.avg_pool, **window, count_include_pad=False))
@@ -84,7 +89,7 @@ class JaxAdapter:
         self.seed, self.key = seed, jax.random.PRNGKey(seed)
         self.epochs_done = 0
 
-    def build(self, model: ModelSpec, input_shape: tuple, classes: int, weights, spec) -> None:
+    def build(self, model: ModelSpec, input_shape: tuple, classes: int, weights, spec, total_steps: int) -> None:
         create = functools.partial(_network, model, input_shape)
         self.chw_before = self._flatten_inputs(model, input_shape)
         with jax.default_device(self.device):
@@ -98,8 +103,11 @@ class JaxAdapter:
         net.eval()
         self.graph_eval = nnx.graphdef(net)
         self.params = jax.device_put(self.params, self.device)
-        self.opt = _init_state(spec.optimizer, self.params)
-        self._step = _make_step(self.graph_train, spec.optimizer, spec.momentum, spec.weight_decay)
+        resolved = semantics.resolve(spec)
+        update = (_optax_update(_stock_optimizer(spec, total_steps)) if resolved.stock
+                  else _rule_update(resolved.rule, spec))
+        self.opt = update.init(self.params)
+        self._step = _make_step(self.graph_train, update)
         # XLA:CPU (jaxlib 0.10.2) leaves the filter-gradient convolutions inside a while loop in a layout
         # Eigen cannot take (dim_labels f01b_i01o->01bf) and emits them as plain loops: a LeNet epoch as
         # one lax.scan took 22 s of CPU against 2.4 s for the same steps dispatched one by one. So on CPU
@@ -107,6 +115,24 @@ class JaxAdapter:
         # waits until the epoch ends); on accelerators the epoch is one scanned program.
         self.use_scan(self.device.platform != "cpu")
         self._forward = jax.jit(lambda params, x: nnx.merge(self.graph_eval, params)(x))
+
+    def framework_rates(self, spec, total_steps: int) -> np.ndarray:
+        """optax's schedule for the spec, evaluated (jitted, as in the step) at counts 0..total_steps-1."""
+        schedule = _schedule(spec, total_steps)
+        if not callable(schedule):
+            return np.full(total_steps, schedule, np.float64)
+        counts = jnp.arange(total_steps, dtype=jnp.int32)
+        return np.asarray(jax.jit(jax.vmap(schedule))(counts), np.float64)
+
+    def numerics(self) -> dict:
+        """The parameters' dtype (flax's param_dtype, float32), the loss's reduction and jax's precision flags."""
+        platform = getattr(getattr(self, "device", None), "platform", jax.default_backend())
+        leaves = jax.tree.leaves(getattr(self, "params", None))
+        dtype = str(leaves[0].dtype) if leaves else "float32"
+        return {"dtype": dtype, "loss_reduction": "mean",
+                "jax_default_matmul_precision": jax.config.jax_default_matmul_precision,
+                "jax_enable_x64": bool(jax.config.jax_enable_x64), "backend": jax.default_backend(),
+                "platform": platform}
 
     def use_scan(self, scan: bool) -> None:
         """Run an epoch as one scanned program (True) or as one dispatch per step (False)."""
@@ -195,39 +221,80 @@ class JaxAdapter:
         return from_nhwc(grad)
 
 
-def _init_state(kind: str, params) -> dict:
+def _schedule(spec, total_steps: int):
+    """Caffe's lr policy as optax's schedule (a float for fixed); optax reads it at the update count, which
+    is the iteration: piecewise_constant_schedule scales from `count >= boundary` on, as Caffe's multistep."""
+    lr, gamma = spec.lr, spec.gamma
+    if spec.lr_policy == "step":
+        return optax.exponential_decay(lr, transition_steps=spec.stepsize, decay_rate=gamma, staircase=True)
+    if spec.lr_policy == "multistep":
+        return optax.piecewise_constant_schedule(lr, {b: gamma for b in spec.stepvalues})
+    if spec.lr_policy == "exp":
+        return optax.exponential_decay(lr, transition_steps=1, decay_rate=gamma)
+    if spec.lr_policy == "cosine":
+        return optax.cosine_decay_schedule(lr, decay_steps=max(total_steps, 1))
+    if spec.lr_policy == "inv":  # optax has none: a schedule is any function of the count
+        power = spec.power
+        return lambda count: lr * (1.0 + gamma * count) ** -power
+    return lr
+
+
+def _stock_optimizer(spec, total_steps: int) -> optax.GradientTransformation:
+    """optax's optimizer with its own defaults beside the trial's hyper-parameters; weight decay chained
+    before it (optax.add_decayed_weights: wd*w added to the gradient)."""
+    schedule = _schedule(spec, total_steps)
+    if spec.optimizer == "adam":
+        tx = optax.adam(schedule)
+    elif spec.optimizer == "rmsprop":
+        tx = optax.rmsprop(schedule)
+    else:
+        momentum = None if spec.optimizer == "sgd" else (spec.momentum or None)
+        tx = optax.sgd(schedule, momentum=momentum, nesterov=spec.optimizer == "nesterov")
+    return optax.chain(optax.add_decayed_weights(spec.weight_decay), tx) if spec.weight_decay > 0 else tx
+
+
+class _Update(NamedTuple):
+    """An update as the step uses it: init(params) -> state; apply(params, grads, state, lr) -> both new."""
+
+    init: Callable
+    apply: Callable
+
+
+def _optax_update(tx: optax.GradientTransformation) -> _Update:
+    def apply(params, grads, state, lr):  # the rate comes from optax's own schedule
+        updates, state = tx.update(grads, state, params)
+        return optax.apply_updates(params, updates), state
+    return _Update(tx.init, apply)
+
+
+def _init_slots(optimizer: str, params) -> dict:
     zeros = lambda: jax.tree.map(jnp.zeros_like, params)  # noqa: E731
-    state = {"t": jnp.zeros((), jnp.int32)}
-    if kind in ("momentum", "nesterov", "adam"):
-        state["v"] = zeros()
-    if kind in ("adam", "rmsprop"):
-        state["s"] = zeros()
-    return state
+    return {"t": jnp.zeros((), jnp.int32), **{name: zeros() for name in slot_names(optimizer)}}
 
 
-def _canonical_update(kind: str, mu: float, wd: float, params, grads, state: dict, lr):
-    """One step of sensitivity.optim's formulas on parameter trees; returns (params, state)."""
-    tree = jax.tree.map
-    g = tree(lambda g, w: g + wd * w, grads, params) if wd else grads
-    state = dict(state, t=state["t"] + 1)
-    if kind == "sgd":
-        return tree(lambda w, g: w - lr * g, params, g), state
-    if kind in ("momentum", "nesterov"):
-        v = tree(lambda v, g: mu * v - lr * g, state["v"], g)
-        step = v if kind == "momentum" else tree(lambda v, g: mu * v - lr * g, v, g)
-        return tree(jnp.add, params, step), dict(state, v=v)
-    if kind == "adam":
-        t = state["t"].astype(jnp.float32)
-        m = tree(lambda m, g: ADAM_BETA1 * m + (1 - ADAM_BETA1) * g, state["v"], g)
-        s = tree(lambda s, g: ADAM_BETA2 * s + (1 - ADAM_BETA2) * g * g, state["s"], g)
-        c1, c2 = 1 - ADAM_BETA1 ** t, 1 - ADAM_BETA2 ** t
-        new = tree(lambda w, m, s: w - lr * (m / c1) / (jnp.sqrt(s / c2) + EPSILON), params, m, s)
-        return new, dict(state, v=m, s=s)
-    s = tree(lambda s, g: RMSPROP_RHO * s + (1 - RMSPROP_RHO) * g * g, state["s"], g)
-    return tree(lambda w, g, s: w - lr * g / (jnp.sqrt(s) + EPSILON), params, g, s), dict(state, s=s)
+def _rule_update(rule, spec) -> _Update:
+    """optim.rule_update under `rule` on every leaf of the parameter tree, at the rate lrs[i]."""
+    optimizer, mu, wd = spec.optimizer, spec.momentum, spec.weight_decay
+    names = slot_names(optimizer)
+
+    def apply(params, grads, state, lr):
+        t = state["t"] + 1
+        leaves, tree = jax.tree.flatten(params)
+        slots = [jax.tree.leaves(state[name]) for name in names]
+        new, new_slots = [], [[] for _ in names]
+        for j, (w, g) in enumerate(zip(leaves, jax.tree.leaves(grads))):
+            w, updated = rule_update(rule, optimizer, w, g, {n: s[j] for n, s in zip(names, slots)}, lr, mu, wd,
+                                     t.astype(jnp.float32), jnp.sqrt)
+            new.append(w)
+            for k, name in enumerate(names):
+                new_slots[k].append(updated[name])
+        state = {"t": t, **{name: jax.tree.unflatten(tree, s) for name, s in zip(names, new_slots)}}
+        return jax.tree.unflatten(tree, new), state
+
+    return _Update(lambda params: _init_slots(optimizer, params), apply)
 
 
-def _make_step(graph, kind: str, mu: float, wd: float):
+def _make_step(graph, update: _Update):
     """One step on the carry (params, opt, total, steps, finite): batch order[i] at rate lrs[i]. The step
     that sees the first non-finite loss counts (finite turns False) and later ones are not counted; the
     updates are not masked (selects over every weight cost 7% of a LeNet epoch on CPU, and lax.cond makes
@@ -242,7 +309,7 @@ def _make_step(graph, kind: str, mu: float, wd: float):
     def step(carry, x, y, order, lrs, key, i):
         params, opt, total, steps, finite = carry
         loss, grads = grad_fn(params, x[order[i]], y[order[i]], jax.random.fold_in(key, i))
-        new_params, new_opt = _canonical_update(kind, mu, wd, params, grads, opt, lrs[i])
+        new_params, new_opt = update.apply(params, grads, opt, lrs[i])
         return (new_params, new_opt, jnp.where(finite, total + loss, total), steps + finite.astype(jnp.int32),
                 finite & jnp.isfinite(loss))
 

@@ -1,5 +1,11 @@
 """PyTensor 3 adapter (Theano's successor): shared variables, one compiled training step, one predict.
 
+PyTensor has no optimizer library and no scheduler, so native is the Theano tutorials' hand-written update
+(the canonical Rule) with their Glorot-uniform initialiser (`models.glorot_uniform`), at the loop's rates;
+canonical differs only in its initial weights (the neutral numpy ones). Either way the update is
+`optim.graph_updates` (`optim.rule_update` on symbolic variables) under the resolved Rule, given the data
+loss's gradients; weight decay is a shared scalar that rule_update applies (L2 or decoupled, per the Rule).
+
 PyTensor 3 has no convolution or pooling op, so both are built from its array ops: convolution as im2col
 (k*k strided slices stacked, then one matrix product) and pooling as the elementwise maximum or sum of
 k*k strided slices, after padding the bottom and right edges to Caffe's ceil size with -inf (max) or
@@ -8,7 +14,7 @@ CNHW, so the im2col product needs no transposes; NCHW comes back at Flatten.
 
 The learning rate is an input of the step function and momentum and weight decay are shared scalars, so
 one compiled function serves every configuration of a model; compiled graphs are cached per (model,
-input shape, optimizer, device) for the life of the process. The training set lives in shared variables;
+input shape, optimizer, Rule, device) for the life of the process. The training set lives in shared variables;
 each step passes only its index vector and the batch is gathered inside the graph.
 
 Backend on CPU: PyTensor's C backend (`Mode(linker="cvm", optimizer="fast_run")`). LeNet-5's step and
@@ -34,25 +40,29 @@ from pytensor.compile.mode import Mode, get_mode
 from pytensor.gradient import disconnected_grad
 from pytensor.tensor.random.utils import RandomStream
 
+from sensitivity import semantics
 from sensitivity.frameworks.base import EpochStats
-from sensitivity.models import Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, pooled_size
-from sensitivity.optim import graph_updates
+from sensitivity.models import (Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, ceil_padding, glorot_uniform,
+                                pooled_size, window_counts)
+from sensitivity.optim import graph_updates, lr_schedule, slot_names
 
 pytensor.config.floatX = "float32"
 FLOAT = "float32"
 EVAL_BATCH = 1000  # the shared loop predicts in batches of this size
-_GRAPHS: dict = {}  # (model, input shape, optimizer, device) -> [_Graph]; each used by one adapter at a time
+_GRAPHS: dict = {}  # (model, input shape, optimizer, rule, device) -> [_Graph]; one adapter at a time each
 
 
-def _mode(device: str):
+def _mode(device: str) -> tuple:
+    """The compilation mode for `device`, and its name as PYTENSOR_FLAGS would give it."""
     if device != "cpu":
         import jax
         jax.config.update("jax_default_device", jax.devices("gpu")[int(device[4:] or 0)])
-        return get_mode("JAX")
+        return get_mode("JAX"), "JAX"
     chosen = {flag.split("=")[0].strip() for flag in os.environ.get("PYTENSOR_FLAGS", "").split(",")}
-    if chosen & {"mode", "linker"}:
-        return get_mode(None)  # the user's choice
-    return Mode(linker="cvm", optimizer="fast_run")
+    if chosen & {"mode", "linker"}:  # the user's choice
+        config = pytensor.config
+        return get_mode(None), f"mode={config.mode}, linker={config.linker}, optimizer={config.optimizer}"
+    return Mode(linker="cvm", optimizer="fast_run"), "linker=cvm, optimizer=fast_run"
 
 
 class PytensorAdapter:
@@ -68,18 +78,28 @@ class PytensorAdapter:
         threadpool_limits(limits=threads)  # process-wide until changed: not used as a context manager
         self.seed, self.device = seed, device
 
-    def build(self, model: ModelSpec, input_shape: tuple, classes: int, weights, spec) -> None:
-        key = (model, tuple(input_shape), spec.optimizer, self.device)
+    def build(self, model: ModelSpec, input_shape: tuple, classes: int, weights, spec, total_steps: int) -> None:
+        rule = semantics.resolve(spec).rule  # never stock: there are no optimizer classes
+        key = (model, tuple(input_shape), spec.optimizer, rule, self.device)
         pool = _GRAPHS.setdefault(key, [])
         free = [g for g in pool if g.owner() is None and not (g.static and g.has_dropout)]
-        self.graph = free[0] if free else _Graph(model, tuple(input_shape), classes, spec.optimizer,
-                                                 _mode(self.device))
+        self.graph = free[0] if free else _Graph(model, tuple(input_shape), classes, spec.optimizer, rule,
+                                                 _mode(self.device)[0])
         if not free:
             pool.append(self.graph)
         self.graph.owner = weakref.ref(self)
-        if weights is None:
-            weights = _glorot_uniform(model.param_shapes(input_shape, classes), self.seed)
+        if weights is None:  # the Theano tutorials' initialiser (PyTensor has none)
+            weights = glorot_uniform(model.param_shapes(input_shape, classes), self.seed)
         self.graph.reset(weights, spec.momentum, spec.weight_decay, self.seed)
+
+    def framework_rates(self, spec, total_steps: int) -> np.ndarray:
+        """No scheduler: the rates are the loop's (Caffe's formula)."""
+        return lr_schedule(spec, total_steps)
+
+    def numerics(self) -> dict:
+        mode, name = _mode(getattr(self, "device", "cpu"))
+        return {"dtype": pytensor.config.floatX, "loss_reduction": "mean", "mode": name,
+                "linker": type(mode.linker).__name__}
 
     def set_data(self, x_train: np.ndarray, y_train: np.ndarray) -> None:
         self.graph.x_data.set_value(x_train.astype(FLOAT, copy=False))
@@ -122,9 +142,9 @@ class PytensorAdapter:
 class _Graph:
     """Shared variables of one model and its functions, each compiled on first use."""
 
-    def __init__(self, model: ModelSpec, input_shape: tuple, classes: int, optimizer: str, mode):
-        self.model, self.input_shape, self.classes, self.optimizer, self.mode = (
-            model, input_shape, classes, optimizer, mode)
+    def __init__(self, model: ModelSpec, input_shape: tuple, classes: int, optimizer: str, rule, mode):
+        self.model, self.input_shape, self.classes, self.optimizer, self.rule, self.mode = (
+            model, input_shape, classes, optimizer, rule, mode)
         self.owner = lambda: None
         shared = lambda shape, name: pytensor.shared(np.zeros(shape, FLOAT), name)  # noqa: E731
         self.params = [(shared(k, f"kernel{i}"), shared(b, f"bias{i}"))
@@ -134,22 +154,24 @@ class _Graph:
         self.momentum, self.decay = shared((), "momentum"), shared((), "weight_decay")
         self.srng = RandomStream(0)
         flat = [p for pair in self.params for p in pair]
-        slot = lambda: [shared(p.get_value().shape, "slot") for p in flat]  # noqa: E731
-        self.v = slot() if optimizer in ("momentum", "nesterov", "adam") else []
-        self.s = slot() if optimizer in ("adam", "rmsprop") else []
+        self.slots = {name: [shared(p.get_value().shape, f"{name}_{p.name}") for p in flat]
+                      for name in slot_names(optimizer)}
         self.t = shared((), "adam_t")
         self.functions = {}
         self.static = type(mode.linker).__name__ == "JAXLinker"  # JAX: static shapes, compiled per size
         self.has_dropout = any(isinstance(layer, Dropout) for layer in model.layers)
 
     def state(self) -> list:
-        return [p for pair in self.params for p in pair] + self.v + self.s + [self.t]
+        return [p for pair in self.params for p in pair] + self._slots() + [self.t]
+
+    def _slots(self) -> list:
+        return [var for slot in self.slots.values() for var in slot]
 
     def reset(self, weights: list, momentum: float, weight_decay: float, seed: int) -> None:
         for (k, b), (k0, b0) in zip(self.params, weights):
             k.set_value(np.asarray(k0, FLOAT))
             b.set_value(np.asarray(b0, FLOAT))
-        for slot in self.v + self.s + [self.t]:
+        for slot in self._slots() + [self.t]:
             slot.set_value(np.zeros(np.shape(slot.get_value()), FLOAT))
         self.momentum.set_value(np.asarray(momentum, FLOAT))
         self.decay.set_value(np.asarray(weight_decay, FLOAT))
@@ -200,18 +222,15 @@ class _Graph:
         return pytensor.function([x, y], pt.grad(self._loss(x, y, False).sum(), x), mode=self.mode)
 
     def _compile_step(self, size):
-        """loss = step(indices, lr): one canonical update; the loss is that of the weights before it."""
+        """loss = step(indices, lr): one update under the Rule; the loss is that of the weights before it."""
         idx, lr = pt.tensor("indices", dtype="int64", shape=(size,)), pt.scalar("lr", dtype=FLOAT)
         batch = pt.specify_shape(self.x_data[idx], (size,) + self.input_shape)  # batch gathered in the graph
         loss = self._loss(batch, self.y_data[idx], training=True).mean()
         flat = [p for pair in self.params for p in pair]
-        grads = [g + self.decay * w for g, w in zip(pt.grad(loss, flat), flat)]
-        return pytensor.function([idx, lr], loss, updates=self._updates(flat, grads, lr), mode=self.mode)
-
-    def _updates(self, weights: list, grads: list, lr) -> list:
-        updates = graph_updates(self.optimizer, weights, grads, lr, self.momentum, (self.v, self.s, self.t),
-                                pt.sqrt)
-        return [(var, pt.cast(value, var.dtype)) for var, value in updates]
+        updates = graph_updates(self.rule, self.optimizer, flat, pt.grad(loss, flat), lr, self.momentum, self.decay,
+                                self.slots, self.t, pt.sqrt)
+        updates = [(var, pt.cast(value, var.dtype)) for var, value in updates]
+        return pytensor.function([idx, lr], loss, updates=updates, mode=self.mode)
 
 
 def _conv(h, kernel, bias, layer: Conv, chw: tuple):
@@ -234,35 +253,13 @@ def _pool(h, layer: Pool, chw: tuple):
     c, height, width = chw
     k, s = layer.kernel, layer.stride
     oh, ow = (pooled_size(n, k, s, layer.ceil) for n in (height, width))
-    full_h, full_w = (oh - 1) * s + k, (ow - 1) * s + k
-    if full_h > height or full_w > width:
+    pad_h, pad_w = ceil_padding(layer, height), ceil_padding(layer, width)
+    if pad_h or pad_w:
         fill = -np.inf if layer.kind == "max" else 0.0
-        padded = pt.full((c, h.shape[1], max(full_h, height), max(full_w, width)), fill, dtype=FLOAT)
+        padded = pt.full((c, h.shape[1], height + pad_h, width + pad_w), fill, dtype=FLOAT)
         h = pt.set_subtensor(padded[:, :, :height, :width], h)
     slices = [h[:, :, i:i + s * (oh - 1) + 1:s, j:j + s * (ow - 1) + 1:s] for i in range(k) for j in range(k)]
     if layer.kind == "max":  # elementwise maxima of strided slices: 20x faster than a reshape and max
         return functools.reduce(pt.maximum, slices)
-    return pt.add(*slices) / _counts(chw, layer)
+    return pt.add(*slices) / np.outer(window_counts(layer, height), window_counts(layer, width)).astype(FLOAT)
 
-
-def _counts(chw: tuple, layer: Pool) -> np.ndarray:
-    """How many in-image elements each pooling window holds, shaped (oh, ow)."""
-    _, height, width = chw
-    k, s = layer.kernel, layer.stride
-    rows, cols = ([min(o * s + k, n) - o * s for o in range(pooled_size(n, k, s, layer.ceil))]
-                  for n in (height, width))
-    return np.outer(rows, cols).astype(FLOAT)
-
-
-def _glorot_uniform(param_shapes: list, seed: int) -> list:
-    """PyTensor ships no initialisers; this is the one of the Theano deep-learning tutorials it inherits:
-    kernels uniform in +-sqrt(6/(fan_in+fan_out)) drawn by numpy's RandomState, biases zero."""
-    rng, out = np.random.RandomState(seed), []
-    for kernel_shape, bias_shape in param_shapes:
-        receptive = int(np.prod(kernel_shape[2:]))
-        fan_in, fan_out = kernel_shape[1] * receptive, kernel_shape[0] * receptive
-        if len(kernel_shape) == 2:
-            fan_in, fan_out = kernel_shape
-        bound = math.sqrt(6.0 / (fan_in + fan_out))
-        out.append((rng.uniform(-bound, bound, kernel_shape).astype(FLOAT), np.zeros(bias_shape, FLOAT)))
-    return out

@@ -14,11 +14,12 @@ SHAPE = (1, 4, 4)
 DROPOUT_MLP = ModelSpec("dropout_mlp", (Flatten(), Dense(32), ReLU(), Dropout(0.5), Dense(10)))
 
 
-def _adapter(model, shape, seed=0, weights="neutral", **spec):
+def _adapter(model, shape, seed=0, weights="neutral", total_steps=8, **spec):
     adapter = frameworks.load_adapter(FRAMEWORK)
     adapter.setup(threads=1, device="cpu", seed=seed)
     initial = init_weights(model, shape, 10, 0) if weights == "neutral" else None  # seed: the framework's
-    adapter.build(model, shape, 10, initial, TrialSpec(framework=FRAMEWORK, dataset="digits", **spec))
+    spec = dict(dict(semantics="canonical"), **spec)
+    adapter.build(model, shape, 10, initial, TrialSpec(framework=FRAMEWORK, dataset="digits", **spec), total_steps)
     return adapter, initial
 
 
@@ -27,13 +28,16 @@ def _data(n=32):
     return rng.random((n,) + SHAPE, dtype=np.float32), rng.integers(0, 10, n)
 
 
+@pytest.mark.parametrize("regime", ["canonical", "native"])
 @pytest.mark.parametrize("optimizer", ["nesterov", "adam"])
-def test_scanned_epoch_equals_per_step_dispatch(optimizer):
+def test_scanned_epoch_equals_per_step_dispatch(optimizer, regime):
+    """Also for optax's own optimizer and schedule (native), whose step count lives in the carry."""
     x, y = _data()
     order, rates = np.random.default_rng(1).permutation(32).reshape(4, 8), np.array([0.01, 0.02, 0.01, 0.005])
     weights = []
     for scan in (False, True):
-        adapter, _ = _adapter(DROPOUT_MLP, SHAPE, optimizer=optimizer, weight_decay=0.01)
+        adapter, _ = _adapter(DROPOUT_MLP, SHAPE, optimizer=optimizer, weight_decay=0.01, semantics=regime,
+                              lr=0.01, lr_policy="step", stepsize=3, gamma=0.5)
         adapter.use_scan(scan)
         adapter.set_data(x, y)
         adapter.compile(8)
@@ -89,3 +93,27 @@ def test_end_to_end_trial():
     assert result.accuracy > 0.85
     assert result.env["framework_version"].startswith("0.") and "flax" in result.env["framework_version"]
     assert result.env["threads"] is None  # jax cannot be given a thread count: none is claimed
+
+
+def test_native_runs_optax_and_its_schedule_in_the_carry():
+    """The stock path is optax's own state (its count included), carried across epochs; the rates given to
+    train_epoch are not read."""
+    import optax
+
+    adapter, _ = _adapter(get_model("mlp").resolve(10), SHAPE, semantics="native", init="neutral",
+                          optimizer="momentum", momentum=0.9, lr=0.1, lr_policy="step", stepsize=2, gamma=0.5)
+    assert int(optax.tree_utils.tree_get(adapter.opt, "count")) == 0  # optax's scale_by_schedule count
+    adapter.set_data(*_data())
+    adapter.compile(8)
+    adapter.train_epoch(np.arange(32).reshape(4, 8), np.full(4, np.nan))  # nan: would poison a hand-written step
+    assert all(np.isfinite(k).all() for k, _ in adapter.get_weights())
+    assert int(optax.tree_utils.tree_get(adapter.opt, "count")) == 4
+
+
+def test_numerics_reports_jax_settings():
+    adapter = frameworks.load_adapter(FRAMEWORK)
+    adapter.setup(threads=1, device="cpu", seed=0)
+    numerics = adapter.numerics()
+    assert numerics["dtype"] == "float32" and numerics["loss_reduction"] == "mean"
+    assert numerics["jax_enable_x64"] is False and numerics["platform"] == "cpu"
+    assert "jax_default_matmul_precision" in numerics
