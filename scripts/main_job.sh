@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# The main job, offline, on mnist5k and digits: a small complete study, then its report.
+# The main job, offline, on mnist5k and digits: a small complete study, then its report. Every trial runs
+# native (each framework's own optimizers, schedulers and initialisers; docs/semantics.md).
 #   1. transfer: every framework's default (search_spaces/defaults.yaml) on every framework and dataset,
 #      two seeds, cut to one epoch (recorded as budget_scale); each framework's own defaults are among them;
 #   2. a short sweep of search_spaces/mnist5k.yaml, two seeds per configuration, the defaults first;
 #   3. robustness: FGSM and PGD against each framework's own default models, white-box and transferred;
-#   4. the report of the sweep, with the transfer matrix and robustness from the transfer study, and a
-#      check that its figures render in Chromium.
+#   4. ablation: from the first framework's native set-up to the second's, one semantics knob at a time
+#      (LeNet on mnist5k, momentum 0.9, lr 0.05, batch 64, 3 epochs, 3 seeds per point);
+#   5. the report of the sweep, with the transfer matrix, robustness and ablation path from their studies,
+#      and a check that its figures render in Chromium.
 # Usage: scripts/main_job.sh [--frameworks torch,tensorflow,mxnet | all] [--trials N (default: the defaults + 12)]
 # Results: the studies in results/optuna.db, the report at results/main-report.html.
 set -euo pipefail
@@ -30,17 +33,28 @@ space = load_space('search_spaces/mnist5k.yaml', frameworks=sys.argv[1].split(',
 print(len(default_plan(space, space.frameworks, [space.dataset], 2, space.fixed['epochs'])) + 6 * 2)" "$frameworks")
 fi
 tag=$(echo "$frameworks" | tr ',' '-')
-transfer="main-transfer-$tag" sweep="main-sweep-$tag"
+transfer="main-transfer-$tag" sweep="main-sweep-$tag" ablation="main-ablation-$tag"
+first=$(echo "$frameworks" | cut -d, -f1) second=$(echo "$frameworks" | cut -d, -f2)
 echo "== frameworks: $frameworks" >&2
 
-echo "== 1/4 defaults and their transfer between frameworks and datasets" >&2
+echo "== 1/5 defaults and their transfer between frameworks and datasets" >&2
 $sensitivity transfer --frameworks "$frameworks" --datasets mnist5k,digits --seeds 2 --budget-epochs 1 \
     --keep-weights --parallel 2 --study "$transfer" --no-progress
-echo "== 2/4 a short sweep on mnist5k, the defaults first" >&2
+echo "== 2/5 a short sweep on mnist5k, the defaults first" >&2
 $sensitivity sweep search_spaces/mnist5k.yaml --frameworks "$frameworks" --seeds 2 --trials "$trials" \
     --with-defaults --parallel 2 --sampler random --seed 0 --study "$sweep" --no-progress
-echo "== 3/4 robustness of each framework's own defaults" >&2
+echo "== 3/5 robustness of each framework's own defaults" >&2
 $sensitivity robustness "$transfer" --defaults-only --samples 300
-echo "== 4/4 report" >&2
-$sensitivity report "$sweep" --with-study "$transfer" --out results/main-report.html
+if [ "$first" != "$second" ]; then
+    echo "== 4/5 ablation from $first native to $second native on mnist5k" >&2
+    $sensitivity ablate --from "$first:native" --to "$second:native" --dataset mnist5k --model lenet5 \
+        --batch-size 64 --lr 0.05 --optimizer momentum --momentum 0.9 --epochs 3 --seeds 3 --parallel 2 \
+        --study "$ablation" --no-progress
+    with_ablation=(--with-study "$ablation")
+else
+    echo "== 4/5 ablation: one framework only, skipped" >&2
+    with_ablation=()
+fi
+echo "== 5/5 report" >&2
+$sensitivity report "$sweep" --with-study "$transfer" "${with_ablation[@]}" --out results/main-report.html
 .venv/bin/python -m sensitivity.analysis.browser results/main-report.html

@@ -47,32 +47,53 @@ def fashion_mnist_files(data_dir: Path) -> dict[str, Path]:
     return _locate("fashion_mnist", data_dir)
 
 
-def _read_bytes(path: Path) -> bytes:
-    data = Path(path).read_bytes()
-    if path.name.endswith(".gz"):
-        try:
-            return gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as e:
-            raise file_error(path, f"not a complete gzip file ({e})") from e
-    return data
+MAX_SAMPLES = 10_000_000  # far above any IDX dataset (MNIST has 70,000): a header claiming more is refused
+
+
+def _expected_size(path: Path, head: bytes, magic: int) -> int:
+    """The byte count an IDX file of `magic` must have, from its header; raises on a wrong header."""
+    ndim = magic & 0xFF
+    header = 4 + 4 * ndim
+    if len(head) < header:
+        raise file_error(path, f"truncated: {len(head)} bytes, shorter than the {header}-byte IDX header")
+    found = int.from_bytes(head[:4], "big")
+    if found != magic:
+        raise file_error(path, f"magic number {found}, expected {magic}")
+    dims = tuple(int.from_bytes(head[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim))
+    if dims[0] > MAX_SAMPLES or math.prod(dims[1:]) > 28 * 28:
+        raise file_error(path, f"header dimensions {dims} exceed an IDX dataset's ({MAX_SAMPLES:,} samples "
+                               "of at most 28x28)")
+    return header + math.prod(dims)
+
+
+def _read_bytes(path: Path, magic: int) -> bytes:
+    """The file's bytes, a .gz decompressed no further than its header's dimensions need plus one byte, so
+    that a gzip bomb is refused after a few bytes too many instead of filling the memory."""
+    if not path.name.endswith(".gz"):
+        return Path(path).read_bytes()
+    try:
+        with gzip.open(path, "rb") as stream:
+            head = stream.read(4 + 4 * (magic & 0xFF))
+            need = _expected_size(path, head, magic)
+            return head + stream.read(need - len(head) + 1)
+    except (OSError, EOFError, zlib.error) as e:
+        raise file_error(path, f"not a complete gzip file ({e})") from e
 
 
 def read_idx(path: Path, magic: int) -> np.ndarray:
     """Parse one IDX file of unsigned bytes whose magic number must be `magic`."""
-    data = _read_bytes(path)
-    ndim = magic & 0xFF
-    header = 4 + 4 * ndim
-    if len(data) < header:
-        raise file_error(path, f"truncated: {len(data)} bytes, shorter than the {header}-byte IDX header")
-    found = int.from_bytes(data[:4], "big")
-    if found != magic:
-        raise file_error(path, f"magic number {found}, expected {magic}")
-    dims = tuple(int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim))
-    need = header + math.prod(dims)
+    data = _read_bytes(path, magic)
+    need = _expected_size(path, data, magic)
     if len(data) != need:
         what = "truncated" if len(data) < need else "trailing bytes"
-        raise file_error(path, f"{what}: {len(data)} bytes, but header dimensions {dims} need {need}")
-    return np.frombuffer(data, np.uint8, offset=header).reshape(dims)
+        raise file_error(path, f"{what}: {len(data)} bytes, but header dimensions {data_dims(data, magic)} "
+                               f"need {need}")
+    header = 4 + 4 * (magic & 0xFF)
+    return np.frombuffer(data, np.uint8, offset=header).reshape(data_dims(data, magic))
+
+
+def data_dims(data: bytes, magic: int) -> tuple:
+    return tuple(int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(magic & 0xFF))
 
 
 def _split(images_path: Path, labels_path: Path) -> tuple[np.ndarray, np.ndarray]:

@@ -120,3 +120,27 @@ def test_read_idx_parses_dimensions(tmp_path, write):
     path = write.idx(tmp_path / "a.gz", x)
     assert gzip.decompress(path.read_bytes())[:4] == b"\x00\x00\x08\x03"
     assert np.array_equal(read_idx(path, 2051), x)
+
+
+def test_a_gzip_bomb_is_refused_without_decompressing_it(tmp_path):
+    """2 images declared, 64 MiB of zeros inside the gzip: refused after the bytes the header needs plus one."""
+    import resource
+    import zlib as zlib_module
+    header = (2051).to_bytes(4, "big") + (2).to_bytes(4, "big") + (28).to_bytes(4, "big") * 2
+    compressor = zlib_module.compressobj(9, zlib_module.DEFLATED, 31)  # gzip framing
+    body = compressor.compress(header) + b"".join(compressor.compress(bytes(2**20)) for _ in range(64))
+    path = tmp_path / "train-images-idx3-ubyte.gz"
+    path.write_bytes(body + compressor.flush())
+    assert path.stat().st_size < 2**20
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(DatasetError, match="trailing bytes"):
+        read_idx(path, 2051)
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 32 * 1024  # KiB: far below 64 MiB
+
+
+def test_a_header_claiming_more_than_any_dataset_is_refused(tmp_path):
+    header = (2051).to_bytes(4, "big") + (4_000_000_000).to_bytes(4, "big") + (28).to_bytes(4, "big") * 2
+    path = tmp_path / "train-images-idx3-ubyte.gz"
+    path.write_bytes(gzip.compress(header))
+    with pytest.raises(DatasetError, match="exceed an IDX dataset"):
+        read_idx(path, 2051)
