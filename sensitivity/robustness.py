@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Optional
 
-from sensitivity import datasets, frameworks
+from sensitivity import datasets, frameworks, paths
 from sensitivity.analysis.robustness import PREFIX
 from sensitivity.attacks import ATTACKS
 from sensitivity.spec import TrialSpec
@@ -62,7 +62,10 @@ def attack_study(study, attacks=ATTACKS, eps=DEFAULT_EPS, samples: int = 500, de
         which = ("own defaults" if defaults_only else "completed trials") + f" ({' or '.join(regimes)})"
         raise RobustnessError(f"study {study.study_name} has no {which} with kept weights on this disk: run the "
                               "sweep (or defaults, transfer) with --keep-weights")
-    out_dir = (Path("results") / "robustness" / study.study_name).resolve()
+    try:
+        out_dir = paths.under(paths.RESULTS / "robustness", study.study_name).resolve()
+    except paths.UnsafeName as exc:
+        raise RobustnessError(str(exc)) from None
     specs = {t.number: trial_spec(study, t) for t in trials}
     requests = {t.number: _request(specs[t.number], t, attacks, eps, samples, out_dir / f"{t.number}.npz")
                 for t in trials}

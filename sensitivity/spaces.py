@@ -90,6 +90,12 @@ class Space(_Strict):
     val_fraction: float = Field(0.2, gt=0, lt=1)
     seeds: int = Field(1, gt=0)
 
+    @field_validator("study")
+    @classmethod
+    def _safe_study_name(cls, value):
+        from sensitivity.paths import check_name
+        return check_name(value)
+
     @field_validator("dataset")
     @classmethod
     def _known_dataset(cls, value):

@@ -27,7 +27,7 @@ def _cmd_ablate(args) -> int:
 
     from sensitivity.ablation import AblationError, Point, Setup, run_ablation
     from sensitivity.analysis.ablation import ablation_path
-    from sensitivity.commands.sweep import _options
+    from sensitivity.commands.sweep import _check_study_name, _options
     from sensitivity.commands.trial import CONFIGURATION_FIELDS, validation_message
     from sensitivity.spaces import SpaceError
     from sensitivity.spec import TrialSpec
@@ -49,6 +49,7 @@ def _cmd_ablate(args) -> int:
     except ValidationError as exc:
         raise UsageError(f"sensitivity ablate: {validation_message(exc)}")
     options = _options(args, trials=1)
+    _check_study_name(args.study, "ablate")
     options.study = args.study or f"ablate-{start.framework}-{start.regime}-{end.framework}-{end.regime}-{base.dataset}"
     try:
         run_ablation(base, start, end, args.seeds, options, log=lambda message: print(message, file=sys.stderr))

@@ -90,11 +90,21 @@ def _cmd_plot(args) -> int:
     return EXIT_OK
 
 
+def _results_path(name: str, suffix: str, command: str) -> Path:
+    """results/NAME+suffix, the default output of a study's command; a name unfit for a file is refused."""
+    from sensitivity import paths
+    try:
+        return paths.under(paths.RESULTS, name, suffix)
+    except paths.UnsafeName as exc:
+        raise UsageError(f"sensitivity {command}: {exc}; give --out")
+
+
 def _cmd_report(args) -> int:
     from sensitivity.analysis.report import write_report
 
     study = _load("report", args)
     others = [_load("report", args, name) for name in args.with_study]
-    out = write_report(study, Path(args.out or f"results/{args.study}-report.html"), others=others)
+    out = write_report(study, Path(args.out) if args.out else _results_path(args.study, "-report.html", "report"),
+                       others=others)
     print(f"report: {Path(out).resolve()}")
     return EXIT_OK

@@ -58,6 +58,16 @@ def _add_sweep_parser(commands) -> None:
         p.set_defaults(handler=_cmd_defaults, command=name)
 
 
+def _check_study_name(name, command: str) -> None:
+    """A --study name is checked before anything runs: it becomes part of file names."""
+    from sensitivity import paths
+    if name is not None:
+        try:
+            paths.check_name(name)
+        except paths.UnsafeName as exc:
+            raise UsageError(f"sensitivity {command}: --study: {exc}")
+
+
 def _options(args, trials: int):
     from sensitivity.sweep.driver import SweepOptions
     return SweepOptions(
@@ -84,6 +94,7 @@ def _run(command: str, run):
 
 def _cmd_sweep(args) -> int:
     from sensitivity.sweep.driver import run_sweep
+    _check_study_name(args.study, "sweep")
     names = args.frameworks.split(",") if args.frameworks else None
     return _run("sweep", lambda: run_sweep(args.space, _options(args, args.trials), args.with_defaults,
                                            frameworks=names, seeds=args.seeds, semantics=args.semantics))
@@ -101,6 +112,7 @@ def _cmd_defaults(args) -> int:
                                [(d, datasets.REGISTRY, "--datasets") for d in sets]:
         if name not in known:
             raise UsageError(f"sensitivity {args.command}: {option}: unknown {name!r}; allowed: {', '.join(known)}")
+    _check_study_name(args.study, args.command)
     regimes = ("native", "canonical") if args.semantics == "both" else (args.semantics,)
     space = defaults_space(args.study or args.command, names, sets, args.seeds, regimes)
     plan = default_plan(space, names, sets, args.seeds, args.budget_epochs, transfer=args.command == "transfer")
@@ -167,7 +179,9 @@ def _cmd_export(args) -> int:
 
     with _storage_errors("export"):
         study = studies.load(args.name, args.storage)
-    out = studies.export(study, args.format, Path(args.out or f"results/{args.name}.{args.format}"))
+    from sensitivity.commands.analysis import _results_path
+    out = studies.export(study, args.format, Path(args.out) if args.out else
+                         _results_path(args.name, f".{args.format}", "export"))
     print(out)
     return EXIT_OK
 

@@ -91,6 +91,11 @@ def run_space(space: Space, options: SweepOptions, plan: list = (), keep_ray: bo
 
 
 def _check_options(space: Space, options: SweepOptions) -> None:
+    from sensitivity.paths import UnsafeName, check_name
+    try:
+        check_name(options.study or space.study)
+    except UnsafeName as exc:
+        raise SweepError(f"--study: {exc}") from None
     if options.sampler not in SAMPLERS:
         raise SweepError(f"--sampler {options.sampler!r}: allowed {', '.join(SAMPLERS)}")
     if options.pruner not in PRUNERS:

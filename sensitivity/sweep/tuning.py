@@ -48,7 +48,8 @@ def weights_dir(study_name: str) -> str:
     """results/weights/STUDY, absolute: where the trials of a study save their trained weights. On a
     cluster each node writes on its own disk, so robustness needs this folder shared (NFS) or the driver's
     node to run the trials."""
-    return str((Path("results") / "weights" / study_name).resolve())
+    from sensitivity.paths import RESULTS, under
+    return str(under(RESULTS / "weights", study_name).resolve())
 
 
 def scheduler(pruner: str, space):

@@ -1,0 +1,37 @@
+"""Where the tool writes: under results/ (or a folder the user names), in files named after studies.
+
+A study name becomes part of file and folder names (kept weights, attack examples, Tune's run folder, the
+default report and export paths), so it is checked once, wherever it enters: letters, digits, '.', '_' and
+'-', starting with a letter or digit, at most 100 characters. `/etc/passwd`, `../../x`, a NUL or a
+5,000-character name are refused in one line before anything is created.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+RESULTS = Path("results")
+MAX_NAME = 100
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+ALLOWED = f"letters, digits, '.', '_' and '-', starting with a letter or digit, at most {MAX_NAME} characters"
+
+
+class UnsafeName(ValueError):
+    """A name that cannot be part of a file name; the message is one line."""
+
+
+def check_name(name: str, what: str = "study name") -> str:
+    """`name` if it is safe in a file name, else UnsafeName naming what is allowed."""
+    if not isinstance(name, str) or len(name) > MAX_NAME or not _NAME.fullmatch(name):
+        shown = repr(name) if isinstance(name, str) and len(name) <= 60 else f"of {len(str(name))} characters"
+        raise UnsafeName(f"{what} {shown}: allowed {ALLOWED}")
+    return name
+
+
+def under(root, name: str, suffix: str = "") -> Path:
+    """root/NAME+suffix for a checked name; never outside root."""
+    root = Path(root)
+    path = root / (check_name(name) + suffix)
+    if not path.resolve().is_relative_to(root.resolve()):
+        raise UnsafeName(f"study name {name!r} leaves {root}")
+    return path
