@@ -110,6 +110,10 @@ def rule_update(rule, optimizer: str, w, g, slots: dict, lr, momentum, weight_de
         if form == "outside":  # b = mu*b + g; w -= lr*b (nesterov: w -= lr*(g + mu*b))
             b = mu * slots["v"] + g
             return base - lr * (b if optimizer == "momentum" else g + mu * b), {"v": b}
+        if form == "mxnet":  # MXNet 1.9's NAG: Caffe's step of w, then v, its decay term at the moved w
+            moved = base + (mu * mu) * slots["v"] - ((1 + mu) * lr) * g
+            decayed = weight_decay * (moved - w) if decays and rule.weight_decay == "l2" else 0.0
+            return moved, {"v": mu * slots["v"] - lr * (g + decayed)}
         v = mu * slots["v"] - lr * g  # v = mu*v - lr*g
         if optimizer == "momentum":
             return base + v, {"v": v}

@@ -60,7 +60,9 @@ def cross_entropy(logits: np.ndarray, y: np.ndarray) -> float:
 def loss_and_grads(model: ModelSpec, weights: list, x: np.ndarray, y: np.ndarray, magnitudes: bool = False):
     """Mean cross-entropy, its gradients [(d_kernel, d_bias)] and its gradient with respect to the
     input (shaped as x), for a Flatten/Dense/ReLU model. With `magnitudes`, also the sums of the absolute
-    terms that make each gradient [(|in|' |delta|, sum |delta|)]: the scale of its rounding error."""
+    terms that make each gradient [(|in|' |delta|, sum |delta|)], each layer's |delta| itself the sum of its
+    terms' magnitudes through the layers above (cancellation there does not shrink it): the scale of the
+    gradient's float32 rounding error."""
     h = np.asarray(x, np.float64).reshape(len(x), -1)
     activations, params = [], iter(weights)
     for layer in model.layers:
@@ -80,14 +82,17 @@ def loss_and_grads(model: ModelSpec, weights: list, x: np.ndarray, y: np.ndarray
     delta[np.arange(len(y)), y] -= 1.0
     delta /= len(y)
     grads, sizes = [], []
+    scale = np.abs(delta)  # the magnitude of delta's terms, carried back beside it (only when asked)
     for kind, inputs, kernel in reversed(activations):
         if kind == "dense":
             grads.append((inputs.T @ delta, delta.sum(axis=0)))
-            if magnitudes:  # two more products per layer: only when asked
-                sizes.append((np.abs(inputs).T @ np.abs(delta), np.abs(delta).sum(axis=0)))
+            if magnitudes:  # each layer's delta rounds to the sum of its terms, not to its own (cancelled) size
+                sizes.append((np.abs(inputs).T @ scale, scale.sum(axis=0)))
+                scale = scale @ np.abs(kernel).T
             delta = delta @ kernel.T
         else:
             delta = delta * (inputs > 0)
+            scale = scale * (inputs > 0) if magnitudes else scale
     if magnitudes:
         return loss, grads[::-1], delta.reshape(np.shape(x)), sizes[::-1]
     return loss, grads[::-1], delta.reshape(np.shape(x))
@@ -113,12 +118,12 @@ def native_step(framework: str, optimizer: str, weights: list, grads: list, stat
             w = w - w * wd * lr
         else:  # torch weight_decay, optax.add_decayed_weights, MXNet wd, Chainer's WeightDecay hook
             g = g + wd * w
-        w = _native_update(framework, optimizer, w, g, state, i, lr, mu)
+        w = _native_update(framework, optimizer, w, g, state, i, lr, mu, wd)
         new.append(w)
     return new
 
 
-def _native_update(framework: str, optimizer: str, w, g, state: dict, i: int, lr: float, mu: float):
+def _native_update(framework: str, optimizer: str, w, g, state: dict, i: int, lr: float, mu: float, wd: float):
     if optimizer == "sgd":  # every framework: w -= lr*g
         return w - lr * g
     if optimizer == "momentum":
@@ -130,9 +135,14 @@ def _native_update(framework: str, optimizer: str, w, g, state: dict, i: int, lr
         state["v"][i] = mu * state["v"][i] - lr * g
         return w + state["v"][i]
     if optimizer == "nesterov":
-        if framework in ("torch", "jax", "mxnet"):  # buf = mu*buf + g; w -= lr*(g + mu*buf) (MXNet's NAG)
+        if framework in ("torch", "jax"):  # buf = mu*buf + g; w -= lr*(g + mu*buf)
             state["v"][i] = mu * state["v"][i] + g
             return w - lr * (g + mu * state["v"][i])
+        if framework == "mxnet":  # NAG as MXNet 1.9.1 runs it (nag_mom_update, out=weight): Caffe's step of
+            # the weight, then the velocity, whose weight-decay term reads the weight just moved
+            moved = w + mu * mu * state["v"][i] - (1 + mu) * lr * g
+            state["v"][i] = mu * state["v"][i] - lr * (g + wd * (moved - w))  # g holds wd*w: now wd*moved
+            return moved
         state["v"][i] = mu * state["v"][i] - lr * g
         if framework == "chainer":  # NesterovAG: v = mu*v - lr*g; w += mu^2*v - (1+mu)*lr*g
             return w + mu * mu * state["v"][i] - (1 + mu) * lr * g

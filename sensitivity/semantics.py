@@ -38,6 +38,9 @@ class Rule:
     nesterov:     "inside":  v = mu*v - lr*g; w += mu*v - lr*g (Caffe, Keras)
                   "outside": b = mu*b + g;    w -= lr*(g + mu*b) (torch, optax, MXNet's NAG)
                   "chainer": v = mu*v - lr*g; w += mu^2*v - (1+mu)*lr*g (Chainer's NesterovAG)
+                  "mxnet":   w += mu^2*v - (1+mu)*lr*g, then v = mu*v - lr*(g + wd*(w_new - w)): Caffe's
+                             step, but the velocity's decay term reads the moved weight (MXNet 1.9.1's NAG,
+                             whose kernel writes the weight first; its docstring gives the "outside" form)
     adam_eps:     "corrected":   w -= lr*m_hat/(sqrt(s_hat) + eps)                (torch, optax)
                   "uncorrected": w -= lr*sqrt(1-b2^t)/(1-b1^t)*m/(sqrt(s) + eps)  (Keras, MXNet, Chainer)
     rmsprop_eps:  "outside": w -= lr*g/(sqrt(s) + eps); "inside": w -= lr*g/sqrt(s + eps)
@@ -185,7 +188,7 @@ NATIVE = {
          "init": "flax/nnx/nn/linear.py: default_kernel_init = initializers.lecun_normal(), biases zero",
          "schedule": "optax/schedules/_schedule.py"}),
     "mxnet": Native(
-        Rule(nesterov="outside", adam_eps="uncorrected", rmsprop_eps="inside"),
+        Rule(nesterov="mxnet", adam_eps="uncorrected", rmsprop_eps="inside"),
         Init("Uniform(0.07), Block.initialize()'s default", "uniform", lambda fan_in, fan_out: 0.07, "0.07"),
         {"sgd": "gluon.Trainer(params, mx.optimizer.SGD(wd=wd, lr_scheduler))",
          "momentum": "gluon.Trainer(params, mx.optimizer.SGD(momentum=mu, wd=wd, lr_scheduler))",
@@ -197,7 +200,8 @@ NATIVE = {
          "exp": "FactorScheduler(1, gamma, stop_factor_lr=0)", "inv": "an LRScheduler subclass",
          "cosine": "CosineScheduler(total_steps + 1, warmup_steps=1)"},
         "mx.lr_scheduler, called with num_update (1 at the first update)",
-        {"update": "mxnet/optimizer/optimizer.py (SGD, NAG, Adam, RMSProp docstrings and update)",
+        {"update": "mxnet/optimizer/optimizer.py (SGD, Adam, RMSProp docstrings and update); NAG measured: "
+                   "nag_mom_update (src/operator/optimizer_op-inl.h) with out=weight, not its docstring's form",
          "eps_rho": "mx.optimizer.Adam(epsilon=1e-8), RMSProp(gamma1=0.9, epsilon=1e-8)",
          "weight_decay": "mx.optimizer.*(wd=): added to the rescaled gradient",
          "init": "mxnet/gluon/block.py: initialize(init=initializer.Uniform()); Dense, Conv2D biases 'zeros'",

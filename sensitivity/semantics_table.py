@@ -11,7 +11,9 @@ from sensitivity.spec import LR_POLICIES, OPTIMIZERS
 FORMULAS = {
     "momentum": {"inside": "v = mu*v - lr*g; w += v", "outside": "b = mu*b + g; w -= lr*b"},
     "nesterov": {"inside": "v = mu*v - lr*g; w += mu*v - lr*g", "outside": "b = mu*b + g; w -= lr*(g + mu*b)",
-                 "chainer": "v = mu*v - lr*g; w += mu^2*v - (1+mu)*lr*g"},
+                 "chainer": "v = mu*v - lr*g; w += mu^2*v - (1+mu)*lr*g",
+                 "mxnet": "w += mu^2*v - (1+mu)*lr*g; then v = mu*v - lr*(g + wd*(w_new - w)): the decay at the "
+                          "moved weight"},
     "adam_eps": {"corrected": "w -= lr*m_hat/(sqrt(s_hat) + eps)",
                  "uncorrected": "w -= lr*sqrt(1-b2^t)/(1-b1^t)*m/(sqrt(s) + eps)"},
     "rmsprop_eps": {"outside": "s = rho*s + (1-rho)*g^2; w -= lr*g/(sqrt(s) + eps)",

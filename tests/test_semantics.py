@@ -84,6 +84,18 @@ def test_native_formulas_differ_where_the_docs_say_they_do():
     assert differs("keras", "theano", "momentum")  # decoupled weight decay (Keras' SGD is Caffe's form)
     assert not differs("keras", "theano", "sgd")  # without a velocity, decoupled decay is L2's
     assert not differs("mxnet", "theano", "momentum")  # MXNet's SGD is Caffe's form
+    assert differs("mxnet", "theano", "nesterov")  # MXNet's NAG decays its velocity at the moved weight
+
+
+def test_mxnet_nag_is_caffes_nesterov_without_weight_decay():
+    weights, grads, rates = _problem(3)
+    final = []
+    for framework in ("mxnet", "theano"):
+        state, w = reference.native_state("nesterov", weights), weights
+        for g, lr in zip(grads, rates):
+            w = reference.native_step(framework, "nesterov", w, g, state, lr, 0.9, 0.0)
+        final.append(w[0])
+    np.testing.assert_allclose(final[0], final[1], rtol=1e-12)
 
 
 def test_semantics_default_is_native_and_init_follows_it():

@@ -1,5 +1,14 @@
 """Chainer adapter: a chainer.Sequential of links and functions (NCHW), numpy arrays on the CPU, cupy on a GPU.
 
+Native: chainer.optimizers' SGD, MomentumSGD (v = mu*v - lr*g; w += v), NesterovAG (w += mu^2*v - (1+mu)*lr*g),
+Adam (alpha = lr; epsilon 1e-8 added to the uncorrected root) or RMSprop (alpha 0.99, epsilon 1e-8 outside
+the root) at their defaults, the WeightDecay hook (lambda*w added to the gradient), and the rate set after
+every update by Chainer's shift extensions (StepShift, MultistepShift, ExponentialShift, InverseShift; a
+CosineShift of this module's for cosine: chainer 7 has none) on 'alpha' for Adam, 'lr' otherwise, called
+without a Trainer (the optimizer given to each). LeCunNormal kernels and zero biases, Chainer's link
+defaults, when no weights are given. Otherwise (canonical, ablation points): `RuleOptimizer`, a
+GradientMethod whose update rule runs the hand-written `optim.rule_update` at the rates `train_epoch` is given.
+
 Chainer computes with numpy on the CPU: its convolutions are im2col plus BLAS matrix products, so the
 thread count that matters is that of the BLAS numpy loaded (OpenBLAS in numpy's wheel), which is set
 through its C call since numpy is imported before `setup`; numpy's own elementwise work is one thread.
@@ -7,29 +16,27 @@ through its C call since numpy is imported before `setup`; numpy's own elementwi
 Pooling: max pooling with cover_all=True is Caffe's ceil rounding (windows padded with -inf). Chainer's
 average pooling has no ceil mode and divides by ksize^2, so a ceil-mode average pads the bottom and right
 with zeros and rescales each window by ksize^2 over its in-image count, which is Caffe's average.
-
-Optimizers (weight decay is Chainer's WeightDecay hook, lambda*w added to the gradient: canonical): SGD,
-MomentumSGD (v = mu*v - lr*g; w += v) and RMSprop (epsilon outside the square root) are Chainer's own and
-canonical; Chainer's NesterovAG adds mu^2 times the new velocity (canonical: the previous one), so a
-canonical rule is written here; Chainer's Adam scales alpha by sqrt(1-beta2^t)/(1-beta1^t) but leaves
-epsilon uncorrected, so its eps is set each step to 1e-8*sqrt(1-beta2^t), which makes it canonical.
 """
 from __future__ import annotations
 
 import ctypes
 import functools
 import math
+import os
 
 import chainer
 import chainer.functions as F
 import chainer.links as L
 import numpy as np
 from chainer.optimizer import GradientMethod, HyperparameterProxy, UpdateRule
+from chainer.training import extensions
 from chainer.utils.conv import get_conv_outsize
 
-from sensitivity.frameworks.base import EpochStats
-from sensitivity.models import Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, pooled_size
-from sensitivity.optim import ADAM_BETA1, ADAM_BETA2, EPSILON, RMSPROP_RHO
+from sensitivity import semantics
+from sensitivity.frameworks.base import EpochStats, LossReader
+from sensitivity.models import Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, ceil_padding, pooled_size, \
+    window_counts
+from sensitivity.optim import rule_update, slot_names
 
 _TO_CPU = chainer.backend.CpuDevice()
 
@@ -49,7 +56,7 @@ class ChainerAdapter:
             self.device.xp.random.seed(seed)
         self.check_every = 1 if device == "cpu" else 25  # reading the loss waits for the device
 
-    def build(self, model: ModelSpec, input_shape: tuple, classes: int, weights, spec) -> None:
+    def build(self, model: ModelSpec, input_shape: tuple, classes: int, weights, spec, total_steps: int) -> None:
         layers, in_channels, in_features, shape = [], input_shape[0], None, tuple(input_shape)
         for layer, out in zip(model.layers, model.shapes(input_shape)):
             if isinstance(layer, Conv):  # weights LeCun normal, biases zero: Chainer's defaults
@@ -75,10 +82,36 @@ class ChainerAdapter:
                 layer.scale = None if layer.scale is None else self.device.send(layer.scale)
         self.model = chainer.Sequential(*layers)
         self.model.to_device(self.device)
-        self.optimizer = _optimizer(spec.optimizer, spec.lr, spec.momentum)
-        self.optimizer.setup(self.model)
-        if spec.weight_decay:
-            self.optimizer.add_hook(chainer.optimizer_hooks.WeightDecay(spec.weight_decay))
+        resolved = semantics.resolve(spec)
+        if resolved.stock:
+            self.optimizer = _stock_optimizer(spec)
+            self.optimizer.setup(self.model)
+            if spec.weight_decay:
+                self.optimizer.add_hook(chainer.optimizer_hooks.WeightDecay(spec.weight_decay))
+            self.schedule = _schedule(self.optimizer, spec, total_steps)
+        else:
+            self.optimizer = RuleOptimizer(resolved.rule, spec)
+            self.optimizer.setup(self.model)
+            self.schedule = None
+        self.stock = resolved.stock
+
+    def framework_rates(self, spec, total_steps: int) -> np.ndarray:
+        """The rates Chainer's extension sets, read before each update (it is called after every update)."""
+        probe = _stock_optimizer(spec)
+        schedule, attr, rates = _schedule(probe, spec, total_steps), _rate_attribute(probe), []
+        for _ in range(total_steps):
+            rates.append(float(getattr(probe, attr)))
+            if schedule is not None:
+                schedule(None)
+        return np.asarray(rates, np.float64)
+
+    def numerics(self) -> dict:
+        config = chainer.config
+        return {"dtype": np.dtype(config.dtype).name, "loss_reduction": "mean", "use_cudnn": config.use_cudnn,
+                "cudnn_deterministic": config.cudnn_deterministic, "autotune": config.autotune,
+                "cudnn_fast_batch_normalization": config.cudnn_fast_batch_normalization,
+                "use_ideep": config.use_ideep, "use_static_graph": config.use_static_graph,
+                "blas_threads_set_in": [os.path.basename(path) for path in getattr(self, "blas_threads", [])]}
 
     def set_data(self, x_train: np.ndarray, y_train: np.ndarray) -> None:
         self.x = self.device.send(np.ascontiguousarray(x_train, np.float32))
@@ -87,35 +120,26 @@ class ChainerAdapter:
     def compile(self, batch_size: int) -> None:
         pass  # define-by-run: nothing to compile
 
-    def _set_lr(self, lr: float) -> None:
-        if self.optimizer.__class__ is chainer.optimizers.Adam:
-            self.optimizer.alpha = lr
-            self.optimizer.eps = EPSILON * math.sqrt(1 - ADAM_BETA2 ** (self.optimizer.t + 1))
-        else:
-            self.optimizer.lr = lr
-
     def train_epoch(self, order: np.ndarray, lrs: np.ndarray) -> EpochStats:
         steps, batch = order.shape
         perm = self.device.send(order.reshape(-1))
         xs, ys = self.x[perm], self.y[perm]  # one gather per epoch, then contiguous slices
-        total, pending = 0.0, []
+        losses = LossReader(self.check_every, lambda pending: _TO_CPU.send(self.device.xp.stack(pending)))
         with chainer.using_config("train", True), chainer.using_config("type_check", False):
             for i in range(steps):
                 loss = F.softmax_cross_entropy(self.model(xs[i * batch:(i + 1) * batch]),
                                                ys[i * batch:(i + 1) * batch])
                 self.model.cleargrads()
                 loss.backward()
-                pending.append(loss.array)
-                if (i + 1) % self.check_every == 0 or i == steps - 1:
-                    values = _TO_CPU.send(self.device.xp.stack(pending))
-                    bad = np.flatnonzero(~np.isfinite(values))
-                    if bad.size:  # the first non-finite loss among those not yet read
-                        return EpochStats(float("nan"), i + 2 - len(values) + int(bad[0]), diverged=True)
-                    total += float(values.sum(dtype=np.float64))
-                    pending = []
-                self._set_lr(float(lrs[i]))
+                diverged = losses.add(loss.array, i, steps)
+                if diverged:
+                    return diverged
+                if not self.stock:
+                    self.optimizer.lr = float(lrs[i])
                 self.optimizer.update()
-        return EpochStats(total / max(steps, 1), steps)
+                if self.schedule is not None:
+                    self.schedule(None)  # as a Trainer calls it after each update; the optimizer is its own
+        return losses.stats(steps)
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         with chainer.using_config("train", False), chainer.using_config("enable_backprop", False):
@@ -173,12 +197,8 @@ class CaffeAveragePool:
 
     def __init__(self, layer: Pool, chw: tuple):
         self.kernel, self.stride = layer.kernel, layer.stride
-        extent, counts = [], []
-        for size in chw[1:]:
-            out = pooled_size(size, layer.kernel, layer.stride, layer.ceil)
-            starts = np.arange(out) * layer.stride
-            extent.append(max((out - 1) * layer.stride + layer.kernel - size, 0))
-            counts.append(np.minimum(starts + layer.kernel, size) - starts)
+        extent = [ceil_padding(layer, size) for size in chw[1:]]
+        counts = [window_counts(layer, size) for size in chw[1:]]
         self.pad = ((0, 0), (0, 0), (0, extent[0]), (0, extent[1]))
         scale = (layer.kernel ** 2 / np.outer(*counts)).astype(np.float32)
         self.scale = None if np.all(scale == 1) else scale
@@ -190,46 +210,110 @@ class CaffeAveragePool:
         return y if self.scale is None else y * self.scale
 
 
-def _optimizer(kind: str, lr: float, momentum: float):
+def _stock_optimizer(spec):
+    """chainer.optimizers' class for the optimizer, with its own defaults beside the trial's hyper-parameters."""
+    kind, lr = spec.optimizer, spec.lr
     if kind == "sgd":
         return chainer.optimizers.SGD(lr)
     if kind == "momentum":
-        return chainer.optimizers.MomentumSGD(lr, momentum)
+        return chainer.optimizers.MomentumSGD(lr, spec.momentum)
     if kind == "nesterov":
-        return CanonicalNesterov(lr, momentum)
+        return chainer.optimizers.NesterovAG(lr, spec.momentum)
     if kind == "adam":
-        return chainer.optimizers.Adam(alpha=lr, beta1=ADAM_BETA1, beta2=ADAM_BETA2, eps=EPSILON)
+        return chainer.optimizers.Adam(alpha=lr)  # beta1 0.9, beta2 0.999, eps 1e-8
     if kind == "rmsprop":
-        return chainer.optimizers.RMSprop(lr, alpha=RMSPROP_RHO, eps=EPSILON)
+        return chainer.optimizers.RMSprop(lr)  # alpha 0.99, eps 1e-8
     raise ValueError(f"unknown optimizer {kind!r}")
 
 
-class CanonicalNesterovRule(UpdateRule):
-    """v = mu*v - lr*g; w += mu*v - lr*g (numpy and cupy alike)."""
+def _rate_attribute(optimizer) -> str:
+    return "alpha" if isinstance(optimizer, chainer.optimizers.Adam) else "lr"
+
+
+def _schedule(optimizer, spec, total_steps: int):
+    """Chainer's extension for the policy (None for fixed), initialised: after t calls it has set Caffe's
+    rate of iteration t (a Trainer calls it after every update)."""
+    attr, lr, policy = _rate_attribute(optimizer), spec.lr, spec.lr_policy
+    if policy == "step":
+        shift = extensions.StepShift(attr, spec.gamma, spec.stepsize, init=lr, optimizer=optimizer)
+    elif policy == "multistep":
+        shift = extensions.MultistepShift(attr, spec.gamma, list(spec.stepvalues), lr, optimizer=optimizer)
+    elif policy == "exp":
+        shift = extensions.ExponentialShift(attr, spec.gamma, init=lr, optimizer=optimizer)
+    elif policy == "inv":
+        shift = extensions.InverseShift(attr, spec.gamma, spec.power, init=lr, optimizer=optimizer)
+    elif policy == "cosine":
+        shift = CosineShift(attr, total_steps, init=lr, optimizer=optimizer)
+    else:
+        return None
+    shift.initialize(None)
+    return shift
+
+
+class CosineShift(chainer.training.Extension):
+    """Cosine annealing of an optimizer attribute, in the form of Chainer's shift extensions (chainer 7 has
+    none): after t calls the attribute is init*(1+cos(pi*t/total_steps))/2."""
+
+    trigger = (1, "iteration")
+
+    def __init__(self, attr: str, total_steps: int, init=None, optimizer=None):
+        self._attr, self._total, self._init, self._optimizer, self._t = attr, max(total_steps, 1), init, optimizer, 0
+
+    def initialize(self, trainer):
+        optimizer = self._get_optimizer(trainer)
+        if self._init is None:
+            self._init = getattr(optimizer, self._attr)
+        self._update_value(optimizer)
+
+    def __call__(self, trainer):
+        self._t += 1
+        self._update_value(self._get_optimizer(trainer))
+
+    def serialize(self, serializer):
+        self._t = serializer("_t", self._t)
+
+    def _get_optimizer(self, trainer):
+        return self._optimizer or trainer.updater.get_optimizer("main")
+
+    def _update_value(self, optimizer):
+        setattr(optimizer, self._attr, self._init * 0.5 * (1.0 + math.cos(math.pi * self._t / self._total)))
+
+
+class RuleUpdate(UpdateRule):
+    """optim.rule_update of a semantics.Rule on one parameter (numpy and cupy alike); the rule's own
+    weight decay, so no WeightDecay hook."""
+
+    def __init__(self, parent_hyperparam, rule, spec):
+        super().__init__(parent_hyperparam)
+        self.rule, self.spec = rule, spec
 
     def init_state(self, param):
         with chainer.using_device(param.device):
-            self.state["v"] = param.device.xp.zeros_like(param.array)
+            for name in slot_names(self.spec.optimizer):
+                self.state[name] = param.device.xp.zeros_like(param.array)
 
     def update_core_cpu(self, param):
-        grad = param.grad
-        if grad is None:
+        if param.grad is None:
             return
-        v, lr, mu = self.state["v"], self.hyperparam.lr, self.hyperparam.momentum
-        v *= mu
-        v -= lr * grad
-        param.array += mu * v - lr * grad
+        spec = self.spec
+        xp = chainer.backend.get_array_module(param.array)
+        new, state = rule_update(self.rule, spec.optimizer, param.array, param.grad, self.state, self.hyperparam.lr,
+                                 spec.momentum, spec.weight_decay, self.t, xp.sqrt)
+        param.array[...] = new
+        self.state.update(state)
 
     update_core_gpu = update_core_cpu
 
 
-class CanonicalNesterov(GradientMethod):
-    lr = HyperparameterProxy("lr")
-    momentum = HyperparameterProxy("momentum")
+class RuleOptimizer(GradientMethod):
+    """A GradientMethod running the hand-written update; its rate is set before every update."""
 
-    def __init__(self, lr: float, momentum: float):
+    lr = HyperparameterProxy("lr")
+
+    def __init__(self, rule, spec):
         super().__init__()
-        self.hyperparam.lr, self.hyperparam.momentum = lr, momentum
+        self.hyperparam.lr = spec.lr
+        self.rule, self.spec = rule, spec
 
     def create_update_rule(self):
-        return CanonicalNesterovRule(self.hyperparam)
+        return RuleUpdate(self.hyperparam, self.rule, self.spec)

@@ -1,10 +1,16 @@
 """Theano 1.0.5 adapter: shared variables, one compiled training step and one compiled predict function.
 
+Theano has no optimizer library: native is the deep-learning tutorials' hand-written update, which is the
+canonical Rule, and their Glorot-uniform initialiser (`models.glorot_uniform`) when no weights are given;
+every Rule (canonical, native or an ablation's mix) is `optim.graph_updates`, the hand-written
+`optim.rule_update` on Theano's symbolic variables. Theano has no scheduler either: the rates are the
+loop's (Caffe's formula), fed per step.
+
 Theano uses the neutral layouts as they are (NCHW images, (out, in, kh, kw) kernels, (in, out) dense
 kernels). The learning rate is an input of the step function and momentum and weight decay are shared
 scalars, so one compiled function serves every configuration of a model; compiled graphs are cached per
-(model, input shape, optimizer, device) for the life of the process and reused by the next build (a warm
-worker compiles nothing). The training set lives in shared variables and each step passes only its
+(model, input shape, optimizer, Rule, device) for the life of the process and reused by the next build (a
+warm worker compiles nothing). The training set lives in shared variables and each step passes only its
 index vector; the batch is gathered inside the graph. Batch size is not part of the compiled graph.
 
 Flags are read once, at import: this module adds `floatX=float32` and `blas.ldflags=` to THEANO_FLAGS
@@ -19,7 +25,6 @@ from __future__ import annotations
 
 import ctypes
 import glob
-import math
 import os
 import weakref
 
@@ -40,12 +45,13 @@ import theano.tensor as T  # noqa: E402
 from theano.sandbox.rng_mrg import MRG_RandomStreams  # noqa: E402
 from theano.tensor.signal.pool import pool_2d  # noqa: E402
 
-from sensitivity.frameworks.base import EpochStats  # noqa: E402
-from sensitivity.models import Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU  # noqa: E402
-from sensitivity.optim import graph_updates  # noqa: E402
+from sensitivity import semantics  # noqa: E402
+from sensitivity.frameworks.base import EpochStats, LossReader  # noqa: E402
+from sensitivity.models import Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, glorot_uniform  # noqa: E402
+from sensitivity.optim import graph_updates, lr_schedule, slot_names  # noqa: E402
 
 FLOAT = theano.config.floatX
-_GRAPHS: dict = {}  # (model, input shape, optimizer, device) -> [_Graph]; each used by one adapter at a time
+_GRAPHS: dict = {}  # (model, input shape, optimizer, Rule, device) -> [_Graph]; each used by one adapter at a time
 
 
 class TheanoAdapter:
@@ -63,17 +69,28 @@ class TheanoAdapter:
             if self.device not in gpuarray.init_dev.devmap:  # once per process: a warm worker keeps it
                 gpuarray.use(self.device, force=True)
 
-    def build(self, model: ModelSpec, input_shape: tuple, classes: int, weights, spec) -> None:
-        key = (model, tuple(input_shape), spec.optimizer, self.device)
+    def build(self, model: ModelSpec, input_shape: tuple, classes: int, weights, spec, total_steps: int) -> None:
+        rule = semantics.resolve(spec).rule
+        key = (model, tuple(input_shape), spec.optimizer, rule, self.device)
         pool = _GRAPHS.setdefault(key, [])
         free = [g for g in pool if g.owner() is None]
-        self.graph = free[0] if free else _Graph(model, tuple(input_shape), classes, spec.optimizer)
+        self.graph = free[0] if free else _Graph(model, tuple(input_shape), classes, spec.optimizer, rule)
         if not free:
             pool.append(self.graph)
         self.graph.owner = weakref.ref(self)
-        if weights is None:
-            weights = _glorot_uniform(model.param_shapes(input_shape, classes), self.seed)
+        if weights is None:  # the tutorials' initialiser
+            weights = glorot_uniform(model.param_shapes(input_shape, classes), self.seed)
         self.graph.reset(weights, spec.momentum, spec.weight_decay, self.seed)
+
+    def framework_rates(self, spec, total_steps: int) -> np.ndarray:
+        """No scheduler: the tutorials compute the rate in the loop, as Caffe's formula does here."""
+        return lr_schedule(spec, total_steps)
+
+    def numerics(self) -> dict:
+        config = theano.config
+        return {"dtype": config.floatX, "loss_reduction": "mean", "mode": config.mode, "device": config.device,
+                "linker": config.linker, "optimizer": config.optimizer, "openmp": config.openmp,
+                "blas.ldflags": config.blas.ldflags, "cxx": bool(config.cxx)}
 
     def set_data(self, x_train: np.ndarray, y_train: np.ndarray) -> None:
         self.graph.x_data.set_value(x_train.astype(FLOAT, copy=False))
@@ -84,14 +101,14 @@ class TheanoAdapter:
         self.graph.function("predict")
 
     def train_epoch(self, order: np.ndarray, lrs: np.ndarray) -> EpochStats:
-        step, total = self.graph.function("step"), 0.0
+        step, steps = self.graph.function("step"), len(order)
         order = order.astype(np.int64, copy=False)
-        for i in range(len(order)):
-            loss = float(step(order[i], lrs[i]))
-            total += loss
-            if not math.isfinite(loss):
-                return EpochStats(float("nan"), i + 1, diverged=True)
-        return EpochStats(total / max(len(order), 1), len(order))
+        losses = LossReader(1, np.asarray)  # each call returns its loss: nothing to defer
+        for i in range(steps):
+            diverged = losses.add(float(step(order[i], lrs[i])), i, steps)
+            if diverged:
+                return diverged
+        return losses.stats(steps)
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         return np.asarray(self.graph.function("predict")(x.astype(FLOAT, copy=False)))
@@ -110,8 +127,8 @@ class TheanoAdapter:
 class _Graph:
     """Shared variables of one model and its functions, each compiled on first use."""
 
-    def __init__(self, model: ModelSpec, input_shape: tuple, classes: int, optimizer: str):
-        self.model, self.input_shape, self.optimizer = model, input_shape, optimizer
+    def __init__(self, model: ModelSpec, input_shape: tuple, classes: int, optimizer: str, rule):
+        self.model, self.input_shape, self.optimizer, self.rule = model, input_shape, optimizer, rule
         self.owner = lambda: None
         shared = lambda shape, name: theano.shared(np.zeros(shape, FLOAT), name)  # noqa: E731
         self.params = [(shared(k, f"kernel{i}"), shared(b, f"bias{i}"))
@@ -121,17 +138,16 @@ class _Graph:
         self.momentum, self.decay = shared((), "momentum"), shared((), "weight_decay")
         self.srng = MRG_RandomStreams(1)
         flat = [p for pair in self.params for p in pair]
-        slot = lambda: [shared(p.get_value().shape, "slot") for p in flat]  # noqa: E731
-        self.v = slot() if optimizer in ("momentum", "nesterov", "adam") else []
-        self.s = slot() if optimizer in ("adam", "rmsprop") else []
-        self.t = shared((), "adam_t")
+        self.slots = {name: [shared(p.get_value().shape, f"{name}_{p.name}") for p in flat]
+                      for name in slot_names(optimizer)}
+        self.step = shared((), "adam_step")
         self.functions = {}
 
     def reset(self, weights: list, momentum: float, weight_decay: float, seed: int) -> None:
         for (k, b), (k0, b0) in zip(self.params, weights):
             k.set_value(np.asarray(k0, FLOAT))
             b.set_value(np.asarray(b0, FLOAT))
-        for slot in self.v + self.s + [self.t]:
+        for slot in [var for variables in self.slots.values() for var in variables] + [self.step]:
             slot.set_value(np.zeros_like(slot.get_value()))
         self.momentum.set_value(np.asarray(momentum, FLOAT))
         self.decay.set_value(np.asarray(weight_decay, FLOAT))
@@ -179,37 +195,20 @@ class _Graph:
         return theano.function([x, y], T.grad(loss, x), allow_input_downcast=True)
 
     def _compile_step(self):
-        """loss = step(indices, lr): one canonical update; the loss is that of the weights before it."""
+        """loss = step(indices, lr): one update under the graph's Rule (weight decay, the shared scalar, in
+        the Rule's form); the loss is the data loss of the weights before it."""
         idx, lr = T.lvector("indices"), T.scalar("lr")
         logits = self.forward(self.x_data[idx], training=True)
         loss = T.nnet.categorical_crossentropy(T.nnet.softmax(logits), self.y_data[idx]).mean()
         flat = [p for pair in self.params for p in pair]
-        grads = [g + self.decay * w for g, w in zip(T.grad(loss, flat), flat)]
-        return theano.function([idx, lr], loss, updates=self._updates(flat, grads, lr),
+        updates = graph_updates(self.rule, self.optimizer, flat, T.grad(loss, flat), lr, self.momentum, self.decay,
+                                self.slots, self.step, T.sqrt)
+        return theano.function([idx, lr], loss, updates=[(var, T.cast(value, var.dtype)) for var, value in updates],
                                allow_input_downcast=True)
-
-    def _updates(self, weights: list, grads: list, lr) -> list:
-        updates = graph_updates(self.optimizer, weights, grads, lr, self.momentum, (self.v, self.s, self.t),
-                                T.sqrt)
-        return [(var, T.cast(value, var.dtype)) for var, value in updates]
 
 
 def _next_shape(layer, shape: tuple) -> tuple:
     return ModelSpec("one", (layer,)).shapes(shape)[0]
-
-
-def _glorot_uniform(param_shapes: list, seed: int) -> list:
-    """The initialiser of Theano's deep-learning tutorials: kernels uniform in +-sqrt(6/(fan_in+fan_out))
-    drawn by numpy's RandomState, biases zero."""
-    rng, out = np.random.RandomState(seed), []
-    for kernel_shape, bias_shape in param_shapes:
-        receptive = int(np.prod(kernel_shape[2:]))
-        fan_in, fan_out = kernel_shape[1] * receptive, kernel_shape[0] * receptive
-        if len(kernel_shape) == 2:
-            fan_in, fan_out = kernel_shape
-        bound = math.sqrt(6.0 / (fan_in + fan_out))
-        out.append((rng.uniform(-bound, bound, kernel_shape).astype(FLOAT), np.zeros(bias_shape, FLOAT)))
-    return out
 
 
 def _set_openblas_threads(threads: int) -> bool:

@@ -3,9 +3,9 @@ inputs, so one compiled step serves every configuration of a model, each with it
 import numpy as np
 import pytest
 
-from sensitivity import frameworks, reference
+from sensitivity import frameworks, reference, semantics
 from sensitivity.models import get_model, init_weights
-from sensitivity.optim import init_state, reference_step
+from sensitivity.optim import init_state, lr_schedule, reference_step
 from sensitivity.spec import TrialSpec
 
 # how each names its compiled step: PyTensor compiles one per batch size
@@ -17,7 +17,7 @@ def _adapter(framework, model, shape, seed=0, **spec):
     adapter = frameworks.load_adapter(framework)
     adapter.setup(threads=1, device="cpu", seed=seed)
     initial = init_weights(model, shape, 10, seed)
-    adapter.build(model, shape, 10, initial, TrialSpec(framework=framework, dataset="digits", **spec))
+    adapter.build(model, shape, 10, initial, TrialSpec(framework=framework, dataset="digits", **spec), total_steps=2)
     return adapter, initial
 
 
@@ -47,3 +47,33 @@ def test_configurations_reuse_the_compiled_step_with_their_own_hyperparameters(f
         expected = reference_step("momentum", expected, grads, state, lr, 0.5, 0.03)
     for actual, wanted in zip([a for pair in second.get_weights() for a in pair], expected):
         np.testing.assert_allclose(actual, wanted, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.skipif(not frameworks.importable("pytensor"), reason="no pytensor here")
+def test_pytensor_reports_its_numerics_and_the_loops_rates():
+    adapter = frameworks.load_adapter("pytensor")
+    adapter.setup(threads=1, device="cpu", seed=0)
+    numerics = adapter.numerics()
+    assert numerics["dtype"] == "float32" and numerics["loss_reduction"] == "mean"
+    assert numerics["linker"] in ("VMLinker", "NumbaLinker", "JAXLinker", "CLinker")
+    spec = TrialSpec(framework="pytensor", dataset="digits", lr=0.1, lr_policy="step", stepsize=2, gamma=0.5,
+                     semantics="canonical")
+    np.testing.assert_array_equal(adapter.framework_rates(spec, 5), lr_schedule(spec, 5))
+
+
+@pytest.mark.skipif(not frameworks.importable("theano"), reason="no theano here")
+def test_theano_reports_its_numerics_the_loops_rates_and_keeps_a_graph_per_rule():
+    adapter = frameworks.load_adapter("theano")
+    adapter.setup(threads=1, device="cpu", seed=0)
+    numerics = adapter.numerics()
+    assert numerics["dtype"] == "float32" and numerics["loss_reduction"] == "mean" and numerics["mode"]
+    spec = TrialSpec(framework="theano", dataset="digits", lr=0.1, lr_policy="step", stepsize=2, gamma=0.5)
+    np.testing.assert_array_equal(adapter.framework_rates(spec, 5), lr_schedule(spec, 5))
+    model, shape = get_model("mlp").resolve(10), (1, 4, 4)
+    native, _ = _adapter("theano", model, shape, optimizer="adam")
+    graph = native.graph
+    assert graph.rule == semantics.CANONICAL_RULE  # the tutorials' update is the canonical one
+    del native  # its graph is free now, but not for another Rule: that one is compiled apart
+    mixed, _ = _adapter("theano", model, shape, optimizer="adam", knobs={"update": "keras", "eps_rho": "keras"})
+    assert mixed.graph is not graph and mixed.graph.rule.adam_eps == "uncorrected"
+    assert _adapter("theano", model, shape, optimizer="adam", lr=0.5)[0].graph is graph
