@@ -3,19 +3,19 @@
 The backend (tensorflow, jax or torch) is fixed before import by KERAS_BACKEND, which the runner sets
 from TrialSpec.backend (`sensitivity.frameworks.worker_variables`). Images are NHWC (channels_last).
 
-Canonical semantics inside Keras:
-- One optimizer subclass (`CanonicalOptimizer`) for all five rules: Keras' SGD already keeps lr inside
-  the velocity (v = mu*v - lr*g; Nesterov w += mu*v - lr*g, the canonical form), but Keras' Adam adds
-  epsilon to sqrt(v) *before* the bias correction ("epsilon hat") and Keras' RMSprop puts epsilon inside
-  the square root, so both differ from the canonical formulas; one class writes all five.
-- Weight decay is the L2 term: the optimizer adds lambda*w to every gradient (biases included). Not
-  Keras' `weight_decay` argument (decoupled, AdamW-style), nor the old Keras `decay` (an lr decay): the
-  slip DLBench made. Doing it in the optimizer rather than with L2(lambda/2) regularizers keeps the loss
-  that fit reports the data loss (regularizer losses are added to it) and spares the sum of squares.
+Native: compile with keras.optimizers' SGD (rate inside the velocity; Nesterov w += mu*v - lr*g), Adam
+(epsilon 1e-7 on the uncorrected root) or RMSprop (rho 0.9, epsilon 1e-7 inside the root) as a user writes
+them, Keras 3's decoupled `weight_decay`, and the learning rate a `keras.optimizers.schedules` schedule of
+the optimizer's iterations (`keras_schedule`; the tensorflow adapter uses the same constructors). Kernels
+start glorot_uniform, biases zero. Otherwise (canonical, or knobs of other frameworks) `RuleOptimizer`, a
+Keras optimizer whose update_step is `optim.rule_update` under the trial's Rule (canonical: L2 added to
+the gradient, Adam's epsilon on the corrected root, RMSprop's outside it), at the rates `train_epoch` is
+given:
 - The learning rate of every step comes from the epoch's `lrs` array, kept in optimizer variables (so the
   jax backend's stateless train step carries it) and indexed by iterations since the epoch began.
-- An epoch is one `model.fit` over exactly the batches of `order`, one gather, shuffle=False; a callback
-  counts steps and stops fit after the first batch whose loss is not finite.
+- Weight decay in the optimizer, not L2 regularizers: the loss fit reports stays the data loss.
+An epoch is one `model.fit` over exactly the batches of `order`, one gather, shuffle=False; a callback
+counts steps and stops fit after the first batch whose loss is not finite.
 Threads: tensorflow tf.config.threading, torch torch.set_num_threads; jax's XLA CPU pool is sized when jax
 initialises (all CPUs the process may use), before any adapter code runs: `threads` has no effect there
 (see jax_adapter). Seeds: keras.utils.set_random_seed on tensorflow; every initializer and Dropout layer
@@ -31,10 +31,11 @@ import keras
 import numpy as np
 from keras import ops
 
+from sensitivity import semantics
 from sensitivity.frameworks.base import EpochStats
-from sensitivity.models import (Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, from_nhwc, neutral_kernel,
-                                nhwc_kernel, pooled_size, to_nhwc)
-from sensitivity.optim import ADAM_BETA1, ADAM_BETA2, EPSILON, RMSPROP_RHO
+from sensitivity.models import (Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, ceil_padding, from_nhwc,
+                                neutral_kernel, nhwc_kernel, pooled_size, to_nhwc, window_counts)
+from sensitivity.optim import rule_update, slot_names
 
 BACKEND = keras.backend.backend()
 
@@ -70,7 +71,7 @@ class KerasAdapter:
         self.seed = seed
         self.device = "cpu" if device == "cpu" else "gpu:" + (device[4:] or "0")
 
-    def build(self, model: ModelSpec, input_shape: tuple, classes: int, weights, spec) -> None:
+    def build(self, model: ModelSpec, input_shape: tuple, classes: int, weights, spec, total_steps: int) -> None:
         requested = spec.backend or os.environ.get("KERAS_BACKEND") or "tensorflow"
         if requested != BACKEND:
             raise RuntimeError(f"keras runs on the {BACKEND} backend here, the trial asks for {requested}: "
@@ -102,12 +103,33 @@ class KerasAdapter:
             elif isinstance(layer, Dropout):
                 layers.append(keras.layers.Dropout(layer.rate, seed=self.seed + i))
             shape = out
+        resolved = semantics.resolve(spec)
         with keras.device(self.device):
             self.model = keras.Sequential(layers)
-            self.optimizer = CanonicalOptimizer(spec.optimizer, spec.momentum, spec.weight_decay)
-            self.model.compile(optimizer=self.optimizer,
-                               loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+            self.optimizer = keras_optimizer(spec, keras_schedule(spec, total_steps)) if resolved.stock \
+                else RuleOptimizer(resolved.rule, spec)
+            self.loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+            self.model.compile(optimizer=self.optimizer, loss=self.loss)
         self.counter = _StepCounter()
+
+    def framework_rates(self, spec, total_steps: int) -> np.ndarray:
+        return keras_rates(spec, total_steps)
+
+    def numerics(self) -> dict:
+        """Keras' float type and loss reduction, and the backend's own precision and determinism flags."""
+        if BACKEND == "tensorflow":
+            from sensitivity.frameworks.tensorflow_adapter import tf_numerics
+            flags = tf_numerics()
+        elif BACKEND == "torch":
+            from sensitivity.frameworks.torch_adapter import TorchAdapter
+            flags = TorchAdapter().numerics()  # its flags only: no state is read
+        else:
+            import jax
+            flags = {"jax_default_matmul_precision": jax.config.jax_default_matmul_precision,
+                     "jax_enable_x64": bool(jax.config.jax_enable_x64)}
+        return {**flags, "dtype": keras.backend.floatx(), "loss_reduction": "mean",
+                "keras_loss_reduction": self.loss.reduction if hasattr(self, "loss") else "sum_over_batch_size",
+                "keras_dtype_policy": keras.config.dtype_policy().name, "keras_backend": BACKEND}
 
     def _initializers(self, i: int, pair, chw) -> dict:
         """The neutral (kernel, bias) as initializers in Keras' layout (no random op is run: on the jax
@@ -122,7 +144,8 @@ class KerasAdapter:
         self.x, self.y = to_nhwc(x_train), y_train.astype(np.int32)  # fit feeds from memory
 
     def _fit(self, order: np.ndarray, lrs: np.ndarray):
-        self.optimizer.start_epoch(lrs)
+        if isinstance(self.optimizer, RuleOptimizer):  # a stock optimizer reads its own schedule
+            self.optimizer.start_epoch(lrs)
         idx = order.reshape(-1)
         with keras.device(self.device):
             return self.model.fit(self.x[idx], self.y[idx], batch_size=order.shape[1], epochs=1,
@@ -131,7 +154,8 @@ class KerasAdapter:
     def compile(self, batch_size: int) -> None:
         """Build the optimizer and compile fit's train step with one step, then restore every variable."""
         with keras.device(self.device):
-            self.optimizer.capacity = max(1, len(self.y) // batch_size)
+            if isinstance(self.optimizer, RuleOptimizer):
+                self.optimizer.capacity = max(1, len(self.y) // batch_size)
             self.optimizer.build(self.model.trainable_variables)
         state = self.model.variables + self.optimizer.variables
         saved = [ops.convert_to_numpy(v.value) for v in state]
@@ -166,6 +190,67 @@ class KerasAdapter:
         with keras.device(self.device):
             grad = np.asarray(_input_gradient(self.model, to_nhwc(x).astype(np.float32), y.astype(np.int32)))
         return from_nhwc(grad)
+
+
+def keras_optimizer(spec, learning_rate):
+    """keras.optimizers' class for the optimizer as a user writes it: its own epsilon (1e-7) and rho (0.9),
+    Keras 3's decoupled weight_decay (None when 0), at `learning_rate` (a float or a schedule)."""
+    wd = spec.weight_decay or None
+    if spec.optimizer == "adam":
+        return keras.optimizers.Adam(learning_rate=learning_rate, weight_decay=wd)
+    if spec.optimizer == "rmsprop":
+        return keras.optimizers.RMSprop(learning_rate=learning_rate, weight_decay=wd)
+    momentum = 0.0 if spec.optimizer == "sgd" else spec.momentum
+    return keras.optimizers.SGD(learning_rate=learning_rate, momentum=momentum,
+                                nesterov=spec.optimizer == "nesterov", weight_decay=wd)
+
+
+def keras_schedule(spec, total_steps: int):
+    """The keras.optimizers.schedules schedule giving Caffe's policy at the optimizer's iterations (the
+    float itself for fixed)."""
+    schedules, lr, gamma = keras.optimizers.schedules, spec.lr, spec.gamma
+    if spec.lr_policy == "step":
+        return schedules.ExponentialDecay(lr, decay_steps=spec.stepsize, decay_rate=gamma, staircase=True)
+    if spec.lr_policy == "multistep":  # Keras moves on when step > boundary, Caffe when step >= stepvalue
+        return schedules.PiecewiseConstantDecay([v - 1 for v in spec.stepvalues],
+                                                [lr * gamma ** k for k in range(len(spec.stepvalues) + 1)])
+    if spec.lr_policy == "exp":
+        return schedules.ExponentialDecay(lr, decay_steps=1, decay_rate=gamma)
+    if spec.lr_policy == "cosine":
+        return schedules.CosineDecay(lr, decay_steps=max(total_steps, 1))
+    if spec.lr_policy == "inv":  # Keras has no power inv: the general mechanism
+        return InvDecay(lr, gamma, spec.power)
+    return float(lr)
+
+
+def keras_rates(spec, total_steps: int) -> np.ndarray:
+    """`keras_schedule` evaluated at steps 0..total_steps-1: at once where the schedule is elementwise; step by
+    step, as the optimizer reads it, for PiecewiseConstantDecay on torch (it sums its pieces in place into a
+    scalar, which a vector of steps cannot broadcast into)."""
+    schedule = keras_schedule(spec, total_steps)
+    if not callable(schedule):
+        return np.full(total_steps, schedule, np.float32)
+    if BACKEND == "torch" and isinstance(schedule, keras.optimizers.schedules.PiecewiseConstantDecay):
+        rates = [schedule(ops.convert_to_tensor(step, "int64")) for step in range(total_steps)]
+        return np.asarray([float(ops.convert_to_numpy(rate)) for rate in rates], np.float32)
+    return np.asarray(ops.convert_to_numpy(schedule(ops.arange(total_steps, dtype="int32"))), np.float32)
+
+
+class InvDecay(keras.optimizers.schedules.LearningRateSchedule):
+    """Caffe's inv policy, lr * (1 + gamma*step)^-power, as a Keras schedule."""
+
+    def __init__(self, initial_learning_rate: float, gamma: float, power: float, name: str = "InvDecay"):
+        super().__init__()
+        self.initial_learning_rate, self.gamma, self.power, self.name = initial_learning_rate, gamma, power, name
+
+    def __call__(self, step):
+        lr = ops.convert_to_tensor(self.initial_learning_rate)
+        step = ops.cast(step, lr.dtype)
+        return lr * ops.power(1.0 + self.gamma * step, -self.power)
+
+    def get_config(self):
+        return {"initial_learning_rate": self.initial_learning_rate, "gamma": self.gamma, "power": self.power,
+                "name": self.name}
 
 
 def _summed_loss(model, x, y):
@@ -238,37 +323,40 @@ class CeilPool2D(keras.layers.Layer):
                 (w + self.pads[1] - self.kernel) // self.stride + 1, c)
 
 
+def same_is_caffe(layer: Pool, chw: tuple) -> bool:
+    """Whether 'same' pooling gives Caffe's ceil output: the same output size and no padding before the
+    first window ('same' puts floor(total/2) of the padding before: none when the total is under 2)."""
+    return all(pooled_size(n, layer.kernel, layer.stride, layer.ceil) == math.ceil(n / layer.stride)
+               and ceil_padding(layer, n) < 2 for n in chw[1:])
+
+
 def _pool_layer(layer: Pool, chw: tuple):
     """Keras pooling with Caffe's rounding: 'valid' when no padding is needed; 'same' when its output
     and window starts agree (torch's 'same' averages replicate-pad an uneven edge, so not for those);
     otherwise an explicitly padded CeilPool2D."""
-    _, h, w = chw
-    outs = [pooled_size(n, layer.kernel, layer.stride, layer.ceil) for n in (h, w)]
-    pads = tuple(max((o - 1) * layer.stride + layer.kernel - n, 0) for o, n in zip(outs, (h, w)))
+    pads = tuple(ceil_padding(layer, n) for n in chw[1:])
     keras_pool = keras.layers.MaxPooling2D if layer.kind == "max" else keras.layers.AveragePooling2D
     if not any(pads):
         return keras_pool(layer.kernel, layer.stride, "valid")
-    same = all(o == math.ceil(n / layer.stride) and max((o - 1) * layer.stride + layer.kernel - n, 0) < 2
-               for o, n in zip(outs, (h, w)))  # SAME puts floor(total/2) before: none when total < 2
-    if same and (layer.kind == "max" or BACKEND != "torch"):
+    if same_is_caffe(layer, chw) and (layer.kind == "max" or BACKEND != "torch"):
         return keras_pool(layer.kernel, layer.stride, "same")
-    counts = [np.minimum(np.arange(o) * layer.stride + layer.kernel, n) - np.arange(o) * layer.stride
-              for o, n in zip(outs, (h, w))]
-    scale = (layer.kernel ** 2 / np.outer(counts[0], counts[1]))[:, :, None].astype(np.float32)
+    rows, cols = (window_counts(layer, n) for n in chw[1:])
+    scale = (layer.kernel ** 2 / np.outer(rows, cols))[:, :, None].astype(np.float32)
     return CeilPool2D(layer.kind, layer.kernel, layer.stride, pads, scale)
 
 
-class CanonicalOptimizer(keras.optimizers.Optimizer):
-    """The canonical update (sensitivity.optim) as a Keras optimizer; lambda*w joins every gradient.
+class RuleOptimizer(keras.optimizers.Optimizer):
+    """The hand-written update (optim.rule_update) of a semantics.Rule as a Keras optimizer, in keras ops.
 
     The rate comes from `EpochRates`: call `start_epoch(lrs)` before each fit; `capacity` (the most
     steps an epoch may have) must be set before `build`."""
 
-    def __init__(self, kind: str, momentum: float, l2: float):
+    def __init__(self, rule, spec):
         schedule = EpochRates()
-        super().__init__(learning_rate=schedule, name="canonical_" + kind)
+        super().__init__(learning_rate=schedule, name="rule_" + spec.optimizer)
         schedule.optimizer = self
-        self.kind, self.mu, self.l2, self.capacity = kind, momentum, l2, 1
+        self.rule, self.kind, self.mu, self.wd, self.capacity = rule, spec.optimizer, spec.momentum, \
+            spec.weight_decay, 1
 
     def build(self, variables):
         if self.built:
@@ -276,9 +364,8 @@ class CanonicalOptimizer(keras.optimizers.Optimizer):
         super().build(variables)
         self.rates = self.add_variable((self.capacity,), name="epoch_rates")
         self.first_step = self.add_variable((), dtype=self.iterations.dtype, name="epoch_first_step")
-        slot = lambda name: [self.add_variable_from_reference(v, name) for v in variables]  # noqa: E731
-        self.v = slot("velocity") if self.kind in ("momentum", "nesterov", "adam") else None
-        self.s = slot("square") if self.kind in ("adam", "rmsprop") else None
+        self.slots = [{name: self.add_variable_from_reference(v, name) for name in slot_names(self.kind)}
+                      for v in variables]
 
     def start_epoch(self, lrs: np.ndarray) -> None:
         if len(lrs) > self.capacity:
@@ -288,32 +375,19 @@ class CanonicalOptimizer(keras.optimizers.Optimizer):
 
     def update_step(self, gradient, variable, learning_rate):
         lr = ops.cast(learning_rate, variable.dtype)
-        g = gradient + self.l2 * variable if self.l2 else gradient
-        i = self._get_variable_index(variable)
-        if self.kind == "sgd":
-            self.assign_sub(variable, lr * g)
-        elif self.kind in ("momentum", "nesterov"):
-            v = self.mu * self.v[i] - lr * g
-            self.assign(self.v[i], v)
-            self.assign_add(variable, v if self.kind == "momentum" else self.mu * v - lr * g)
-        elif self.kind == "adam":
-            t = ops.cast(self.iterations + 1, variable.dtype)
-            m = ADAM_BETA1 * self.v[i] + (1 - ADAM_BETA1) * g
-            s = ADAM_BETA2 * self.s[i] + (1 - ADAM_BETA2) * g * g
-            self.assign(self.v[i], m)
-            self.assign(self.s[i], s)
-            m_hat, s_hat = m / (1 - ADAM_BETA1 ** t), s / (1 - ADAM_BETA2 ** t)
-            self.assign_sub(variable, lr * m_hat / (ops.sqrt(s_hat) + EPSILON))
-        elif self.kind == "rmsprop":
-            s = RMSPROP_RHO * self.s[i] + (1 - RMSPROP_RHO) * g * g
-            self.assign(self.s[i], s)
-            self.assign_sub(variable, lr * g / (ops.sqrt(s) + EPSILON))
+        slots = self.slots[self._get_variable_index(variable)]
+        t = ops.cast(self.iterations + 1, variable.dtype) if self.kind == "adam" else 1
+        new, state = rule_update(self.rule, self.kind, variable, gradient, slots, lr, self.mu, self.wd, t,
+                                 ops.sqrt)
+        for name, value in state.items():
+            self.assign(slots[name], value)
+        self.assign(variable, new)
 
 
 class EpochRates(keras.optimizers.schedules.LearningRateSchedule):
     """lr of optimizer step `step`: rates[step - first_step], both optimizer variables."""
 
-    optimizer = None  # the CanonicalOptimizer that owns the variables
+    optimizer = None  # the RuleOptimizer that owns the variables
 
     def __call__(self, step):
         opt = self.optimizer

@@ -3,6 +3,14 @@ tf.function training step, the way TensorFlow's guide writes a training loop fro
 runs without tf.data's autotuning: the autotuner's thread, waiting in doubling sleeps, holds up the end of
 an epoch, so epoch times snap to 10 ms x (2^k - 1) (0.63, 1.27, 2.55 s measured here).
 
+Native: TensorFlow's optimizers are tf.keras's, applied to the tf.Variables inside the traced step
+(`opt.apply_gradients`): SGD, Adam, RMSprop with Keras' epsilons, rho and decoupled weight_decay, at a
+keras.optimizers.schedules schedule of the optimizer's iterations (the constructors are the keras
+adapter's: `keras_optimizer`, `keras_schedule`); kernels start glorot_uniform, biases zero. This needs
+Keras on its tensorflow backend (KERAS_BACKEND unset or tensorflow). Otherwise (canonical, or knobs of
+other frameworks) `RuleOptimizer` runs `optim.rule_update` under the trial's Rule in tf ops, inside the
+traced step, at the rates `train_epoch` is given.
+
 Images are NHWC inside TensorFlow; kernels are converted from the neutral layout on load and back on
 get_weights. TensorFlow has no ceil-mode pooling: a Caffe (ceil) pooling whose output and window starts
 match 'SAME' padding uses it (SAME excludes the padding from averages, as Caffe does at the edge); others
@@ -11,15 +19,14 @@ real inputs in each window, as Caffe divides.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import tensorflow as tf
 
-from sensitivity.frameworks.base import EpochStats
-from sensitivity.models import (Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, from_nhwc, neutral_kernel,
-                                nhwc_kernel, pooled_size, to_nhwc)
-from sensitivity.optim import ADAM_BETA1, ADAM_BETA2, EPSILON, RMSPROP_RHO
+from sensitivity import semantics
+from sensitivity.frameworks.base import EpochStats, LossReader
+from sensitivity.models import (Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, ceil_padding, from_nhwc,
+                                neutral_kernel, nhwc_kernel, to_nhwc, window_counts)
+from sensitivity.optim import rule_update, slot_names
 
 
 class TensorflowAdapter:
@@ -38,7 +45,7 @@ class TensorflowAdapter:
         self.rng = tf.random.Generator.from_seed(seed)
         self.device = "/CPU:0" if device == "cpu" else "/GPU:" + (device[4:] or "0")
 
-    def build(self, model: ModelSpec, input_shape: tuple, classes: int, weights, spec) -> None:
+    def build(self, model: ModelSpec, input_shape: tuple, classes: int, weights, spec, total_steps: int) -> None:
         self.layers = []  # (kind, variables or parameters)
         self.variables = []
         with tf.device(self.device):
@@ -52,8 +59,7 @@ class TensorflowAdapter:
                     self.layers.append(("conv" if isinstance(layer, Conv) else "dense", (k, b, layer)))
                 elif isinstance(layer, Pool):
                     padding = _pool_padding(layer, shape)
-                    counts = _window_counts(layer, shape) if isinstance(padding, list) and layer.kind == "avg" \
-                        else None
+                    counts = _divisors(layer, shape) if isinstance(padding, list) and layer.kind == "avg" else None
                     self.layers.append(("pool", (layer, padding, counts)))
                 elif isinstance(layer, Flatten):
                     self.layers.append(("flatten", shape))
@@ -62,18 +68,32 @@ class TensorflowAdapter:
                 elif isinstance(layer, Dropout):
                     self.layers.append(("dropout", layer.rate))
                 shape = out
-            self.optimizer = CanonicalOptimizer(self.variables, spec.optimizer, spec.momentum, spec.weight_decay)
+            resolved = semantics.resolve(spec)
+            if resolved.stock:
+                self.optimizer = StockOptimizer(self.variables, spec, total_steps)
+            else:
+                self.optimizer = RuleOptimizer(self.variables, resolved.rule, spec)
         self._step = tf.function(self._train_step)
         self.check_every = 1 if self.device.startswith("/CPU") else 25  # reading the loss syncs a GPU
         self._forward = tf.function(lambda x: self._apply(x, training=False))
 
+    def framework_rates(self, spec, total_steps: int) -> np.ndarray:
+        from sensitivity.frameworks.keras_adapter import keras_rates
+        return keras_rates(spec, total_steps)
+
+    def numerics(self) -> dict:
+        dtype = self.variables[0].dtype.name if getattr(self, "variables", None) else "float32"
+        return {**tf_numerics(), "dtype": dtype}
+
     def _own_init(self, layer, shape):
         """TensorFlow's usual initialisers (Glorot uniform kernels, zero biases), in neutral layout."""
-        init = tf.keras.initializers.GlorotUniform(seed=int(self.rng.uniform_full_int([]).numpy() % 2**31))
+        import keras
+        init = keras.initializers.GlorotUniform(seed=int(self.rng.uniform_full_int([]).numpy() % 2**31))
+        draw = lambda dims: keras.ops.convert_to_numpy(init(dims, dtype="float32"))  # noqa: E731 (any backend)
         if isinstance(layer, Conv):
-            kernel = init((layer.kernel, layer.kernel, shape[0], layer.out_channels)).numpy().transpose(3, 2, 0, 1)
+            kernel = draw((layer.kernel, layer.kernel, shape[0], layer.out_channels)).transpose(3, 2, 0, 1)
             return kernel, np.zeros(layer.out_channels, np.float32)
-        return init((shape[0], layer.units)).numpy(), np.zeros(layer.units, np.float32)
+        return draw((shape[0], layer.units)), np.zeros(layer.units, np.float32)
 
     def _apply(self, x, training: bool):
         for kind, params in self.layers:
@@ -113,7 +133,7 @@ class TensorflowAdapter:
     def compile(self, batch_size: int) -> None:
         """Trace and instantiate the step with one real step, then restore every weight and optimizer slot
         (an empty batch would not do: oneDNN's convolution mis-shapes one)."""
-        state = self.variables + self.optimizer.slots()
+        state = self.variables + self.optimizer.variables()
         saved = [v.numpy() for v in state]
         with tf.device(self.device):
             self._step(self.x[:batch_size], self.y[:batch_size], tf.constant(0.0))
@@ -131,17 +151,14 @@ class TensorflowAdapter:
         return tf.data.Dataset.zip((samples.batch(order.shape[1]), rates)).prefetch(2).with_options(options)
 
     def train_epoch(self, order: np.ndarray, lrs: np.ndarray) -> EpochStats:
-        losses, total = [], 0.0
+        steps = len(order)
+        losses = LossReader(self.check_every, lambda pending: tf.stack(pending).numpy())
         with tf.device(self.device):
-            for step, ((xb, yb), lr) in enumerate(self._batches(order, lrs), 1):
-                losses.append(self._step(xb, yb, lr))
-                if step % self.check_every == 0 or step == len(order):
-                    values, losses = [float(v) for v in losses], []
-                    for offset, value in enumerate(values):
-                        if not math.isfinite(value):
-                            return EpochStats(float("nan"), step - len(values) + offset + 1, diverged=True)
-                    total += sum(values)
-        return EpochStats(total / max(len(order), 1), len(order))
+            for i, ((xb, yb), lr) in enumerate(self._batches(order, lrs)):
+                diverged = losses.add(self._step(xb, yb, lr), i, steps)
+                if diverged:
+                    return diverged
+        return losses.stats(steps)
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         with tf.device(self.device):
@@ -187,61 +204,73 @@ def _pool(x, layer: Pool, padding, counts):
 
 def _pool_padding(layer: Pool, chw: tuple):
     """'VALID', 'SAME', or an explicit [[0,0],[0,ph],[0,pw],[0,0]] that gives Caffe's ceil output."""
-    _, h, w = chw
-    if not layer.ceil:
+    from sensitivity.frameworks.keras_adapter import same_is_caffe
+    pads = [ceil_padding(layer, n) for n in chw[1:]]
+    if not any(pads):
         return "VALID"
-    pads = []
-    for size in (h, w):
-        out = pooled_size(size, layer.kernel, layer.stride, ceil=True)
-        same_out = math.ceil(size / layer.stride)
-        same_before = max((same_out - 1) * layer.stride + layer.kernel - size, 0) // 2
-        pads.append((out, same_out, same_before, max((out - 1) * layer.stride + layer.kernel - size, 0)))
-    if all(out == same_out and before == 0 for out, same_out, before, _ in pads):
+    if same_is_caffe(layer, chw):
         return "SAME"
-    return [[0, 0], [0, pads[0][3]], [0, pads[1][3]], [0, 0]]
+    return [[0, 0], [0, pads[0]], [0, pads[1]], [0, 0]]
 
 
-def _window_counts(layer: Pool, chw: tuple) -> np.ndarray:
+def _divisors(layer: Pool, chw: tuple) -> np.ndarray:
     """How many real inputs each ceil-mode window covers, shaped (1, oh, ow, 1): Caffe's divisor."""
-    _, h, w = chw
-    rows, cols = [[min(i * layer.stride + layer.kernel, size) - i * layer.stride
-                   for i in range(pooled_size(size, layer.kernel, layer.stride, ceil=True))] for size in (h, w)]
+    rows, cols = (window_counts(layer, n) for n in chw[1:])
     return np.outer(rows, cols).astype(np.float32)[None, :, :, None]
 
 
-class CanonicalOptimizer:
-    """The canonical update (sensitivity.optim) on tf.Variables, inside the traced epoch."""
+def tf_numerics() -> dict:
+    """TensorFlow's numeric settings as it reports them (the keras adapter's on its tensorflow backend)."""
+    experimental = tf.config.experimental
+    determinism = experimental.is_op_determinism_enabled() if hasattr(experimental, "is_op_determinism_enabled") \
+        else None
+    return {"dtype": "float32", "loss_reduction": "mean",
+            "tensor_float_32_execution": experimental.tensor_float_32_execution_enabled(),
+            "op_determinism": determinism}
 
-    def __init__(self, variables: list, optimizer: str, momentum: float, weight_decay: float):
-        self.vars, self.kind, self.mu, self.wd = variables, optimizer, momentum, weight_decay
-        slot = lambda: [tf.Variable(tf.zeros_like(v)) for v in variables]  # noqa: E731
-        self.v = slot() if optimizer in ("momentum", "nesterov", "adam") else None
-        self.s = slot() if optimizer in ("adam", "rmsprop") else None
-        self.t = tf.Variable(0.0)
 
-    def slots(self) -> list:
-        """Every optimizer variable (velocities, second moments, the step count)."""
-        return (self.v or []) + (self.s or []) + [self.t]
+class StockOptimizer:
+    """tf.keras's optimizer class and schedule for the trial (`keras_optimizer`, `keras_schedule`), applied to
+    the tf.Variables inside the traced step; it steps its schedule itself, so `lr` is not read."""
+
+    def __init__(self, variables: list, spec, total_steps: int):
+        import keras
+        from sensitivity.frameworks.keras_adapter import keras_optimizer, keras_schedule
+        if keras.backend.backend() != "tensorflow":
+            raise RuntimeError(f"tensorflow: its native optimizers are tf.keras's, and Keras runs on the "
+                               f"{keras.backend.backend()} backend in this process: unset KERAS_BACKEND (or set "
+                               f"it to tensorflow) before keras is imported, or use semantics canonical")
+        self.vars = variables
+        self.optimizer = keras_optimizer(spec, keras_schedule(spec, total_steps))
+        self.optimizer.build(variables)
+
+    def variables(self) -> list:
+        return list(self.optimizer.variables)
 
     def apply(self, grads: list, lr) -> None:
-        if self.kind == "adam":
-            self.t.assign_add(1.0)
-            correction1 = 1.0 - ADAM_BETA1 ** self.t
-            correction2 = 1.0 - ADAM_BETA2 ** self.t
-        for i, (w, g) in enumerate(zip(self.vars, grads)):
-            if self.wd:
-                g = g + self.wd * w
-            if self.kind == "sgd":
-                w.assign_sub(lr * g)
-            elif self.kind == "momentum":
-                w.assign_add(self.v[i].assign(self.mu * self.v[i] - lr * g))
-            elif self.kind == "nesterov":
-                v = self.v[i].assign(self.mu * self.v[i] - lr * g)
-                w.assign_add(self.mu * v - lr * g)
-            elif self.kind == "adam":
-                m = self.v[i].assign(ADAM_BETA1 * self.v[i] + (1 - ADAM_BETA1) * g)
-                s = self.s[i].assign(ADAM_BETA2 * self.s[i] + (1 - ADAM_BETA2) * g * g)
-                w.assign_sub(lr * (m / correction1) / (tf.sqrt(s / correction2) + EPSILON))
-            elif self.kind == "rmsprop":
-                s = self.s[i].assign(RMSPROP_RHO * self.s[i] + (1 - RMSPROP_RHO) * g * g)
-                w.assign_sub(lr * g / (tf.sqrt(s) + EPSILON))
+        self.optimizer.apply_gradients(zip(grads, self.vars))
+
+
+class RuleOptimizer:
+    """The hand-written update (optim.rule_update) of a semantics.Rule on tf.Variables, in tf ops inside the
+    traced step, at the rate `lr` it is given."""
+
+    def __init__(self, variables: list, rule, spec):
+        self.vars, self.rule, self.spec = variables, rule, spec
+        self.slots = [{name: tf.Variable(tf.zeros_like(v)) for name in slot_names(spec.optimizer)}
+                      for v in variables]
+        self.t = tf.Variable(0.0)
+
+    def variables(self) -> list:
+        """Every optimizer variable (velocities, second moments, the step count)."""
+        return [slot for slots in self.slots for slot in slots.values()] + [self.t]
+
+    def apply(self, grads: list, lr) -> None:
+        spec = self.spec
+        t = self.t.assign_add(1.0) if spec.optimizer == "adam" else 1
+        for w, g, slots in zip(self.vars, grads, self.slots):
+            new, state = rule_update(self.rule, spec.optimizer, w, g, slots, lr, spec.momentum, spec.weight_decay,
+                                     t, tf.sqrt)
+            for name, value in state.items():
+                slots[name].assign(value)
+            w.assign(new)
