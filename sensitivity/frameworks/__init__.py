@@ -23,6 +23,7 @@ class FrameworkInfo:
     module: str  # the top-level module the adapter imports
     backends: tuple = ()  # allowed values of TrialSpec.backend, the first the default
     backend_variable: str = ""  # environment variable that selects the backend before import
+    variables: tuple = ()  # (name, value) pairs its workers always start with
 
 
 def _entry(name, class_name, env, distribution, module, **backends):
@@ -32,7 +33,9 @@ def _entry(name, class_name, env, distribution, module, **backends):
 
 FRAMEWORKS = {
     "torch": _entry("torch", "TorchAdapter", "modern", "torch", "torch"),
-    "tensorflow": _entry("tensorflow", "TensorflowAdapter", "modern", "tensorflow-cpu|tensorflow", "tensorflow"),
+    # its native optimizers are tf.keras's: Keras must run on its tensorflow backend whatever the user exported
+    "tensorflow": _entry("tensorflow", "TensorflowAdapter", "modern", "tensorflow-cpu|tensorflow", "tensorflow",
+                         variables=(("KERAS_BACKEND", "tensorflow"),)),
     "keras": _entry("keras", "KerasAdapter", "modern", "keras", "keras",
                     backends=("tensorflow", "jax", "torch"), backend_variable="KERAS_BACKEND"),
     "jax": _entry("jax", "JaxAdapter", "modern", "jax", "flax"),
@@ -61,7 +64,7 @@ def worker_variables(spec) -> dict:
         if spec.backend is not None:
             raise ValueError(f"framework {spec.framework!r} has no backends; --backend is for "
                              f"{', '.join(n for n, i in FRAMEWORKS.items() if i.backends) or 'none'}")
-        return {}
+        return dict(info.variables)
     backend = spec.backend or info.backends[0]
     if backend not in info.backends:
         raise ValueError(f"backend {backend!r} of {spec.framework}: allowed {', '.join(info.backends)}")

@@ -33,3 +33,11 @@ def test_backends_only_where_declared():
     with pytest.raises(ValueError, match="allowed tensorflow, jax, torch"):
         frameworks.worker_variables(TrialSpec(framework="keras", backend="mxnet", dataset="digits"))
     assert frameworks.worker_variables(TrialSpec(framework="torch", dataset="digits")) == {}
+
+
+def test_tensorflow_workers_pin_keras_to_its_tensorflow_backend():
+    """tensorflow's native optimizers are tf.keras's: a KERAS_BACKEND the user exported must not reach them."""
+    from sensitivity.spec import TrialSpec
+    assert frameworks.worker_variables(TrialSpec(framework="tensorflow", dataset="digits")) == \
+        {"KERAS_BACKEND": "tensorflow"}
+    assert frameworks.worker_variables(TrialSpec(framework="torch", dataset="digits")) == {}

@@ -36,7 +36,10 @@ def test_ok_trial_reports_score_cost_curve_and_environment():
     assert result.steps % 3 == 0
     assert result.throughput == pytest.approx(result.steps * 32 / result.train_time_s)
     assert result.env["framework_version"].startswith("2.") and result.env["seed"] == 0
-    assert result.env["init"] == "neutral" and result.env["threads"] == 1
+    assert result.env["init"] == "torch" and result.env["threads"] == 1  # native: torch's own initialiser
+    assert result.env["semantics"]["regime"] == "native"
+    assert result.env["semantics"]["optimizer"].startswith("torch.optim.SGD")
+    assert result.env["numerics"]["loss_reduction"] == "mean" and result.env["numerics"]["dtype"] == "float32"
     assert_env(result.env, "host", "cpu", "git_revision", "python", "framework", "framework_version", "seed")
     assert result.env["gpu"] is None  # a CPU trial: no GPU model
 
