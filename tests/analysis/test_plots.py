@@ -20,7 +20,7 @@ def table(seeded_study):
 
 def test_registry_maps_every_kind_to_compute_and_plot():
     assert list(KINDS) == ["frontier", "importance", "isolation", "slice", "contour", "curves", "seeds",
-                           "resources", "divergence", "transfer", "robustness"]
+                           "resources", "divergence", "transfer", "robustness", "ablation"]
     assert all(callable(compute) and callable(plot) for compute, plot in KINDS.values())
 
 
