@@ -8,7 +8,7 @@
 #   4. ablation: from the first framework's native set-up to the second's, one semantics knob at a time
 #      (LeNet on mnist5k, momentum 0.9, lr 0.05, batch 64, 3 epochs, 3 seeds per point);
 #   5. the report of the sweep, with the transfer matrix, robustness and ablation path from their studies,
-#      and a check that its figures render in Chromium.
+#      its findings printed, and a check that its figures render in Chromium.
 # Usage: scripts/main_job.sh [--frameworks torch,tensorflow,mxnet | all] [--trials N (default: the defaults + 12)]
 # Results: the studies in results/optuna.db, the report at results/main-report.html.
 set -euo pipefail
@@ -57,4 +57,5 @@ else
 fi
 echo "== 5/5 report" >&2
 $sensitivity report "$sweep" --with-study "$transfer" "${with_ablation[@]}" --out results/main-report.html
+$sensitivity findings "$sweep" --with-study "$transfer"  # the report's first section, as text
 .venv/bin/python -m sensitivity.analysis.browser results/main-report.html

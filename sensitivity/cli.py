@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import sys
 
-from sensitivity.commands import ablate, analysis, listing, sweep, trial
+from sensitivity.commands import ablate, analysis, findings, listing, sweep, trial
 from sensitivity.commands.common import EXIT_USAGE, Parser, UsageError
 
 
 def build_parser() -> Parser:
     parser = Parser(prog="sensitivity", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-    for group in (trial, listing, sweep, analysis, ablate):
+    for group in (trial, listing, sweep, analysis, findings, ablate):
         group.add_parsers(commands)
     return parser
 

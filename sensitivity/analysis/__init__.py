@@ -2,7 +2,9 @@
 or named tuples, thin `plot_*` functions that draw them with plotly (`plots`), and the HTML report
 (`report`). Nothing is imported here, so `import sensitivity.analysis` stays light.
 
-Modules: table (the trial table, grouping and binning), frontier, importance, divergence, isolation, seeds,
-resources, summary, curves (learning curves, slice, contour), style (colours, labels, default markers),
-export (html, png, svg, pdf), plots (one plot per kind and the KINDS registry), report.
+Modules: table (the trial table, grouping and binning), intervals (the one interval helper: means, differences,
+Holm, seeds needed), frontier, importance, divergence, isolation, seeds, resources, summary, curves (learning
+curves, slice, contour), transfer, robustness, ablation, findings (a verdict per claim of the studies), style
+(colours, labels, default markers), export (html, png, svg, pdf), plots (one plot per kind and the KINDS
+registry), pages and claims (the report's HTML pieces and its sections on the claims), report.
 """

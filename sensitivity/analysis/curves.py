@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from sensitivity.analysis.table import (PARAM, REGIME, NotEnoughData, bin_parameter, defaults_of, is_categorical,
-                                        parameter_distributions, trained, trials_table)
+                                        is_numeric_choice, parameter_distributions, trained, trials_table)
 
 CURVE_FIELDS = ("train_loss", "val_accuracy", "test_accuracy", "seconds")
 TRIAL_COLUMNS = ["number", "framework", REGIME, "config_id", "seed", "outcome", "is_default"]
@@ -60,6 +60,11 @@ def slice_points(table, parameters=None) -> pd.DataFrame:
 
 
 def _scale(dist) -> str:
+    """log or linear for numbers; a categorical of numbers (batch sizes) is drawn as numbers, on a log axis
+    where its choices span a decade or more; category for text."""
+    if is_numeric_choice(dist):
+        low, high = min(dist.choices), max(dist.choices)
+        return "log" if low > 0 and high / low >= 10 else "linear"
     return "category" if is_categorical(dist) else "log" if getattr(dist, "log", False) else "linear"
 
 
@@ -71,7 +76,7 @@ def contour_grid(table, parameters=None, bins: int = 10, max_parameters: int = 3
     table = trials_table(table)
     rows = trained(table).dropna(subset=["accuracy"])
     distributions = {n: d for n, d in parameter_distributions(table, framework=False).items()
-                     if not is_categorical(d) and not d.single()}
+                     if (not is_categorical(d) or is_numeric_choice(d)) and not d.single()}
     names = [n for n in (parameters or distributions) if n in distributions]
     names = names if parameters else names[:max_parameters]
     if rows.empty or len(names) < 2:

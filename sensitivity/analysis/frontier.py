@@ -88,8 +88,8 @@ def _volume(front: pd.DataFrame, reference: tuple) -> float:
 
 
 def _summary(table: pd.DataFrame, points: pd.DataFrame, volumes: dict, reference: tuple) -> pd.DataFrame:
-    """Per regime and scope: every final trial counted by outcome, the frontier's size, best accuracy,
-    hypervolume."""
+    """Per regime and scope: every final trial counted by outcome, the frontier's size, best accuracy (of one
+    trial), hypervolume, and the best configuration by mean over seeds with its intervals."""
     counts = grouped(_scoped(table), keys=(REGIME, "scope"), outcomes=True)
     ok = points[points["outcome"] == "ok"]
     fronts = pd.concat([ok[ok["on_frontier"]].assign(scope=ALL), ok[ok["on_framework_frontier"]].assign(
@@ -100,9 +100,23 @@ def _summary(table: pd.DataFrame, points: pd.DataFrame, volumes: dict, reference
     counts["hypervolume_fraction"] = counts["hypervolume"] / (1.0 * reference[1])
     best = _scoped(ok).groupby(["scope", REGIME])["accuracy"].max()
     counts["best_accuracy"] = best.reindex(key).to_numpy()
+    counts = counts.merge(_best(table), on=["scope", REGIME], how="left")
     counts = counts[["scope", REGIME] + [c for c in counts if c not in ("scope", REGIME)]]
     return counts.sort_values([REGIME, "scope"], ignore_index=True, key=lambda c: c.map(regime_position)
                               if c.name == REGIME else c.ne(ALL).astype(str) + c)
+
+
+def _best(table: pd.DataFrame) -> pd.DataFrame:
+    """Per regime and scope: the best configuration by mean over seeds, with its accuracy and train time
+    and their intervals (`seeds.best_configurations`)."""
+    from sensitivity.analysis.seeds import best_configurations
+
+    ok = table[table["outcome"] == "ok"]
+    columns = ["scope", REGIME, "best_configuration", "best_accuracy_interval", "best_time_interval"]
+    if ok.empty:
+        return pd.DataFrame(columns=columns)
+    best = best_configurations(_scoped(ok).assign(framework=lambda t: t["scope"]), ("framework", REGIME))
+    return best.rename(columns={"framework": "scope"})[columns]
 
 
 def _scoped(rows: pd.DataFrame) -> pd.DataFrame:

@@ -1,33 +1,54 @@
-"""Hyper-parameter importance for accuracy: PED-ANOVA (Optuna 5's default) and fANOVA with bounded trees.
+"""Hyper-parameter importance for accuracy: PED-ANOVA (Optuna 5's default) and fANOVA with bounded trees, each
+with a bootstrap interval, their rank agreement, and plain warnings where the ranking cannot be trusted.
 
-Both run on the trained trials (ok and diverged: a diverged run's chance-level accuracy is what its
-parameters earned) with the framework as one parameter among the others, once per regime (`semantics`):
-what matters under the frameworks' own optimizers need not matter under the canonical formulas. Where the
-study tunes the regime as a parameter (`param_semantics` varies), a further block "all" ranks it among
-the others over every trial. PED-ANOVA minimises its target, so the trials are given the negated accuracy.
-fANOVA with Optuna's defaults (64 trees, depth 64) takes minutes on 10,000 trials; 16 trees of depth 8
-take seconds and rank alike.
+Both run on the sampled trials that trained (ok and diverged: a diverged run's chance-level accuracy is what
+its parameters earned), with the framework as one parameter among the others, once per regime (`semantics`).
+Planned trials (framework defaults and their transfers, `table.planned_of`) are not samples of the space and
+are left out; `planned_trials` lists them apart. Where the study tunes the regime as a parameter, a further
+block "all" ranks it among the others over every sampled trial. PED-ANOVA minimises its target, so the trials
+are given the negated accuracy. fANOVA with Optuna's defaults (64 trees, depth 64) takes minutes on 10,000
+trials; 16 trees of depth 8 take seconds and rank alike.
+
+Intervals (95%, bootstrap over trials; `low`, `high`):
+- PED-ANOVA is run again on RESAMPLES resamples of the trials drawn with replacement (at most BOOTSTRAP_MAX
+  per resample: beyond that, subsamples of that size whose spread is scaled by sqrt(m/n)); percentile interval.
+- fANOVA's random forest fits each of its trees to a bootstrap resample of the trials, so the importance each
+  tree gives is a bootstrap replicate of a one-tree fANOVA; the interval is their 2.5-97.5% range. It is wider
+  than the forest mean's own interval (no further cost: another 50 forests would take minutes), so a
+  disagreement flagged beyond it is not overstated.
+Rank agreement: Spearman's rho and Kendall's tau between the two evaluators' importances (3+ parameters).
+Warnings: fewer than TRIALS_PER_PARAMETER (10) sampled trials per parameter; the evaluators ordering a pair
+of parameters oppositely, each beyond its intervals; or putting different parameters first.
 """
 from __future__ import annotations
 
 import contextlib
 import datetime
 import importlib.util
+import math
 import warnings
 
+import numpy as np
 import optuna
 import pandas as pd
 from optuna.distributions import IntDistribution
 from optuna.trial import FrozenTrial, TrialState
 
+from sensitivity.analysis.intervals import group_intervals
 from sensitivity.analysis.table import (PARAM, REGIME, NotEnoughData, defaults_of, format_value,
-                                        parameter_distributions, regimes_of, trained, trials_table)
+                                        parameter_distributions, planned_of, regime_sorted, regimes_of, trained,
+                                        trials_table)
 
 EVALUATORS = ("ped_anova", "fanova")
+LABELS = {"ped_anova": "PED-ANOVA", "fanova": "fANOVA"}
 ALL = "all"  # the block over every trial, the regime among the parameters
-COLUMNS = [REGIME, "evaluator", "parameter", "importance", "rank", "n_trials", "defaults"]
+COLUMNS = [REGIME, "evaluator", "parameter", "importance", "low", "high", "rank", "n_trials", "defaults"]
 FANOVA_TREES, FANOVA_DEPTH = 16, 8
+RESAMPLES, BOOTSTRAP_MAX = 50, 500
+TRIALS_PER_PARAMETER = 10
 NEEDS = "importance needs at least 2 complete trials with varied parameters"
+ONLY_PLANNED = ("importance needs sampled trials; this study's trials are all planned (framework defaults), "
+                "which are not samples of the search space")
 
 
 def make_evaluator(name: str, seed: int = 0):
@@ -42,52 +63,187 @@ def make_evaluator(name: str, seed: int = 0):
     raise ValueError(f"unknown importance evaluator {name!r}; allowed: {', '.join(EVALUATORS)}")
 
 
-def parameter_importance(table, evaluators=EVALUATORS, seed: int = 0) -> pd.DataFrame:
+def parameter_importance(table, evaluators=EVALUATORS, seed: int = 0, resamples: int = RESAMPLES) -> pd.DataFrame:
     """One row per block, evaluator and parameter: `semantics` names the block (each regime present, native
     first, then "all" where the study tunes the regime), importance (summing to 1 per block and evaluator),
-    rank (1 = most important), n_trials, and the framework defaults' values of the parameter where known.
-    `attrs["missing"]` says why a block is absent ({block: reason}); with no block at all, NotEnoughData."""
-    rows = trained(trials_table(table)).dropna(subset=["accuracy"])
+    its interval `low`-`high`, rank (1 = most important), n_trials (sampled), and the framework defaults'
+    values of the parameter where known. attrs: `missing` ({block: reason}), `agreement` (records of
+    `rank_agreement`: block, n_parameters, spearman, kendall), `warnings` ([(block, sentence)]), `planned`
+    (trials left out). Attributes hold plain values, so that pandas can compare them when frames meet."""
+    table = trials_table(table)
+    everything = trained(table).dropna(subset=["accuracy"])
+    planned = planned_of(everything)
+    rows = everything[~planned]
+    if rows.empty and len(everything):
+        raise NotEnoughData(ONLY_PLANNED)
     blocks = [(regime, rows[rows[REGIME].eq(regime)]) for regime in regimes_of(rows)]
     if PARAM + REGIME in rows and rows[PARAM + REGIME].nunique() > 1:
         blocks.append((ALL, rows))
     parts, missing = [], {}
     for name, block in blocks:
         try:
-            parts.append(block_importance(block, evaluators, seed, regime=name == ALL).assign(**{REGIME: name}))
+            part = block_importance(block, evaluators, seed, regime=name == ALL, resamples=resamples)
         except NotEnoughData as reason:
             missing[name] = str(reason)
+            continue
+        defaults = _default_values(everything if name == ALL else everything[everything[REGIME].eq(name)],
+                                   [p for p in part["parameter"] if p != REGIME])
+        parts.append(part.assign(**{REGIME: name, "defaults": [defaults.get(p, "") for p in part["parameter"]]}))
     if not parts:
         raise NotEnoughData(NEEDS)
     out = pd.concat(parts, ignore_index=True)[COLUMNS]
-    out.attrs["missing"] = missing
+    out.attrs.update(missing=missing, planned=int(planned.sum()),
+                     agreement=rank_agreement(out).to_dict("records"), warnings=importance_warnings(out))
     return out
 
 
-def block_importance(rows: pd.DataFrame, evaluators=EVALUATORS, seed: int = 0, regime: bool = False):
-    """Importance over `rows`, of the parameters that vary in them (the regime only when `regime`)."""
+def block_importance(rows: pd.DataFrame, evaluators=EVALUATORS, seed: int = 0, regime: bool = False,
+                     resamples: int = RESAMPLES) -> pd.DataFrame:
+    """Importance over `rows`, of the parameters that vary in them (the regime only when `regime`), with
+    the intervals of the module."""
     distributions = {n: d for n, d in parameter_distributions(rows).items()
                      if rows[PARAM + n].nunique() > 1 and (regime or n != REGIME)}
     if len(rows) < 2 or not distributions:
         raise NotEnoughData(NEEDS)
     with _quiet_optuna():
-        study = _negated_accuracy_study(rows, distributions)
+        trials = _negated_accuracy_trials(rows, distributions)
     everywhere = [n for n in distributions if rows[PARAM + n].notna().all()]  # fANOVA needs them in every trial
     results = []
     for name in evaluators:
         params = list(distributions) if name == "ped_anova" else everywhere
         if not params:
             continue
-        with _quiet_optuna():
-            scores = optuna.importance.get_param_importances(study, evaluator=make_evaluator(name, seed),
-                                                             params=params)
+        scores, spread = (_fanova(trials, params, seed) if name == "fanova"
+                          else _ped_anova(trials, params, seed, resamples))
         for rank, (param, score) in enumerate(sorted(scores.items(), key=lambda kv: -kv[1]), start=1):
-            results.append({"evaluator": name, "parameter": param, "importance": float(score), "rank": rank,
-                            "n_trials": len(rows)})
-    out = pd.DataFrame(results, columns=["evaluator", "parameter", "importance", "rank", "n_trials"])
-    defaults = _default_values(rows, [n for n in distributions if n != REGIME])  # defaults run in every regime
-    out["defaults"] = [defaults.get(p, "") for p in out["parameter"]]
+            low, high = spread.get(param, (math.nan, math.nan))
+            results.append({"evaluator": name, "parameter": param, "importance": float(score), "low": low,
+                            "high": high, "rank": rank, "n_trials": len(rows)})
+    return pd.DataFrame(results, columns=["evaluator", "parameter", "importance", "low", "high", "rank", "n_trials"])
+
+
+def _ped_anova(trials: list, params: list, seed: int, resamples: int):
+    """PED-ANOVA's importances and their bootstrap (or scaled subsample) percentile intervals."""
+    def evaluate(chosen):
+        with _quiet_optuna():
+            return optuna.importance.get_param_importances(FrozenTrialsStudy(chosen), params=params,
+                                                           evaluator=make_evaluator("ped_anova"))
+    scores = evaluate(trials)
+    n, rng = len(trials), np.random.default_rng(seed)
+    m = min(n, BOOTSTRAP_MAX)
+    replicates = []
+    for _ in range(resamples):
+        index = rng.choice(n, size=m, replace=m == n)
+        try:
+            replicates.append(evaluate([trials[i] for i in index]))
+        except (ValueError, RuntimeError):  # a resample without variation in a parameter
+            continue
+    if len(replicates) < 10:
+        return scores, {}
+    scale = math.sqrt(m / n)
+    spread = {}
+    for param, estimate in scores.items():
+        values = np.array([r.get(param, 0.0) for r in replicates])
+        low, high = np.percentile(values, [2.5, 97.5])
+        spread[param] = (max(0.0, estimate + scale * (low - estimate)), min(1.0, estimate + scale * (high - estimate)))
+    return scores, spread
+
+
+def _fanova(trials: list, params: list, seed: int):
+    """fANOVA's importances and the 2.5-97.5% range of its trees' (each a bootstrap replicate; the module)."""
+    evaluator = make_evaluator("fanova", seed)
+    with _quiet_optuna():
+        scores = optuna.importance.get_param_importances(FrozenTrialsStudy(trials), params=params,
+                                                         evaluator=evaluator, normalize=False)
+    total = sum(scores.values())
+    normalised = {p: (v / total if total > 0 else 0.0) for p, v in scores.items()}
+    return normalised, _tree_spread(evaluator, sorted(params), total)
+
+
+def _tree_spread(evaluator, names: list, total: float) -> dict:
+    """{parameter: (low, high)} from each tree's share of the variance, normalised as the forest's mean is
+    (so the trees' mean is the reported importance); {} where Optuna's fANOVA keeps no per-tree record.
+    fANOVA numbers the parameters it evaluated in sorted order."""
+    fanova = getattr(evaluator, "_evaluator", None)
+    trees, variances = getattr(fanova, "_trees", None), getattr(fanova, "_variances", None)
+    if not trees or variances is None or total <= 0:
+        return {}
+    kept = [k for k, tree in enumerate(trees) if tree.variance > 0]
+    spread = {}
+    for index, name in enumerate(names):
+        if index in variances and kept:
+            per_tree = np.array([variances[index][k] / trees[k].variance for k in kept]) / total
+            low, high = np.percentile(per_tree, [2.5, 97.5])
+            spread[name] = (float(low), float(min(1.0, high)))
+    return spread
+
+
+def rank_agreement(importance: pd.DataFrame) -> pd.DataFrame:
+    """Per block: Spearman's rho and Kendall's tau between fANOVA's and PED-ANOVA's importances of the
+    parameters both evaluated (NaN under 3 parameters)."""
+    from scipy import stats
+
+    rows = []
+    for block, part in importance.groupby(REGIME, sort=False):
+        both = part.pivot(index="parameter", columns="evaluator", values="importance").dropna()
+        if not set(EVALUATORS) <= set(both.columns):
+            continue
+        a, b = both["fanova"].to_numpy(), both["ped_anova"].to_numpy()
+        enough = len(both) >= 3 and np.ptp(a) > 0 and np.ptp(b) > 0
+        rows.append({REGIME: block, "n_parameters": len(both),
+                     "spearman": float(stats.spearmanr(a, b)[0]) if enough else math.nan,
+                     "kendall": float(stats.kendalltau(a, b)[0]) if enough else math.nan})
+    return pd.DataFrame(rows, columns=[REGIME, "n_parameters", "spearman", "kendall"])
+
+
+def importance_warnings(importance: pd.DataFrame) -> list:
+    """[(block, sentence)]: too few trials for the parameters, and evaluators that disagree."""
+    out = []
+    for block, part in importance.groupby(REGIME, sort=False):
+        n, k = int(part["n_trials"].max()), int(part["parameter"].nunique())
+        if n < TRIALS_PER_PARAMETER * k:
+            out.append((block, f"Only {n} sampled trials for {k} parameters (the rule here: at least "
+                               f"{TRIALS_PER_PARAMETER} per parameter, {TRIALS_PER_PARAMETER * k}): neither ranking "
+                               "is reliable."))
+        by = {e: rows.set_index("parameter") for e, rows in part.groupby("evaluator")}
+        if set(EVALUATORS) - set(by):
+            continue
+        clash = _opposite_beyond_intervals(by["fanova"], by["ped_anova"])
+        if clash:
+            p, q = clash
+            out.append((block, f"The evaluators disagree beyond their intervals: fANOVA ranks {p} above {q}, "
+                               f"PED-ANOVA {q} above {p}."))
+        firsts = {e: rows["importance"].idxmax() for e, rows in by.items()}
+        if firsts["fanova"] != firsts["ped_anova"] and not clash:
+            out.append((block, f"The evaluators put different parameters first (fANOVA: {firsts['fanova']}, "
+                               f"PED-ANOVA: {firsts['ped_anova']}) within their intervals: the ranking is not "
+                               "settled."))
     return out
+
+
+def _opposite_beyond_intervals(a: pd.DataFrame, b: pd.DataFrame):
+    """A pair (p, q) that `a` puts above each other beyond the intervals, and `b` the other way round."""
+    common = [p for p in a.index if p in b.index]
+    for p in common:
+        for q in common:
+            if p != q and a.loc[p, "low"] > a.loc[q, "high"] and b.loc[q, "low"] > b.loc[p, "high"]:
+                return p, q
+    return None
+
+
+def planned_trials(table) -> pd.DataFrame:
+    """The planned trials left out of the importance, one row per framework, regime and configuration: the
+    default's name where it has one, n and mean accuracy with its interval."""
+    table = trials_table(table)
+    rows = trained(table)
+    rows = rows[planned_of(rows)]
+    if rows.empty:
+        return pd.DataFrame(columns=["framework", REGIME, "configuration", "accuracy_mean", "accuracy_low",
+                                     "accuracy_high", "accuracy_n"])
+    label = rows["default"] if "default" in rows else rows["config_id"]
+    rows = rows.assign(configuration=label.where(label.notna(), rows["config_id"]).astype(str))
+    out = group_intervals(rows, ["framework", REGIME, "configuration"], "accuracy")
+    return regime_sorted(out.drop(columns="accuracy_method"), [REGIME, "framework", "configuration"])
 
 
 @contextlib.contextmanager
@@ -106,12 +262,13 @@ def _quiet_optuna():
 def _default_values(rows: pd.DataFrame, names: list) -> dict:
     """{parameter: "torch 0.01; tensorflow 0.001"}, the framework defaults' values, for marking them."""
     defaults = rows[defaults_of(rows)].drop_duplicates("framework")
-    return {n: "; ".join(f"{fw} {format_value(v)}" for fw, v in zip(defaults["framework"], defaults[PARAM + n]))
-            for n in names} if len(defaults) else {}
+    return {n: "; ".join(f"{fw} {format_value(v)}" for fw, v in zip(defaults["framework"], defaults[PARAM + n])
+                         if v == v and v is not None)
+            for n in names if PARAM + n in defaults} if len(defaults) else {}
 
 
-def _negated_accuracy_study(rows: pd.DataFrame, distributions: dict) -> "FrozenTrialsStudy":
-    """A read-only study of the rows, each a COMPLETE trial whose value is -accuracy (minimised)."""
+def _negated_accuracy_trials(rows: pd.DataFrame, distributions: dict) -> list:
+    """The rows as COMPLETE frozen trials whose value is -accuracy (minimised)."""
     now = datetime.datetime.now()
     columns = {n: rows[PARAM + n].tolist() for n in distributions}
     trials = []
@@ -126,7 +283,7 @@ def _negated_accuracy_study(rows: pd.DataFrame, distributions: dict) -> "FrozenT
         trials.append(FrozenTrial(number=i, trial_id=i, state=TrialState.COMPLETE, value=-accuracy,
                                   datetime_start=now, datetime_complete=now, params=params, distributions=dists,
                                   user_attrs={}, system_attrs={}, intermediate_values={}))
-    return FrozenTrialsStudy(trials)
+    return trials
 
 
 class FrozenTrialsStudy(optuna.Study):

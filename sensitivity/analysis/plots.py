@@ -19,16 +19,19 @@ from sensitivity.analysis import export
 from sensitivity.analysis.ablation import ablation_path, plot_ablation
 from sensitivity.analysis.curves import contour_grid, curve_metric, learning_curves, slice_points
 from sensitivity.analysis.divergence import divergence_rates
+from sensitivity.analysis.findings import findings, plot_findings
 from sensitivity.analysis.frontier import ALL, Frontier, runtime_accuracy_frontier
+from sensitivity.analysis.intervals import interval_text
 from sensitivity.analysis.importance import ALL as ALL_TRIALS
-from sensitivity.analysis.importance import parameter_importance
+from sensitivity.analysis.importance import LABELS, parameter_importance
 from sensitivity.analysis.isolation import isolation
 from sensitivity.analysis.resources import DEFAULTS, UNITS, resource_use
 from sensitivity.analysis.robustness import plot_robustness, robustness_curves
 from sensitivity.analysis.seeds import framework_comparisons, seed_intervals
 from sensitivity.analysis.style import (add_default_marks, colours, dash, finish, framework_label, go, make_subplots,
                                         regime_title, series_name, symbol)
-from sensitivity.analysis.table import REGIME, regime_position, regimes_of, trials_table
+from sensitivity.analysis.table import (REGIME, format_value, numeric_sort_key, regime_position, regimes_of,
+                                        trials_table)
 from sensitivity.analysis.transfer import plot_transfer, transfer_matrix
 
 
@@ -94,32 +97,44 @@ def plot_frontier(frontier: Frontier):
 
 
 def plot_importance(importance: pd.DataFrame):
-    """One panel per block (each regime, then "all" where the regime is a parameter), bars per evaluator."""
+    """One panel per block (each regime, then "all" where the regime is a parameter): horizontal bars per
+    evaluator with their bootstrap intervals; parameter names on the axis (never on the bars), the framework
+    defaults' values in the hover text."""
     blocks = list(dict.fromkeys(importance[REGIME]))
     sizes = importance.groupby(REGIME)["n_trials"].max()
-    fig = make_subplots(rows=1, cols=len(blocks), shared_yaxes=True, horizontal_spacing=0.06, subplot_titles=[
-        f"{'all trials, the regime a parameter' if b == ALL_TRIALS else b} (n={sizes[b]} trials)" for b in blocks])
+    rho = {record[REGIME]: record["spearman"] for record in importance.attrs.get("agreement") or []}
+
+    def title(block):
+        name = "all trials, the regime a parameter" if block == ALL_TRIALS else block
+        agree = rho.get(block)
+        return f"{name} (n={sizes[block]} sampled trials" + (
+            f"; Spearman {agree:.2f})" if agree is not None and agree == agree else ")")
+    fig = make_subplots(rows=1, cols=len(blocks), shared_yaxes=True, horizontal_spacing=0.04,
+                        subplot_titles=[title(b) for b in blocks])
     first = importance[importance[REGIME].eq(blocks[0])].sort_values(["evaluator", "rank"])
     order = list(dict.fromkeys([*first["parameter"], *importance.sort_values("rank")["parameter"]]))
     palette = colours(importance["evaluator"])
     for col, block in enumerate(blocks, start=1):
         part = importance[importance[REGIME].eq(block)]
-        for i, (evaluator, rows) in enumerate(part.groupby("evaluator", sort=False)):
+        for evaluator, rows in part.groupby("evaluator", sort=False):
             rows = rows.set_index("parameter").reindex(order[::-1]).dropna(subset=["importance"])
-            marked = np.where((rows["defaults"] != "") & (rows.index != "framework"),
-                              "framework defaults: " + rows["defaults"].astype(str), "")
-            fig.add_trace(go.Bar(y=rows.index, x=rows["importance"], orientation="h", name=evaluator,
-                                 legendgroup=evaluator, showlegend=col == 1, marker=dict(color=palette[evaluator]),
-                                 text=marked if i == 0 else None, textposition="outside",
-                                 hovertext=[f"{block}, {evaluator} {p}: {v:.3f} (rank {r}, n={n} trials)<br>{m}"
-                                            for p, v, r, n, m in zip(rows.index, rows["importance"], rows["rank"],
-                                                                     rows["n_trials"], marked)],
-                                 hoverinfo="text"), row=1, col=col)
+            defaults = np.where((rows["defaults"] != "") & (rows.index != "framework"),
+                                "<br>framework defaults: " + rows["defaults"].astype(str), "")
+            fig.add_trace(go.Bar(
+                y=rows.index, x=rows["importance"], orientation="h", name=LABELS[evaluator], legendgroup=evaluator,
+                showlegend=col == 1, marker=dict(color=palette[evaluator]),
+                error_x=dict(type="data", symmetric=False, array=(rows["high"] - rows["importance"]).fillna(0),
+                             arrayminus=(rows["importance"] - rows["low"]).fillna(0), color="#444", thickness=1.2),
+                hovertext=[f"{block}, {LABELS[evaluator]} {p}: {v:.3f} [{lo:.3f}, {hi:.3f}] (rank {r}, n={n} "
+                           f"sampled trials){d}" for p, v, lo, hi, r, n, d in
+                           zip(rows.index, rows["importance"], rows["low"], rows["high"], rows["rank"],
+                               rows["n_trials"], defaults)], hoverinfo="text"), row=1, col=col)
     fig.update_layout(barmode="group", legend=dict(traceorder="reversed"))
-    fig.update_xaxes(title="importance for accuracy (sums to 1 per evaluator)")
-    title = regime_title("Hyper-parameter importance (PED-ANOVA; fANOVA with 16 trees of depth 8)",
+    fig.update_xaxes(title="importance (sums to 1 per evaluator)", range=[0, 1.05])
+    fig.update_yaxes(automargin=True, ticksuffix=" ")
+    title = regime_title("Hyper-parameter importance for accuracy, sampled trials only: 95% bootstrap intervals",
                          [b for b in blocks if b != ALL_TRIALS])
-    return finish(fig, title, 200 + 50 * len(order))
+    return finish(fig, title, 260 + 46 * len(order))
 
 
 def _per_parameter(data: pd.DataFrame, y: str, hover, title: str, y_title: str, marks, legend):
@@ -139,6 +154,7 @@ def _per_parameter(data: pd.DataFrame, y: str, hover, title: str, y_title: str, 
                                      line=dict(color=palette[framework], dash=dash(regime)),
                                      marker=dict(color=palette[framework], symbol=symbol(regime)),
                                      hovertext=hover(line), hoverinfo="text"), row=row, col=col)
+        fig.update_xaxes(tickangle=-30, automargin=True, tickfont=dict(size=10), row=row, col=col)
         mask, marked_y = marks(rows)
         add_default_marks(fig, rows["value"][mask], marked_y[mask], rows["framework"][mask] + " (" +
                           rows[REGIME][mask] + ") default", row, col)
@@ -164,10 +180,11 @@ def plot_divergence(data: pd.DataFrame):
         return (rows["framework"] + " (" + rows[REGIME] + ") " + rows["parameter"] + " " + rows["value"] + ": "
                 + rows["n_diverged"].astype(str) + " diverged, " + rows["n_failed"].astype(str) + " failed of n="
                 + rows["n_trials"].astype(str) + " trials (" + rows["n_seeds"].astype(str) + " seeds)")
-    return _per_parameter(data, "divergence_rate", hover, "Divergence rate across each parameter's range",
-                          "diverged / trials", marks=lambda rows: (rows["n_defaults"] > 0, rows["divergence_rate"]),
-                          legend=lambda name, line: framework_label(name, line["n_trials"].sum(),
-                                                                    line["n_seeds"].max()))
+    fig = _per_parameter(data, "divergence_rate", hover, "Divergence rate across each parameter's range",
+                         "diverged / trials", marks=lambda rows: (rows["n_defaults"] > 0, rows["divergence_rate"]),
+                         legend=lambda name, line: framework_label(name, line["n_trials"].sum(),
+                                                                   line["n_seeds"].max()))
+    return fig.update_yaxes(range=[-0.03, 1.03])  # a rate: never below 0 or above 1, even when all are 0
 
 
 def plot_slice(points: pd.DataFrame):
@@ -179,8 +196,9 @@ def plot_slice(points: pd.DataFrame):
         rows = points[points["parameter"] == name]
         scale = rows["scale"].iloc[0]
         if scale == "category":
-            _ordered_axis(fig, sorted(rows["value"].unique().tolist(), key=str), row, col)
-            rows = rows.assign(value=rows["value"].astype(str))
+            _ordered_axis(fig, [format_value(v) for v in sorted(rows["value"].unique().tolist(), key=numeric_sort_key)],
+                          row, col)
+            rows = rows.assign(value=rows["value"].map(format_value))
         for framework, regime, part in _series(rows):
             series = series_name(framework, regime, regimes)
             fig.add_trace(go.Scattergl(
@@ -265,12 +283,11 @@ def plot_curves(curves: pd.DataFrame):
 def plot_seeds(intervals: pd.DataFrame, metric: str = "accuracy", top: int = 20):
     rows = framework_comparisons(intervals, metric, top)
     palette, regimes, fig = colours(rows["framework"]), regimes_of(rows), go.Figure()
-    mean, low, high = rows[f"{metric}_mean"], rows[f"{metric}_low"], rows[f"{metric}_high"]
-    interval = np.where(low.notna(), " [" + low.round(4).astype(str) + ", " + high.round(4).astype(str) + "]",
-                        " (no interval with one seed)")
+    digits = 4 if metric.endswith("accuracy") else 2
+    text = [interval_text(m, lo, hi, n, digits) for m, lo, hi, n in zip(
+        rows[f"{metric}_mean"], rows[f"{metric}_low"], rows[f"{metric}_high"], rows[f"{metric}_n"])]
     rows = rows.assign(n_text="n=" + rows["n_seeds"].astype(str), hover=rows["framework"] + " (" + rows[REGIME]
-                       + ") " + rows["configuration"] + "<br>mean " + mean.round(4).astype(str) + interval + ", n="
-                       + rows["n_seeds"].astype(str) + " seeds")
+                       + ") " + rows["configuration"] + "<br>" + pd.Series(text, index=rows.index))
     for framework, regime, part in _series(rows):
         fig.add_trace(go.Scatter(
             y=part["configuration"], x=part[f"{metric}_mean"], mode="markers+text", orientation="h",
@@ -286,10 +303,14 @@ def plot_seeds(intervals: pd.DataFrame, metric: str = "accuracy", top: int = 20)
     fig.update_yaxes(type="category", categoryorder="array", categoryarray=labels[::-1], automargin=True)
     fig.update_layout(scattermode="group")
     fig.update_xaxes(title=f"{metric.replace('_', ' ')} (mean over seeds)")
+    if metric.endswith("accuracy"):
+        fig.update_xaxes(range=[max(0.0, float(rows[f"{metric}_low"].fillna(rows[f"{metric}_mean"]).min()) - 0.02),
+                                min(1.0, float(rows[f"{metric}_high"].fillna(rows[f"{metric}_mean"]).max()) + 0.02)
+                                + 0.03])  # room for the n labels
     confidence = f"{intervals['confidence'].iloc[0]:.0%}"
     return finish(fig, regime_title(f"{metric.replace('_', ' ').capitalize()} over seeds per configuration: mean "
-                                    f"and {confidence} interval (Student t); n=1 shows the mean only", regimes),
-                  160 + 34 * len(labels))
+                                    f"and {confidence} interval (3+ seeds; 2 seeds: their range; 1: the mean)",
+                                    regimes), 160 + 34 * len(labels))
 
 
 def plot_resources(usage: pd.DataFrame):
@@ -315,6 +336,7 @@ def plot_resources(usage: pd.DataFrame):
 
 
 KINDS = {
+    "findings": (findings, plot_findings),
     "frontier": (runtime_accuracy_frontier, plot_frontier),
     "importance": (parameter_importance, plot_importance),
     "isolation": (isolation, plot_isolation),

@@ -1,6 +1,9 @@
 """One self-contained HTML page about a study: plotly.js inline once, every figure as a div, the tables,
 the environment the trials ran in and the study's storage (never its password). It opens offline.
 
+It opens with the findings: what the studies' data says about each claim, with verdicts, effect sizes,
+intervals and Holm-corrected tests (`findings`, drawn by `claims.findings_html`).
+
 A section without the data it needs says what would fill it. "Transfer of defaults" and "Robustness" come
 from the study's trials of defaults and its robustness records, or from another study given beside it
 (the study of `sensitivity transfer`, say). Every section says the regime (`semantics`) its numbers come
@@ -14,30 +17,22 @@ from pathlib import Path
 
 import pandas as pd
 
-from sensitivity.analysis.frontier import runtime_accuracy_frontier
-from sensitivity.analysis.importance import ALL as ALL_TRIALS
-from sensitivity.analysis.importance import parameter_importance
-from sensitivity.analysis.plots import KINDS, plot_frontier, plot_importance, plot_resources, plot_seeds
-from sensitivity.analysis.resources import resource_use
-from sensitivity.attacks import PGD_STEPS
 from sensitivity.analysis.ablation import ablation_path, plot_ablation
-from sensitivity.analysis.robustness import plot_robustness, robustness_curves
+from sensitivity.analysis.claims import findings_html, importance_html, robustness_html, transfer_html
+from sensitivity.analysis.frontier import runtime_accuracy_frontier
+from sensitivity.analysis.pages import (STYLE, figure_html, guarded, missing_html, note_html, regime_html,
+                                        table_html)
+from sensitivity.analysis.plots import KINDS, plot_frontier, plot_resources, plot_seeds
+from sensitivity.analysis.resources import resource_use
+from sensitivity.analysis.robustness import robustness_curves
 from sensitivity.analysis.seeds import NEEDS_SEEDS, has_intervals, seed_intervals
 from sensitivity.analysis.summary import framework_summary
-from sensitivity.analysis.table import (OUTCOMES, REGIME, NotEnoughData, regime_note, regime_sorted, regimes_of,
-                                        trials_table)
-from sensitivity.analysis.transfer import plot_transfer, transfer_matrix
+from sensitivity.analysis.table import OUTCOMES, REGIME, NotEnoughData, regime_sorted, regimes_of, trials_table
+from sensitivity.attacks import PGD_STEPS
 
 ENVIRONMENT = (("host", "env_host"), ("CPU", "env_cpu"), ("GPU", "gpu_name"), ("device", "env_device"),
                ("python", "env_python"), ("numpy", "env_numpy"), ("git revision", "env_git_revision"),
                ("initialiser", "env_init"), ("threads", "env_threads"))
-STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;color:#222}
-h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-top:.6em}table{border-collapse:collapse;margin:.6em 0}
-td,th{border:1px solid #ddd;padding:3px 8px;text-align:right;font-size:.9em}th{background:#f4f4f4}
-td:first-child,th:first-child{text-align:left}.missing{color:#8a5a00;background:#fff6e0;padding:.5em 1em}
-.note{color:#555}nav a{margin-right:1em}.scroll{overflow-x:auto}"""
-
-
 def write_report(study, out_path, *, others=()) -> Path:
     """Write the report of `study` (or of a trial table) to `out_path` (.html); returns the path.
     `others` are further studies (or tables) whose transfer matrix or robustness records fill those
@@ -54,20 +49,20 @@ def render_report(table: pd.DataFrame, others=()) -> str:
 
     name = table.attrs.get("study", "trial table")
     sources = [table, *others]
-    sections = [("study", "Study", study_section(table, others)),
+    sections = [("findings", "Findings", guarded(lambda: findings_html(table, others))),
+                ("study", "Study", study_section(table, others)),
                 ("environment", "Environment", _environment(table)),
-                ("summary", "Framework by dataset", _guarded(lambda: _summary(table))),
-                ("frontier", "Runtime-accuracy frontier", _guarded(lambda: _frontier(table))),
-                ("importance", "Hyper-parameter importance", _guarded(lambda: _importance(table))),
+                ("summary", "Framework by dataset", guarded(lambda: _summary(table))),
+                ("frontier", "Runtime-accuracy frontier", guarded(lambda: _frontier(table))),
+                ("importance", "Hyper-parameter importance", guarded(lambda: importance_html(table))),
                 ("isolation", "Isolation of each parameter", _figure_section(table, "isolation")),
-                ("seeds", "Seeds: mean and interval", _guarded(lambda: _seeds(table))),
-                ("resources", "Resource use", _guarded(lambda: _resources(table))),
+                ("seeds", "Seeds: mean and interval", guarded(lambda: _seeds(table))),
+                ("resources", "Resource use", guarded(lambda: _resources(table))),
                 ("divergence", "Divergence", _figure_section(table, "divergence")),
                 ("curves", "Learning curves", _figure_section(table, "curves")),
                 ("slice", "Slice", _figure_section(table, "slice")),
                 ("contour", "Contour", _figure_section(table, "contour")),
-                ("transfer", "Transfer of defaults", _first_of(sources, transfer_matrix, _transfer,
-                                                               "run sensitivity transfer")),
+                ("transfer", "Transfer of defaults", _transfer(sources)),
                 ("robustness", "Robustness", _first_of(sources, robustness_curves, _robustness,
                                                        "run sensitivity robustness")),
                 ("ablation", "Ablation path between set-ups", _first_of(sources, ablation_path, _ablation,
@@ -127,39 +122,10 @@ def optimizers(table: pd.DataFrame) -> list:
             for (fw, regime), part in found.groupby(["framework", REGIME], sort=False)]
 
 
-def table_html(frame: pd.DataFrame, empty: str = "no rows") -> str:
-    if frame.empty:
-        return _missing(empty)
-    return '<div class="scroll">' + frame.to_html(index=False, border=0, na_rep="-",
-                                                   float_format=lambda v: f"{v:.4g}") + "</div>"
-
-
-def figure_html(fig, anchor: str) -> str:
-    div = fig.to_html(full_html=False, include_plotlyjs=False, div_id=f"figure-{anchor}",
-                      config={"displaylogo": False, "responsive": True})
-    return f'<div class="figure" data-kind="{anchor}">{div}</div>'
-
-
-def _missing(message: str) -> str:
-    return f'<p class="missing">{html.escape(message)}</p>'
-
-
-def _guarded(build) -> str:
-    try:
-        return build()
-    except NotEnoughData as reason:
-        return _missing(str(reason))
-
-
-def regime_html(rows: pd.DataFrame, extra: str = "") -> str:
-    """The note a section opens with: the regimes of the rows it used ("Regime: native")."""
-    return f'<p class="note regime">{html.escape(regime_note(rows) + extra)}.</p>'
-
-
 def _environment(table: pd.DataFrame) -> str:
     env = environment(table)
     if env.empty:
-        return _missing("not recorded: the trials carry no environment (env) attributes")
+        return missing_html("not recorded: the trials carry no environment (env) attributes")
     return regime_html(table) + table_html(env)
 
 
@@ -174,7 +140,7 @@ def _figure_section(table: pd.DataFrame, kind: str) -> str:
     def build():
         data = compute(table)
         return regime_html(data) + figure_html(plot(data), kind)
-    return _guarded(build)
+    return guarded(build)
 
 
 def _frontier(table: pd.DataFrame) -> str:
@@ -187,23 +153,9 @@ def _frontier(table: pd.DataFrame) -> str:
             + table_html(frontier.summary))
 
 
-def _importance(table: pd.DataFrame) -> str:
-    importance = parameter_importance(table)
-    regimes = importance[importance[REGIME].ne(ALL_TRIALS)]
-    extra = "; and all trials, the regime a parameter" if importance[REGIME].eq(ALL_TRIALS).any() else ""
-    parts = [regime_html(regimes, extra), figure_html(plot_importance(importance), "importance")]
-    for block, rows in importance.groupby(REGIME, sort=False):
-        ranks = rows.pivot(index="parameter", columns="evaluator", values="importance")
-        ranks = ranks.rename_axis(columns=None).reset_index().sort_values(ranks.columns[0], ascending=False)
-        title = "All trials, the regime a parameter" if block == ALL_TRIALS else f"Regime {block}"
-        parts.append(f"<h3>{html.escape(title)} (n={rows['n_trials'].max()} trials)</h3>" + table_html(ranks))
-    parts += [_missing(f"{block}: {reason}") for block, reason in importance.attrs.get("missing", {}).items()]
-    return "".join(parts)
-
-
 def _seeds(table: pd.DataFrame) -> str:
     intervals = seed_intervals(table)
-    note = "" if has_intervals(intervals) else _missing(
+    note = "" if has_intervals(intervals) else missing_html(
         f"{NEEDS_SEEDS} (the space's `seeds: 2` or more); the means below are single runs, n=1")
     columns = ["framework", REGIME, "configuration", "n_seeds", "accuracy_mean", "accuracy_low", "accuracy_high",
                "train_time_s_mean", "train_time_s_low", "train_time_s_high"]
@@ -226,24 +178,27 @@ def _first_of(sources, compute, section, missing: str) -> str:
             reasons.append(str(reason))
             continue
         label = source.attrs.get("study")
-        origin = f'<p class="note">From study {html.escape(label)}.</p>' if source is not sources[0] and label else ""
-        return origin + section(data)
-    return _missing(f"not computed for this study: {missing} ({reasons[0]})")
+        origin = note_html(f"From study {label}.") if source is not sources[0] and label else ""
+        return origin + section(data, source)
+    return missing_html(f"not computed for this study: {missing} ({reasons[0]})")
 
 
-def _transfer(cells: pd.DataFrame) -> str:
-    note = ('<p class="note">Each default is judged against the target framework\'s own default run in the same '
-            'regime; the matrices of different regimes stand side by side, native first.</p>')
-    return regime_html(cells) + note + figure_html(plot_transfer(cells), "transfer") + table_html(cells)
+def _transfer(sources: list) -> str:
+    """From the source whose defaults span the most datasets and frameworks (`transfer.richest_transfer`),
+    with the others as known configurations."""
+    try:
+        return transfer_html(sources)
+    except NotEnoughData as reason:
+        return missing_html(f"not computed for this study: run sensitivity transfer ({reason})")
 
 
-def _ablation(path: pd.DataFrame) -> str:
+def _ablation(path: pd.DataFrame, source=None) -> str:
     from sensitivity.analysis.intervals import Interval
 
     note = (f'<p class="note">From {html.escape(path.attrs["source"])} to {html.escape(path.attrs["target"])}, '
             f'{path.attrs["seeds"]} seeds per point: each step changes the knob that moved validation accuracy '
-            'most (test accuracy beside it, never used to choose); mean and 95% interval (Student t, within the '
-            'metric\'s range; n=2 gives the range).' + (f' No effect on this configuration, not walked: '
+            'most (test accuracy beside it, never used to choose); mean and 95% interval (within the metric\'s '
+            'range; n=2 gives the range, no interval).' + (f' No effect on this configuration, not walked: '
                                                         f'{html.escape(", ".join(path.attrs["inert"]))}.'
                                                         if path.attrs.get("inert") else "") + '</p>')
     shown = path[["step", "change", "n"]].copy()
@@ -255,21 +210,5 @@ def _ablation(path: pd.DataFrame) -> str:
     return note + figure_html(plot_ablation(path), "ablation") + table_html(shown)
 
 
-def _robustness(curves: pd.DataFrame) -> str:
-    note = "" if (curves["n"] >= 2).any() else _missing(
-        "one model per framework: no interval; keep the weights of 2 or more seeds for one")
-    curves = curves.assign(cell=[f"{m:.3f} (n={n})" for m, n in zip(curves["accuracy_mean"], curves["n"])])
-    white = curves[curves["kind"].eq("white-box")].pivot(
-        index=[REGIME, "dataset", "attack", "target_framework"], columns="eps", values="cell")
-    cross = curves[curves["kind"].eq("transfer")].pivot(
-        index=[REGIME, "dataset", "attack", "source_framework", "target_framework"], columns="eps", values="cell")
-    tables = [("White-box accuracy by eps", white), ("Accuracy on examples made on another model, by eps", cross)]
-    method = ('<p class="note">White-box attacks through each model\'s own framework: FGSM, and PGD with a random '
-              f'start and {PGD_STEPS} steps of 2.5 eps / {PGD_STEPS}; eps is an L-infinity radius in the data\'s units, '
-              f'on the first {int(curves["samples"].min())} test samples. n: the models (seeds, configurations) behind '
-              'a mean; intervals are 95% Student t. Examples made on a model of one regime and tested on a model of '
-              'the other are left out.</p>')
-    return regime_html(curves) + note + method + figure_html(plot_robustness(curves), "robustness") + "".join(
-        f"<h3>{title}</h3>" + table_html(regime_sorted(frame.rename(columns=lambda e: f"eps {e:g}").reset_index(),
-                                                      frame.index.names))
-        for title, frame in tables if len(frame))
+def _robustness(curves: pd.DataFrame, source: pd.DataFrame) -> str:
+    return robustness_html(curves, source, PGD_STEPS)

@@ -1,24 +1,34 @@
-"""Robustness to adversarial examples (Liu et al. 2018): accuracy against epsilon, white-box and transferred.
+"""Robustness to adversarial examples (Liu et al. 2018): accuracy against epsilon, white-box and transferred,
+also relative to each model's clean accuracy, and fair comparisons between frameworks.
 
 `sensitivity robustness` stores one record per attacked trial in the study (user attribute
 `robustness:NUMBER`); the trial table carries them in `attrs["robustness"]`. `robustness_curves` gives one
 row per dataset, attack, epsilon and (source framework, target framework): the mean accuracy over the
-target models, its 95% Student-t interval (empty for n < 2, never made up) and n, the models behind it.
-`kind` is `white-box` where each model was attacked through its own gradient, `transfer` where it was
-tested on the examples other models' attacks made (other seeds of its own framework included).
+target models with its 95% interval (`intervals`: none below 3 models, the range at 2) and n, the models
+behind it; the same for the accuracy relative to each model's clean accuracy. `kind` is `white-box` where
+each model was attacked through its own gradient, `transfer` where it was tested on the examples other
+models' attacks made (other seeds of its own framework included).
+`robustness_comparisons` compares frameworks only where their models' clean accuracies agree within
+CLEAN_MARGIN: an under-trained model's lower accuracy under attack says more about its training than about
+its framework.
 Every row carries the target model's regime (`semantics`); a mean is over models of one regime, and
 examples made on a model of one regime and tested on a model of the other are left out of the curves
 (`robustness_rows` keeps them, with `source_semantics`).
 """
 from __future__ import annotations
 
+from itertools import combinations
+
 import numpy as np
 import pandas as pd
+
+from sensitivity.analysis.intervals import CONFIDENCE, difference, group_intervals
 
 from sensitivity.analysis.style import colours, dash, finish, go, make_subplots, regime_title, series_name, symbol
 from sensitivity.analysis.table import REGIME, NotEnoughData, regime_sorted, regimes_of, trained, trials_table
 
 PREFIX = "robustness:"
+CLEAN_MARGIN = 0.02  # models compared under attack only where their clean accuracies agree this closely
 NEEDS = "robustness needs trained weights attacked by sensitivity robustness (sweep with --keep-weights first)"
 
 
@@ -26,91 +36,145 @@ def robustness_rows(table) -> pd.DataFrame:
     """One row per target model, attack, epsilon and source model (the target itself for white-box)."""
     table = trials_table(table)
     records = table.attrs.get("robustness") or {}
-    models = trained(table).set_index("number") if len(table) else table
+    models = trained(table)
+    info = {number: (framework, regime, dataset) for number, framework, regime, dataset in
+            zip(models["number"], models["framework"], models[REGIME], models["dataset"])}
     rows = []
     for number, record in records.items():
         number = int(number)
-        if number not in models.index:
+        if number not in info:
             continue
-        target = models.loc[number]
-        base = {"dataset": target.get("dataset"), REGIME: target[REGIME], "target_trial": number,
-                "target_framework": target["framework"], "samples": record["samples"],
-                "clean_accuracy": record["clean"]}
+        framework, regime, dataset = info[number]
+        base = {"dataset": dataset, REGIME: regime, "target_trial": number, "target_framework": framework,
+                "samples": record["samples"], "clean_accuracy": record["clean"]}
         sources = [(number, "white-box", record["white_box"])]
         sources += [(int(s), "transfer", accs) for s, accs in record.get("transfer", {}).items()]
         for source, kind, by_attack in sources:
-            if source not in models.index:
+            if source not in info:
                 continue
             for attack, accuracies in by_attack.items():
                 for eps, accuracy in zip(record["eps"], accuracies):
-                    rows.append({**base, "source_trial": source, "source_framework": models.loc[source, "framework"],
-                                 "source_semantics": models.loc[source, REGIME], "kind": kind, "attack": attack,
-                                 "eps": eps, "accuracy": accuracy})
+                    rows.append({**base, "source_trial": source, "source_framework": info[source][0],
+                                 "source_semantics": info[source][1], "kind": kind, "attack": attack,
+                                 "eps": eps, "accuracy": accuracy,
+                                 "relative_accuracy": accuracy / record["clean"] if record["clean"] else np.nan})
     if not rows:
         raise NotEnoughData(NEEDS)
     return pd.DataFrame(rows)
 
 
-def robustness_curves(table, confidence: float = 0.95) -> pd.DataFrame:
-    """Mean accuracy over target models per regime, dataset, attack, eps, kind and framework pair, with
-    interval; pairs of models of different regimes are left out."""
-    from scipy import stats
-
+def robustness_curves(table, confidence: float = CONFIDENCE) -> pd.DataFrame:
+    """Mean accuracy over target models per regime, dataset, attack, eps, kind and framework pair, with its
+    interval (`intervals.group_intervals`), n (models), the models' mean clean accuracy, and the accuracy
+    relative to each model's clean accuracy (`relative_mean`, `_low`, `_high`); pairs of models of different
+    regimes are left out."""
     rows = robustness_rows(table)
     rows = rows[rows[REGIME].eq(rows["source_semantics"])]
     keys = [REGIME, "dataset", "attack", "kind", "source_framework", "target_framework", "eps"]
-    # a target tested on several source models of one framework counts once: its mean over them
-    per_target = rows.groupby(keys + ["target_trial"], dropna=False)["accuracy"].mean().reset_index()
-    out = (per_target.groupby(keys, dropna=False)["accuracy"]
-           .agg(accuracy_mean="mean", accuracy_std="std", n="count").reset_index())
-    n = out["n"].to_numpy(float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        t = np.where(n >= 2, stats.t.ppf((1 + confidence) / 2, np.maximum(n - 1, 1)), np.nan)
-        half = t * out["accuracy_std"].to_numpy(float) / np.sqrt(n)
-    out["accuracy_low"], out["accuracy_high"] = out["accuracy_mean"] - half, out["accuracy_mean"] + half
+    per_target = _per_target(rows, keys)
+    out = group_intervals(per_target, keys, "accuracy", confidence=confidence).rename(columns={"accuracy_n": "n"})
+    relative = group_intervals(per_target, keys, "relative_accuracy", "relative", "relative", confidence)
+    clean = per_target.groupby(keys, dropna=False, sort=False)["clean_accuracy"].mean().rename("clean_mean")
+    out = out.merge(relative.drop(columns="relative_n"), on=keys).join(clean, on=keys)
     out["samples"] = int(rows["samples"].min())
-    return regime_sorted(out.drop(columns="accuracy_std"), keys)
+    return regime_sorted(out, keys)
+
+
+def _per_target(rows: pd.DataFrame, keys: list) -> pd.DataFrame:
+    """A target tested on several source models of one framework counts once: its mean over them."""
+    return (rows.groupby(keys + ["target_trial"], dropna=False)[["accuracy", "relative_accuracy", "clean_accuracy"]]
+            .mean().reset_index())
+
+
+def robustness_comparisons(table, margin: float = CLEAN_MARGIN, eps=None) -> pd.DataFrame:
+    """Pairs of frameworks under white-box attack, per regime, dataset and attack, at `eps` (by default the
+    most telling one: the eps > 0 at which the models' mean accuracy relative to clean is nearest 0.5): the
+    difference of their accuracies relative to clean (Welch, `intervals.difference`), made only where their
+    mean clean accuracies agree within `margin`; otherwise `comparable` is False and `note` says why."""
+    rows = robustness_rows(table)
+    rows = rows[rows["kind"].eq("white-box") & rows["eps"].gt(0)]
+    keys = [REGIME, "dataset", "attack"]
+    out = []
+    for (regime, dataset, attack), part in rows.groupby(keys, dropna=False):
+        chosen = eps if eps is not None else _telling_eps(part)
+        at = part[np.isclose(part["eps"], chosen)]
+        models = {fw: m for fw, m in at.groupby("target_framework")}
+        for a, b in combinations(sorted(models), 2):
+            clean_a, clean_b = models[a]["clean_accuracy"].mean(), models[b]["clean_accuracy"].mean()
+            row = {REGIME: regime, "dataset": dataset, "attack": attack, "eps": chosen, "framework_a": a,
+                   "framework_b": b, "clean_a": clean_a, "clean_b": clean_b,
+                   "comparable": bool(abs(clean_a - clean_b) <= margin), "margin": margin,
+                   "relative_a": models[a]["relative_accuracy"].mean(),
+                   "relative_b": models[b]["relative_accuracy"].mean()}
+            if row["comparable"]:
+                diff = difference(models[a]["relative_accuracy"], models[b]["relative_accuracy"])
+                row.update(estimate=diff.estimate, low=diff.low, high=diff.high, p=diff.p, n_a=diff.n_a,
+                           n_b=diff.n_b, sd=diff.sd, method=diff.method, note="")
+            else:
+                row.update(estimate=np.nan, low=None, high=None, p=None, n_a=len(models[a]), n_b=len(models[b]),
+                           sd=None, method="not compared",
+                           note=f"clean accuracies {clean_a:.3f} and {clean_b:.3f} differ by more than {margin:g}")
+            out.append(row)
+    columns = [REGIME, "dataset", "attack", "eps", "framework_a", "framework_b", "clean_a", "clean_b", "comparable",
+               "margin", "relative_a", "relative_b", "estimate", "low", "high", "p", "n_a", "n_b", "sd", "method",
+               "note"]
+    return regime_sorted(pd.DataFrame(out, columns=columns), keys + ["framework_a", "framework_b"])
+
+
+def _telling_eps(rows: pd.DataFrame) -> float:
+    means = rows.groupby("eps")["relative_accuracy"].mean()
+    return float((means - 0.5).abs().idxmin())
 
 
 def plot_robustness(curves: pd.DataFrame):
     """One row per dataset, attack and regime: white-box accuracy against eps per framework (mean and
-    interval, n in the legend), and at the largest eps the accuracy of the models of one framework (column)
-    on the examples made on another (row); the diagonal is white-box."""
+    interval, n and clean accuracy in the legend), the same relative to each model's clean accuracy, and at
+    the largest eps the accuracy of the models of one framework (column) on the examples made on another
+    (row); the diagonal is white-box."""
     regimes = regimes_of(curves)
     panels = sorted({(d, a, r) for d, a, r in zip(curves["dataset"], curves["attack"], curves[REGIME])},
                     key=lambda p: (p[0], p[1], regimes.index(p[2])))
     top = curves["eps"].max()
-    titles = [t for d, a, r in panels for t in (f"{d}, {a.upper()}, {r}: white-box",
-                                                 f"{d}, {a.upper()}, {r} at eps {top:g}")]
-    fig = make_subplots(rows=len(panels), cols=2, subplot_titles=titles, column_widths=[0.58, 0.42],
-                        horizontal_spacing=0.12, vertical_spacing=0.35 / max(1, len(panels)))
+    titles = [t for d, a, r in panels for t in (f"{d}, {a.upper()}, {r}: white-box accuracy",
+                                                 "relative to the model's clean accuracy",
+                                                 f"made on one, tested on another, eps {top:g}")]
+    fig = make_subplots(rows=len(panels), cols=3, subplot_titles=titles, column_widths=[0.36, 0.36, 0.28],
+                        horizontal_spacing=0.09, vertical_spacing=0.35 / max(1, len(panels)))
     palette, shown = colours(curves["target_framework"]), set()
     for row, (dataset, attack, regime) in enumerate(panels, start=1):
         part = curves[curves["dataset"].eq(dataset) & curves["attack"].eq(attack) & curves[REGIME].eq(regime)]
-        _curves(fig, part[part["kind"].eq("white-box")], palette, shown, row, 1, regimes)
-        _matrix(fig, part, row, 2)
+        white = part[part["kind"].eq("white-box")]
+        _curves(fig, white, "accuracy", palette, shown, row, 1, regimes)
+        _curves(fig, white, "relative", palette, shown, row, 2, regimes)
+        _matrix(fig, part, row, 3)
         fig.update_xaxes(title="eps", row=row, col=1)
+        fig.update_xaxes(title="eps", row=row, col=2)
         fig.update_yaxes(title="accuracy", range=[0, 1.02], row=row, col=1)
-        fig.update_xaxes(title="tested on", type="category", row=row, col=2)
-        fig.update_yaxes(title="made on", type="category", row=row, col=2)
+        fig.update_yaxes(title="accuracy / clean accuracy", rangemode="tozero", row=row, col=2)
+        fig.update_xaxes(title="tested on", type="category", row=row, col=3)
+        fig.update_yaxes(title="made on", type="category", automargin=True, row=row, col=3)
     samples = int(curves["samples"].min())
-    return finish(fig, regime_title(f"Robustness to adversarial examples ({samples} test samples per model)",
-                                    regimes), 330 * len(panels) + 120)
+    fig = finish(fig, regime_title(f"Robustness to adversarial examples ({samples} test samples per model)",
+                                   regimes), 360 * len(panels) + 160)
+    return fig.update_layout(legend=dict(orientation="h", y=-0.08 / max(1, len(panels)) - 0.04))
 
 
-def _curves(fig, rows: pd.DataFrame, palette: dict, shown: set, row: int, col: int, regimes: list) -> None:
+def _curves(fig, rows: pd.DataFrame, value: str, palette: dict, shown: set, row: int, col: int,
+            regimes: list) -> None:
     for (framework, regime), line in rows.groupby(["target_framework", REGIME]):
         line = line.sort_values("eps")
         n = int(line["n"].min())
         name = series_name(framework, regime, regimes)
-        error = (line["accuracy_high"] - line["accuracy_mean"]).fillna(0)
-        fig.add_trace(go.Scatter(x=line["eps"], y=line["accuracy_mean"], mode="lines+markers",
-                                 name=f"{name} (n={n} model{'s' if n != 1 else ''})", legendgroup=name,
+        mean = line[f"{value}_mean"]
+        label = f"{name} (n={n} model{'s' if n != 1 else ''})"
+        fig.add_trace(go.Scatter(x=line["eps"], y=mean, mode="lines+markers", name=label, legendgroup=name,
                                  showlegend=name not in shown, line=dict(color=palette[framework], dash=dash(regime)),
                                  marker=dict(symbol=symbol(regime)),
-                                 error_y=dict(type="data", array=error, visible=True),
-                                 hovertext=[f"{name} eps {e:g}: {m:.3f} (n={k})" for e, m, k
-                                            in zip(line["eps"], line["accuracy_mean"], line["n"])],
+                                 error_y=dict(type="data", symmetric=False, visible=True,
+                                              array=(line[f"{value}_high"] - mean).fillna(0),
+                                              arrayminus=(mean - line[f"{value}_low"]).fillna(0)),
+                                 hovertext=[f"{name} eps {e:g}: {m:.3f} {value} (n={k}; clean accuracy {c:.3f})"
+                                            for e, m, k, c in zip(line["eps"], mean, line["n"], line["clean_mean"])],
                                  hoverinfo="text"), row=row, col=col)
         shown.add(name)
 

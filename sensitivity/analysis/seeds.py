@@ -1,46 +1,39 @@
 """Mean and confidence interval over seeds for each framework, regime and configuration.
 
 A configuration (`config_id`) is run once per seed; its trials are grouped by framework, regime
-(`semantics`) and config_id, so seeds of different regimes never share a mean.
-The interval is Student's t: mean +- t(0.975, n-1) * s / sqrt(n). With one seed there is no interval:
-the mean is given with n=1 and `low`/`high` are empty, never made up.
+(`semantics`) and config_id, so seeds of different regimes never share a mean. The interval is the one of
+`intervals.mean_interval` (inside the metric's range): 3 or more seeds give a 95% interval, 2 give their
+range (method "range", no interval), 1 gives the mean alone with `low`/`high` empty, never made up.
 """
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
+from sensitivity.analysis.intervals import CONFIDENCE, group_intervals, interval_text
 from sensitivity.analysis.table import (BY_FRAMEWORK, PARAM, REGIME, NotEnoughData, configuration_label, grouped,
-                                        parameter_names, regime_sorted, trained, trials_table)
+                                        numeric_sort_key, parameter_names, regime_sorted, trained, trials_table)
 
 METRICS = ("accuracy", "train_time_s")
 NEEDS_SEEDS = "seed intervals need 2 or more seeds per configuration"
+KEYS = (*BY_FRAMEWORK, "config_id")
 
 
-def seed_intervals(table, metrics=METRICS, confidence: float = 0.95) -> pd.DataFrame:
+def seed_intervals(table, metrics=METRICS, confidence: float = CONFIDENCE) -> pd.DataFrame:
     """One row per framework, regime and configuration: n_seeds, the configuration's parameters and label, and for
-    each metric `<metric>_mean`, `_low`, `_high` (empty for n < 2) and `_n` (seeds with a value)."""
-    from scipy import stats
-
+    each metric `<metric>_mean`, `_low`, `_high` (the range for n=2, empty for n=1), `_n` (seeds with a value)
+    and `_method` (t, range, single)."""
     table = trials_table(table)
     rows = trained(table)
     if rows.empty:
         raise NotEnoughData("seed intervals need complete trials (status ok or diverged)")
     names = parameter_names(rows, framework=False)
     aggregations = {PARAM + n: (PARAM + n, "first") for n in names}
-    for metric in metrics:
-        aggregations.update({f"{metric}_mean": (metric, "mean"), f"{metric}_std": (metric, "std"),
-                             f"{metric}_n": (metric, "count")})
+    aggregations["dataset"] = ("dataset", "first")
     if "is_default" in rows:
         aggregations["is_default"] = ("is_default", "max")
-    out = grouped(rows, keys=(*BY_FRAMEWORK, "config_id"), **aggregations)
+    out = grouped(rows, keys=KEYS, **aggregations)
     for metric in metrics:
-        n = out[f"{metric}_n"].to_numpy(float)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            t = np.where(n >= 2, stats.t.ppf((1 + confidence) / 2, np.maximum(n - 1, 1)), np.nan)
-            half = t * out[f"{metric}_std"].to_numpy(float) / np.sqrt(n)
-        out[f"{metric}_low"] = out[f"{metric}_mean"] - half
-        out[f"{metric}_high"] = out[f"{metric}_mean"] + half
+        out = out.merge(group_intervals(rows, KEYS, metric, confidence=confidence), on=list(KEYS), how="left")
     out["configuration"] = configuration_label(out, names)
     out["confidence"] = confidence
     return out
@@ -49,16 +42,43 @@ def seed_intervals(table, metrics=METRICS, confidence: float = 0.95) -> pd.DataF
 def framework_comparisons(intervals: pd.DataFrame, metric: str = "accuracy", top: int = 20) -> pd.DataFrame:
     """The rows to compare frameworks on: configurations run by two or more frameworks or regimes first (the
     same parameters but the framework or regime), then the rest, each ranked by its best mean; at most `top`
-    labels."""
+    labels, shown in the order of their parameters' values."""
     series = intervals["framework"] + "/" + intervals[REGIME]
     shared = series.groupby(intervals["configuration"]).nunique()
     best = intervals.groupby("configuration")[f"{metric}_mean"].max()
     ranking = pd.DataFrame({"shared": shared >= 2, "best": best}).sort_values(
         ["shared", "best"], ascending=False)
-    chosen = ranking.index[:top]
+    chosen = _by_parameters(intervals, ranking.index[:top])
     rows = intervals[intervals["configuration"].isin(chosen)].copy()
     rows["position"] = rows["configuration"].map({c: i for i, c in enumerate(chosen)})
     return regime_sorted(rows, ["position", "framework", REGIME])
+
+
+def best_configurations(table, keys=("dataset", *BY_FRAMEWORK)) -> pd.DataFrame:
+    """Per group of `keys`: the configuration of highest mean validation accuracy over seeds (test accuracy
+    where none was recorded), with `best_configuration` (its label), `best_config_id`, its test accuracy and
+    train time as texts with their intervals (`best_accuracy_interval`, `best_time_interval`) and n seeds."""
+    intervals = seed_intervals(table, metrics=("val_accuracy", "accuracy", "train_time_s"))
+    chooser = "val_accuracy_mean" if intervals["val_accuracy_mean"].notna().any() else "accuracy_mean"
+    ranked = intervals.dropna(subset=[chooser]).sort_values(chooser, ascending=False, kind="stable")
+    best = ranked.drop_duplicates(list(keys))
+    out = pd.DataFrame({**{k: best[k] for k in keys}, "best_configuration": best["configuration"],
+                        "best_config_id": best["config_id"], "best_n_seeds": best["n_seeds"],
+                        "best_accuracy_interval": [interval_text(m, lo, hi, n) for m, lo, hi, n in zip(
+                            best["accuracy_mean"], best["accuracy_low"], best["accuracy_high"], best["accuracy_n"])],
+                        "best_time_interval": [interval_text(m, lo, hi, n, 2) for m, lo, hi, n in zip(
+                            best["train_time_s_mean"], best["train_time_s_low"], best["train_time_s_high"],
+                            best["train_time_s_n"])]})
+    out.attrs["chosen_on"] = chooser.replace("_mean", "")
+    return regime_sorted(out, list(keys))
+
+
+def _by_parameters(intervals: pd.DataFrame, chosen) -> list:
+    """The chosen configurations in the order of their parameters' values (numbers as numbers: batch 32, 64,
+    128), so that neighbours on the axis are neighbours in the space."""
+    names = [c for c in intervals if c.startswith(PARAM)]
+    first = intervals.drop_duplicates("configuration").set_index("configuration")
+    return sorted(chosen, key=lambda c: tuple(numeric_sort_key(first.loc[c, n]) for n in names) + (c,))
 
 
 def has_intervals(intervals: pd.DataFrame) -> bool:

@@ -73,7 +73,7 @@ def _from_study(study) -> pd.DataFrame:
     return frame
 
 
-_EXTRA_COLUMNS = (["number", "surplus", "wall_time_s", "is_default"] + [f"gpu_{k}" for k in GPU_FIELDS]
+_EXTRA_COLUMNS = (["number", "surplus", "wall_time_s", "is_default", "planned"] + [f"gpu_{k}" for k in GPU_FIELDS]
                   + [f"env_{k}" for k in ENV_FIELDS])
 
 
@@ -82,7 +82,7 @@ def _extra_fields(trial) -> dict:
     attrs = trial.user_attrs
     gpu, env = attrs.get("gpu") or {}, attrs.get("env") or {}
     row = {"number": trial.number, "surplus": attrs.get("surplus"), "wall_time_s": attrs.get("wall_time_s"),
-           "is_default": attrs.get("is_default")}
+           "is_default": attrs.get("is_default"), "planned": bool(attrs.get("planned"))}
     row.update({f"gpu_{k}": gpu.get(k) for k in GPU_FIELDS})
     row.update({f"env_{k}": env.get(k) for k in ENV_FIELDS})
     return row
@@ -157,18 +157,35 @@ def _parse_curve(curve) -> list:
     return list(curve) if isinstance(curve, (list, tuple, np.ndarray)) else []
 
 
+HEAVY_ATTRS = ("robustness", "ablation")  # records read from the table itself, never from its slices
+
+
 def trained(table: pd.DataFrame) -> pd.DataFrame:
-    """Trials that trained to a result: outcome ok or diverged (Optuna COMPLETE)."""
-    return table[table["outcome"].isin(TRAINED)]
+    """Trials that trained to a result: outcome ok or diverged (Optuna COMPLETE). The slice keeps the table's
+    attrs but its records (HEAVY_ATTRS): pandas deep-copies attrs at every operation, and robustness records
+    made that the larger part of an analysis's time."""
+    rows = table[table["outcome"].isin(TRAINED)]
+    rows.attrs = {k: v for k, v in table.attrs.items() if k not in HEAVY_ATTRS}
+    return rows
 
 
 def has_defaults(table: pd.DataFrame) -> bool:
     return "is_default" in table and bool(table["is_default"].any())
 
 
+def planned_of(table: pd.DataFrame) -> pd.Series:
+    """Boolean mask of planned trials (framework defaults, their transfers, any configuration queued whole):
+    not samples from the search space, so kept out of what describes the space (importance)."""
+    mask = defaults_of(table)
+    for column in ("planned", "default"):
+        if column in table:
+            mask = mask | (table[column].notna() & table[column].ne(False))
+    return mask
+
+
 def defaults_of(table: pd.DataFrame) -> pd.Series:
     """Boolean mask of framework default configurations (all False without an `is_default` column)."""
-    return table["is_default"].astype(bool) if "is_default" in table else pd.Series(False, index=table.index)
+    return table["is_default"].eq(True) if "is_default" in table else pd.Series(False, index=table.index)
 
 
 def parameter_names(table: pd.DataFrame, framework: bool = True) -> list:
@@ -252,7 +269,7 @@ def _inferred(values: pd.Series):
     from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
     if pd.api.types.is_bool_dtype(values) or not pd.api.types.is_numeric_dtype(values):
-        return CategoricalDistribution(sorted(values.unique().tolist(), key=str))
+        return CategoricalDistribution(sorted(values.unique().tolist(), key=numeric_sort_key))
     low, high = float(values.min()), float(values.max())
     log = low > 0 and high / low >= 100
     if (values == values.round()).all():
@@ -264,15 +281,36 @@ def is_categorical(dist) -> bool:
     return hasattr(dist, "choices")
 
 
+def is_number(value) -> bool:
+    return isinstance(value, (int, float, np.number)) and not isinstance(value, (bool, np.bool_))
+
+
+def is_numeric_choice(dist) -> bool:
+    """A categorical distribution of numbers (batch sizes 32, 64, 128): shown in numeric order everywhere."""
+    return is_categorical(dist) and all(is_number(c) for c in dist.choices)
+
+
+def numeric_sort_key(value) -> tuple:
+    """The one order of parameter values on every axis and in every list: numbers by value (32 < 64 < 128),
+    then text, then missing values."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return (2, 0.0, "")
+    if is_number(value):
+        return (0, float(value), "")
+    return (1, 0.0, str(value))
+
+
 def bin_parameter(values: pd.Series, dist, bins: int = 5) -> pd.DataFrame:
-    """Each value's bin: `value` (its label), `order` (for sorting) and `centre` (NaN for categories).
-    Categories, and numbers with at most `bins` distinct values, are their own bins; other numbers fall
-    in `bins` equal bins over the distribution's range (in log space for a log distribution)."""
+    """Each value's bin: `value` (its label), `order` (for sorting) and `centre` (NaN for text categories).
+    Categories, and numbers with at most `bins` distinct values, are their own bins, in numeric order where
+    they are numbers (a categorical batch size too); other numbers fall in `bins` equal bins over the
+    distribution's range (in log space for a log distribution)."""
     values = values.dropna()
     distinct = values.unique()
-    numeric = not is_categorical(dist) and pd.api.types.is_numeric_dtype(values)
-    if not numeric or len(distinct) <= bins:
-        ordered = sorted(distinct.tolist(), key=(float if numeric else str))
+    numeric = ((not is_categorical(dist) or is_numeric_choice(dist)) and pd.api.types.is_numeric_dtype(values)
+               and not pd.api.types.is_bool_dtype(values))
+    if is_categorical(dist) or not numeric or len(distinct) <= bins:
+        ordered = sorted(distinct.tolist(), key=numeric_sort_key)
         order = values.map({v: i for i, v in enumerate(ordered)})
         return pd.DataFrame({"value": values.map(format_value), "order": order.astype(int),
                              "centre": values.astype(float) if numeric else np.nan}, index=values.index)
@@ -282,11 +320,16 @@ def bin_parameter(values: pd.Series, dist, bins: int = 5) -> pd.DataFrame:
     edges = np.linspace(scale(low), scale(high), bins + 1)
     index = np.clip(np.searchsorted(edges, scale(values.to_numpy(float)), side="right") - 1, 0, bins - 1)
     unscale = (lambda x: 10.0 ** x) if log else (lambda x: x)
-    labels = [f"[{format_value(unscale(edges[i]))}, {format_value(unscale(edges[i + 1]))}"
-              + ("]" if i == bins - 1 else ")") for i in range(bins)]
+    labels = [f"[{_edge(unscale(edges[i]))}, {_edge(unscale(edges[i + 1]))}" + ("]" if i == bins - 1 else ")")
+              for i in range(bins)]
     centres = unscale((edges[:-1] + edges[1:]) / 2)
     return pd.DataFrame({"value": np.asarray(labels)[index], "order": index, "centre": centres[index]},
                         index=values.index)
+
+
+def _edge(value: float) -> str:
+    """A bin edge, short enough for a tick label: two significant digits."""
+    return f"{value:.2g}"
 
 
 def format_value(value) -> str:

@@ -4,11 +4,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from sensitivity.commands.common import EXIT_OK, EXIT_TRIAL_FAILED, UsageError, float_list, number
+from sensitivity.commands.common import (EXIT_OK, EXIT_TRIAL_FAILED, UsageError, float_list, load_study,
+                                         number)
 
 # the kinds of sensitivity.analysis.plots.KINDS, named here so that parsing imports no plotting library
-KINDS = ("frontier", "importance", "isolation", "slice", "contour", "curves", "seeds", "resources", "divergence",
-         "transfer", "robustness", "ablation")
+KINDS = ("findings", "frontier", "importance", "isolation", "slice", "contour", "curves", "seeds", "resources",
+         "divergence", "transfer", "robustness", "ablation")
 
 
 def add_parsers(commands) -> None:
@@ -41,12 +42,7 @@ def add_parsers(commands) -> None:
 
 
 def _load(command: str, args, name=None):
-    from sensitivity.sweep import studies
-    from sensitivity.sweep.storage import StorageError
-    try:
-        return studies.load(name or args.study, args.storage)
-    except StorageError as exc:
-        raise UsageError(f"sensitivity {command}: {exc}")
+    return load_study(command, name or args.study, args.storage)
 
 
 def _cmd_robustness(args) -> int:

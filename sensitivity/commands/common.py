@@ -48,3 +48,13 @@ def _number_list(kind, noun: str):
 
 int_list = _number_list(int, "integers")
 float_list = _number_list(float, "numbers")
+
+
+def load_study(command: str, name: str, storage_url=None):
+    """The study `name` of the storage; a UsageError naming the command where there is none."""
+    from sensitivity.sweep import studies
+    from sensitivity.sweep.storage import StorageError
+    try:
+        return studies.load(name, storage_url)
+    except StorageError as exc:
+        raise UsageError(f"sensitivity {command}: {exc}")

@@ -124,6 +124,8 @@ def _check_environments(space: Space) -> None:
 
 
 def _open_study(space: Space, storage, options: SweepOptions):
+    import warnings
+
     import optuna
 
     name = options.study or space.study
@@ -133,6 +135,11 @@ def _open_study(space: Space, storage, options: SweepOptions):
                                 load_if_exists=True)
     if [d.name.lower() for d in study.directions] != directions:
         raise SweepError(f"study {name} exists with other objectives' directions; use --study to name a new one")
+    metrics = [o.metric for o in space.objectives]  # optuna-dashboard shows these, not "Objective 0"
+    if study.metric_names != metrics:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            study.set_metric_names(metrics)
     stored = study.user_attrs.get(SPACE_HASH)
     if stored is None:
         study.set_user_attr(SPACE_HASH, space.fingerprint())

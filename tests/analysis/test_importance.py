@@ -2,11 +2,13 @@
 import math
 
 import optuna
+import pandas as pd
 import pytest
 from analysis_data import frame
 
-from sensitivity.analysis.importance import FANOVA_DEPTH, FANOVA_TREES, make_evaluator, parameter_importance
-from sensitivity.analysis.table import NotEnoughData, trials_table
+from sensitivity.analysis.importance import (FANOVA_DEPTH, FANOVA_TREES, importance_warnings, make_evaluator,
+                                             parameter_importance, planned_trials)
+from sensitivity.analysis.table import NotEnoughData, parameter_distributions, trials_table
 
 
 def synthetic_study(n_trials=120, crash=False):
@@ -77,3 +79,74 @@ def test_importance_needs_two_trials_with_varied_parameters(rows):
 def test_unknown_evaluator_is_named():
     with pytest.raises(ValueError, match="allowed: ped_anova, fanova"):
         make_evaluator("shap")
+
+
+# sampled trials only, intervals, agreement and warnings
+
+def test_planned_trials_are_left_out_and_counted():
+    study_rows = trials_table(synthetic_study(60))
+    planned = study_rows.head(20).assign(is_default=True, accuracy=0.99)  # planned defaults scoring high
+    table = trials_table(pd.concat([planned, study_rows.iloc[20:]], ignore_index=True))
+    out = parameter_importance(table, evaluators=("ped_anova",), resamples=10)
+    assert (out["n_trials"] == 40).all() and out.attrs["planned"] == 20
+    listed = planned_trials(table)
+    assert listed["accuracy_n"].sum() == 20 and (listed["accuracy_mean"] == 0.99).all()
+
+
+def test_only_planned_trials_say_so():
+    rows = [{"framework": fw, "lr": lr, "accuracy": 0.9, "train_time_s": 1, "is_default": True}
+            for fw, lr in (("torch", 0.01), ("jax", 0.1))]
+    with pytest.raises(NotEnoughData, match="all planned"):
+        parameter_importance(trials_table(frame(*rows)))
+
+
+@pytest.mark.parametrize("evaluator", ["ped_anova", "fanova"])
+def test_each_importance_has_a_bootstrap_interval_around_it(importance, evaluator):
+    rows = importance[importance["evaluator"] == evaluator].set_index("parameter")
+    assert rows[["low", "high"]].notna().all().all()
+    assert ((rows["low"] <= rows["importance"] + 1e-12) & (rows["importance"] <= rows["high"] + 1e-12)).all()
+    assert rows.loc["lr", "low"] > rows.loc["dummy", "high"]  # lr matters beyond the intervals
+
+
+def test_fanovas_trees_average_to_its_importance():
+    """The fANOVA interval reads Optuna's per-tree variances: their mean must be the importance it reports."""
+    import numpy as np
+
+    from sensitivity.analysis.importance import FrozenTrialsStudy, _fanova, _negated_accuracy_trials
+
+    rows = trials_table(synthetic_study(80))
+    distributions = {n: d for n, d in parameter_distributions(rows).items() if n != "semantics"}
+    trials = _negated_accuracy_trials(rows, distributions)
+    scores, spread = _fanova(trials, list(distributions), 0)
+    reference = optuna.importance.get_param_importances(FrozenTrialsStudy(trials), params=list(distributions),
+                                                        evaluator=make_evaluator("fanova", seed=0))
+    assert scores == pytest.approx(reference) and set(spread) == set(distributions)
+    assert np.isfinite([v for pair in spread.values() for v in pair]).all()
+    assert all(low <= scores[p] <= high for p, (low, high) in spread.items())
+
+
+def test_rank_agreement_is_printed_per_block(importance):
+    agreement = pd.DataFrame(importance.attrs["agreement"])
+    assert agreement.iloc[0]["n_parameters"] == 3 and agreement.iloc[0]["spearman"] == pytest.approx(1.0)
+    assert agreement.iloc[0]["kendall"] == pytest.approx(1.0)
+
+
+def test_warnings_name_too_few_trials_and_evaluators_that_disagree():
+    def block(evaluator, values):
+        return [{"semantics": "native", "evaluator": evaluator, "parameter": p, "importance": v, "low": lo,
+                 "high": hi, "rank": i + 1, "n_trials": 38, "defaults": ""} for i, (p, (v, lo, hi)) in
+                enumerate(values.items())]
+    clash = pd.DataFrame(block("fanova", {"momentum": (0.59, 0.45, 0.7), "lr": (0.3, 0.2, 0.4),
+                                          "framework": (0.11, 0.0, 0.2)})
+                         + block("ped_anova", {"lr": (0.98, 0.9, 1.0), "momentum": (0.01, 0.0, 0.05),
+                                               "framework": (0.01, 0.0, 0.05)}))
+    texts = [text for _, text in importance_warnings(clash)]
+    assert not any(t.startswith("Only") for t in texts)  # 38 trials for 3 parameters: enough by the rule
+    assert any("disagree beyond their intervals: fANOVA ranks momentum above lr, PED-ANOVA lr above momentum" in t
+               for t in texts)
+    few = clash.assign(n_trials=12)
+    assert any(t.startswith("Only 12 sampled trials for 3 parameters") for _, t in importance_warnings(few))
+    overlapping = clash.assign(low=0.0, high=1.0)
+    texts = [t for _, t in importance_warnings(overlapping)]
+    assert any("different parameters first (fANOVA: momentum, PED-ANOVA: lr) within their intervals" in t
+               for t in texts)

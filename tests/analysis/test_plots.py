@@ -19,7 +19,7 @@ def table(seeded_study):
 
 
 def test_registry_maps_every_kind_to_compute_and_plot():
-    assert list(KINDS) == ["frontier", "importance", "isolation", "slice", "contour", "curves", "seeds",
+    assert list(KINDS) == ["findings", "frontier", "importance", "isolation", "slice", "contour", "curves", "seeds",
                            "resources", "divergence", "transfer", "robustness", "ablation"]
     assert all(callable(compute) and callable(plot) for compute, plot in KINDS.values())
 
@@ -41,16 +41,18 @@ def test_every_kind_draws_a_figure_with_data(figures, kind):
     assert any(len(trace.x if trace.x is not None else trace.y) for trace in fig.data)
 
 
-@pytest.mark.parametrize("kind", [k for k in STUDY_KINDS if k != "importance"])
+@pytest.mark.parametrize("kind", [k for k in STUDY_KINDS if k not in ("importance", "findings")])
 def test_framework_defaults_are_starred(figures, kind):
     marks = [t for t in figures[kind].data if t.name == DEFAULT_NAME]
     assert marks and sum(len(t.x) for t in marks) >= 1
     assert sum(t.showlegend for t in marks) == 1  # one legend entry however many subplots
 
 
-def test_importance_names_the_defaults_beside_the_bars(figures):
-    texts = [text for trace in figures["importance"].data if trace.text is not None for text in trace.text]
-    assert any(text.startswith("framework defaults: ") for text in texts)
+def test_importance_names_the_defaults_in_the_hover_never_on_the_bars(figures):
+    bars = [trace for trace in figures["importance"].data if trace.type == "bar"]
+    assert all(trace.text is None and trace.orientation == "h" for trace in bars)
+    assert any("framework defaults: " in text for trace in bars for text in trace.hovertext)
+    assert figures["importance"].layout.yaxis.automargin  # names are never cut ("framewo")
 
 
 @pytest.mark.parametrize("kind", COMPARING)
@@ -80,7 +82,7 @@ def test_options_reach_the_function_that_takes_them(table):
     assert len(isolation.layout.annotations) == 1  # one subplot title: lr
     with pytest.raises(ValueError, match="unknown option 'colour' for frontier"):
         figure(table, "frontier", colour="red")
-    with pytest.raises(ValueError, match="unknown figure kind 'pie'; allowed: frontier, importance"):
+    with pytest.raises(ValueError, match="unknown figure kind 'pie'; allowed: findings, frontier, importance"):
         figure(table, "pie")
 
 

@@ -164,7 +164,9 @@ def test_importance_has_a_block_per_regime_and_one_over_all_trials(both):
     blocks = {block: set(rows["parameter"]) for block, rows in out.groupby("semantics")}
     assert "semantics" in blocks["all"] and "semantics" not in blocks["native"] | blocks["canonical"]
     assert all("framework" in params for params in blocks.values())
-    assert out.groupby("semantics")["n_trials"].max().to_dict() == {"native": 24, "canonical": 24, "all": 48}
+    # sampled trials only: the 3 framework defaults (x 2 seeds per regime) are planned, not samples
+    assert out.groupby("semantics")["n_trials"].max().to_dict() == {"native": 18, "canonical": 18, "all": 36}
+    assert out.attrs["planned"] == 12
     assert out.groupby("semantics")["importance"].sum().to_numpy() == pytest.approx([1.0] * 3)
 
 
@@ -208,7 +210,7 @@ def test_robustness_curves_are_per_regime_without_cross_regime_pairs():
 def test_every_figure_names_the_regimes_and_keeps_them_apart(both, kind):
     fig = figure(both, kind)
     assert "native" in fig.layout.title.text and "canonical" in fig.layout.title.text
-    if kind not in ("importance", "contour"):  # those draw a panel per regime, titled with it
+    if kind not in ("importance", "contour", "findings"):  # those draw a panel per regime, titled with it
         names = " ".join(str(t.name) + str(t.x if kind == "resources" else "") for t in fig.data)
         assert ", native" in names and ", canonical" in names
     else:

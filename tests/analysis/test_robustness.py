@@ -25,13 +25,15 @@ def table(records, rows=None):
     return frame
 
 
-def test_white_box_is_a_mean_over_models_with_a_t_interval_and_n():
+def test_white_box_is_a_mean_over_models_with_its_interval_and_n():
     curves = robustness_curves(table({0: record([0.9, 0.4]), 1: record([0.9, 0.6]), 2: record([0.8, 0.2])}))
     white = curves[curves["kind"].eq("white-box")].set_index(["target_framework", "eps"])
     torch = white.loc[("torch", 0.1)]
     assert torch["n"] == 2 and torch["accuracy_mean"] == pytest.approx(0.5)
-    # t(0.975, 1) = 12.706; s = 0.1414; half = 12.706 * 0.1414 / sqrt(2) = 1.2706
-    assert torch["accuracy_high"] - torch["accuracy_mean"] == pytest.approx(1.2706, rel=1e-3)
+    # two models: their range, not a t interval 12.7 standard errors wide (-0.77 to 1.77)
+    assert (torch["accuracy_low"], torch["accuracy_high"], torch["accuracy_method"]) == (0.4, 0.6, "range")
+    assert torch["relative_mean"] == pytest.approx((0.4 / 0.9 + 0.6 / 0.9) / 2)
+    assert torch["clean_mean"] == pytest.approx(0.9)
     single = white.loc[("mxnet", 0.1)]
     assert single["n"] == 1 and pd.isna(single["accuracy_low"])  # one model: no interval made up
     assert (curves["samples"] == 100).all()
@@ -66,8 +68,27 @@ def test_figure_has_curves_with_n_and_the_matrix_at_the_largest_eps():
     fig = plot_robustness(robustness_curves(table(records)))
     names = [trace.name for trace in fig.data if trace.type == "scatter"]
     assert "torch (n=2 models)" in names and "mxnet (n=1 model)" in names
+    relative = [t for t in fig.data if t.type == "scatter" and t.xaxis == "x2"]  # the middle column
+    assert {t.name for t in relative} == {"torch (n=2 models)", "mxnet (n=1 model)"}
+    assert "clean accuracy 0.900" in relative[0].hovertext[0] or "clean accuracy 0.800" in relative[0].hovertext[0]
+    assert max(relative[0].y) <= 1.0 and min(relative[0].y) >= 0
     heatmap = next(trace for trace in fig.data if trace.type == "heatmap")
     cells = dict(zip([(y, x) for y in heatmap.y for x in heatmap.x], [v for row in heatmap.z for v in row]))
     assert cells[("torch", "mxnet")] == pytest.approx(0.6) and cells[("mxnet", "torch")] == pytest.approx(0.7)
     assert cells[("torch", "torch")] == pytest.approx(0.5)  # the diagonal is white-box
-    assert any("at eps 0.1" in a.text for a in fig.layout.annotations)
+    assert any("tested on another, eps 0.1" in a.text for a in fig.layout.annotations)
+
+
+def test_frameworks_are_compared_only_where_clean_accuracies_agree():
+    from sensitivity.analysis.robustness import robustness_comparisons
+
+    rows = [model(i, fw) for i, fw in enumerate(["torch"] * 3 + ["mxnet"] * 3 + ["jax"] * 3)]
+    records = {i: record([0.90, 0.90 * k]) for i, k in zip(range(3), (0.70, 0.72, 0.68))}  # torch: clean 0.90
+    records.update({i: record([0.91, 0.91 * k]) for i, k in zip(range(3, 6), (0.50, 0.52, 0.48))})  # mxnet 0.91
+    records.update({i: record([0.54, 0.54 * k]) for i, k in zip(range(6, 9), (0.30, 0.32, 0.28))})  # jax: 0.54
+    pairs = robustness_comparisons(table(records, rows), eps=0.1).set_index(["framework_a", "framework_b"])
+    fair = pairs.loc[("mxnet", "torch")]
+    assert fair["comparable"] and fair["estimate"] == pytest.approx(-0.20) and fair["low"] < -0.2 < fair["high"]
+    for pair in (("jax", "mxnet"), ("jax", "torch")):
+        assert not pairs.loc[pair, "comparable"] and pd.isna(pairs.loc[pair, "low"])
+        assert "differ by more than 0.02" in pairs.loc[pair, "note"]

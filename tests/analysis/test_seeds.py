@@ -4,6 +4,7 @@ import math
 import pytest
 from analysis_data import frame
 
+from sensitivity.analysis.intervals import mean_interval
 from sensitivity.analysis.seeds import framework_comparisons, has_intervals, seed_intervals
 from sensitivity.analysis.table import NotEnoughData, trials_table
 
@@ -19,12 +20,23 @@ def intervals():
     return seed_intervals(trials_table(frame(*rows))).set_index("config_id")
 
 
-def test_student_t_interval_over_three_seeds(intervals):
+def test_intervals_over_three_seeds_are_the_interval_helpers(intervals):
     a = intervals.loc["a"]
     half = T_975_2 * 0.02 / math.sqrt(3)
     assert a["n_seeds"] == 3 and a["accuracy_mean"] == pytest.approx(0.92)
-    assert a["accuracy_low"] == pytest.approx(0.92 - half) and a["accuracy_high"] == pytest.approx(0.92 + half)
+    helper = mean_interval([0.90, 0.92, 0.94], "accuracy")
+    assert (a["accuracy_low"], a["accuracy_high"]) == pytest.approx((helper.low, helper.high))
+    assert a["accuracy_method"] == "t"
+    # accuracy: the hull of Student t and the logit interval, so at least the t interval
+    assert a["accuracy_low"] <= 0.92 - half + 1e-9 and a["accuracy_high"] >= 0.92 + half - 1e-9
     assert a["train_time_s_high"] - a["train_time_s_mean"] == pytest.approx(T_975_2 * 2.0 / math.sqrt(3))
+
+
+def test_two_seeds_give_their_range_and_no_interval():
+    rows = [{"framework": "torch", "config_id": "a", "lr": 0.01, "seed": s, "accuracy": acc, "train_time_s": 1.0}
+            for s, acc in enumerate([0.2, 0.9])]
+    a = seed_intervals(trials_table(frame(*rows))).iloc[0]
+    assert (a["accuracy_low"], a["accuracy_high"], a["accuracy_method"]) == (0.2, 0.9, "range")
 
 
 def test_one_seed_gives_the_mean_and_no_interval(intervals):

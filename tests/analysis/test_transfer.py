@@ -3,7 +3,8 @@ import pandas as pd
 import pytest
 
 from sensitivity.analysis.table import NotEnoughData
-from sensitivity.analysis.transfer import plot_transfer, transfer_matrix
+from sensitivity.analysis.transfer import (budget_note, plot_transfer, richest_transfer, transfer_comparisons,
+                                          transfer_matrix)
 
 
 def row(number, default, source, framework, dataset, accuracy, own, seed=0):
@@ -44,3 +45,28 @@ def test_a_study_without_defaults_says_what_would_fill_it():
     plain = table().drop(columns=["default"])
     with pytest.raises(NotEnoughData, match="sensitivity transfer"):
         transfer_matrix(plain)
+
+
+def test_the_budget_scale_stands_in_every_title_when_below_1():
+    cut = table().assign(budget_scale=[0.04, 0.04, 0.5, 0.04, 0.5])
+    fig = plot_transfer(transfer_matrix(cut))
+    assert "budget cut: each default ran 0.04 to 0.5 of its published training steps" in fig.layout.title.text
+    assert all("(cut budget)" in a.text for a in fig.layout.annotations)
+    assert budget_note([1.0, None]) == "" and "budget" not in plot_transfer(transfer_matrix(table())).layout.title.text
+
+
+def test_comparisons_under_3_seeds_give_the_difference_without_an_interval():
+    rows = transfer_comparisons(table())
+    moved = rows[rows["question"].eq("frameworks")].set_index(["default", "framework", "reference"])
+    home = moved.loc[("tf-demo", "torch", "tf-demo on tensorflow, digits")]
+    assert home["estimate"] == pytest.approx(0.35 - 0.9) and home["low"] is None and home["method"] == "too few"
+    own = moved.loc[("tf-demo", "torch", "torch-demo on torch, digits")]
+    assert own["estimate"] == pytest.approx(0.35 - 0.7)
+
+
+def test_the_richest_source_holds_the_most_datasets():
+    one = table()
+    two = pd.concat([table(), pd.DataFrame([row(9, "torch-demo", "torch", "torch", "mnist5k", 0.9, True)])],
+                    ignore_index=True)
+    source, cells = richest_transfer([one, two])
+    assert source is two and set(cells["target_dataset"]) == {"digits", "mnist5k"}

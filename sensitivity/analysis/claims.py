@@ -1,0 +1,178 @@
+"""The report's sections about the studies' claims, as HTML: the findings (at the top of the page),
+importance, transfer of defaults and robustness. Each reads its data through the analysis functions and says
+what it rests on: regimes, seeds, intervals, budget."""
+from __future__ import annotations
+
+import html
+
+import pandas as pd
+
+from sensitivity.analysis.findings import ALPHA, findings, plot_findings
+from sensitivity.analysis.importance import ALL as ALL_TRIALS
+from sensitivity.analysis.importance import LABELS, TRIALS_PER_PARAMETER, parameter_importance, planned_trials
+from sensitivity.analysis.intervals import interval_text
+from sensitivity.analysis.pages import (figure_html, missing_html, note_html, regime_html, table_html,
+                                        warning_html)
+from sensitivity.analysis.robustness import CLEAN_MARGIN, plot_robustness, robustness_comparisons
+from sensitivity.analysis.table import REGIME, NotEnoughData, regime_sorted, regimes_of
+from sensitivity.analysis.transfer import budget_note, plot_transfer, richest_transfer, transfer_comparisons
+
+
+def _origin(source, sources) -> str:
+    label = source.attrs.get("study")
+    return note_html(f"From study {label}.") if source is not sources[0] and label else ""
+
+
+def findings_html(table: pd.DataFrame, others=()) -> str:
+    found = findings(table, others)
+    claims, comparisons = found.claims, found.comparisons
+    tests = int(comparisons["p_holm"].notna().sum())
+    studies = ", ".join(str(s.attrs.get("study", "a trial table")) for s in [table, *others])
+    tested = (f"{tests} tested comparisons" if tests else
+              "tested comparisons (none here: no comparison has 3 or more seeds a side)")
+    parts = [note_html(
+        f"What the data of {studies} says about each claim, per regime. Each comparison is a difference of means "
+        f"over seeds with its 95% Welch interval; its p-value is corrected by Holm over all {tested}; a difference "
+        f"is an effect at Holm p < {ALPHA:g}, and no effect where its interval lies within +-0.02 (accuracy, or "
+        "accuracy relative to clean); otherwise the verdict is inconclusive, with the seeds per side a two-sample t "
+        "test would need to detect 0.02 with 80% power. Under 3 seeds a side there is no interval and no test.")]
+    for regime in regimes_of(claims):
+        items = []
+        for row in claims[claims[REGIME].eq(regime)].to_dict("records"):
+            badge = row["verdict"].replace(" ", "-")
+            items.append(f'<li><span class="verdict {badge}">{html.escape(row["verdict"])}</span>'
+                         f'<strong>{html.escape(row["claim"])}</strong>: {html.escape(row["sentence"])} '
+                         f'<a href="#{row["anchor"]}">figure</a></li>')
+        parts.append(f"<h3>Regime {html.escape(regime)}</h3><ul class=\"findings\">{''.join(items)}</ul>")
+    try:
+        parts.append(figure_html(plot_findings(found), "findings"))
+    except NotEnoughData as reason:
+        parts.append(missing_html(str(reason)))
+    listed = [f"<li>[{html.escape(r[REGIME])}, {html.escape(r['claim'])}] {html.escape(r['sentence'])}</li>"
+              for r in comparisons.to_dict("records")]
+    if listed:
+        parts.append(f"<details><summary>All {len(listed)} comparisons behind these claims</summary>"
+                     f"<ul class=\"findings\">{''.join(listed)}</ul></details>")
+    return "".join(parts)
+
+
+def importance_html(table: pd.DataFrame) -> str:
+    importance = parameter_importance(table)
+    regimes = importance[importance[REGIME].ne(ALL_TRIALS)]
+    extra = "; and all trials, the regime a parameter" if importance[REGIME].eq(ALL_TRIALS).any() else ""
+    planned = importance.attrs.get("planned", 0)
+    parts = [regime_html(regimes, extra), note_html(
+        f"Over the sampled trials only ({planned} planned trials, framework defaults, left out and listed below). "
+        "Intervals are 95% bootstrap intervals over trials: PED-ANOVA re-run on 50 resamples; fANOVA's spread over "
+        f"its trees, each fit to a bootstrap resample. A ranking needs at least {TRIALS_PER_PARAMETER} sampled "
+        "trials per parameter.")]
+    parts += [warning_html(f"{block}: {text}") for block, text in importance.attrs.get("warnings", [])]
+    parts.append(figure_html(_plot_importance(importance), "importance"))
+    agreement = pd.DataFrame(importance.attrs.get("agreement") or [])
+    for block, rows in importance.groupby(REGIME, sort=False):
+        rows = rows.assign(cell=[f"{v:.3f} [{lo:.3f}, {hi:.3f}] rank {r}" if lo == lo else f"{v:.3f} rank {r}"
+                                 for v, lo, hi, r in zip(rows["importance"], rows["low"], rows["high"], rows["rank"])])
+        ranks = rows.pivot(index="parameter", columns="evaluator", values="cell").rename(columns=LABELS)
+        order = rows.sort_values("rank").drop_duplicates("parameter")["parameter"]
+        ranks = ranks.reindex(order).rename_axis(columns=None).reset_index()
+        defaults = rows.drop_duplicates("parameter").set_index("parameter")["defaults"]
+        ranks["framework defaults"] = ranks["parameter"].map(defaults).fillna("").where(
+            ranks["parameter"].ne("framework"), "")
+        title = "All trials, the regime a parameter" if block == ALL_TRIALS else f"Regime {block}"
+        agree = agreement[agreement[REGIME].eq(block)] if len(agreement) else agreement
+        rank_note = "" if agree.empty or agree.iloc[0]["spearman"] != agree.iloc[0]["spearman"] else (
+            f"; rank agreement of fANOVA and PED-ANOVA: Spearman {agree.iloc[0]['spearman']:.2f}, Kendall "
+            f"{agree.iloc[0]['kendall']:.2f} over {int(agree.iloc[0]['n_parameters'])} parameters")
+        parts.append(f"<h3>{html.escape(title)} (n={rows['n_trials'].max()} sampled trials{html.escape(rank_note)})"
+                     f"</h3>" + table_html(ranks))
+    parts += [missing_html(f"{block}: {reason}") for block, reason in importance.attrs.get("missing", {}).items()]
+    listed = planned_trials(table)
+    if len(listed):
+        listed = listed.assign(accuracy=[interval_text(m, lo, hi, n) for m, lo, hi, n in zip(
+            listed["accuracy_mean"], listed["accuracy_low"], listed["accuracy_high"], listed["accuracy_n"])])
+        parts.append(f"<h3>Planned trials, not in the importance ({planned} trials)</h3>"
+                     + table_html(listed[["framework", REGIME, "configuration", "accuracy"]]))
+    return "".join(parts)
+
+
+def _plot_importance(importance):
+    from sensitivity.analysis.plots import plot_importance
+    return plot_importance(importance)
+
+
+def transfer_html(sources: list) -> str:
+    source, cells = richest_transfer(sources)
+    budget = budget_note(cells["budget_scale"])
+    parts = [_origin(source, sources), regime_html(cells), note_html(
+        "The studies' two questions, per regime: across datasets, each framework's own default on a dataset it was "
+        "not tuned for against the best configuration known there on the same framework (chosen on validation "
+        "accuracy among every configuration run there, compared on test accuracy); across frameworks, a default "
+        "run on another framework against the same default at home and against that framework's own default. "
+        "Differences with 95% Welch intervals (under 3 seeds a side: none).")]
+    if budget:
+        parts.append(warning_html(budget.strip(" ()").capitalize() + ": these numbers measure early learning, not "
+                                  "the defaults as published."))
+    parts.append(figure_html(plot_transfer(cells), "transfer"))
+    comparisons = transfer_comparisons(source, references=[s for s in sources if s is not source])
+    for question, title in (("datasets", "Across datasets: a default on a dataset it was not tuned for, against "
+                                         "the best configuration known there"),
+                            ("frameworks", "Across frameworks: a default moved to another framework")):
+        rows = comparisons[comparisons["question"].eq(question)]
+        shown = pd.DataFrame({REGIME: rows[REGIME], "subject": rows["subject"], "accuracy": rows["subject_text"],
+                              "against": rows["reference"], "its accuracy": rows["reference_text"],
+                              "difference [95%], Welch p (uncorrected; Holm in Findings)":
+                                  [_difference(r) for r in rows.to_dict("records")]})
+        parts.append(f"<h3>{html.escape(title + budget)}</h3>" + table_html(
+            shown, "no comparison: " + ("no default ran on a dataset outside the one it was tuned for"
+                                        if question == "datasets" else "no default ran on another framework")))
+    columns = [REGIME, "default", "source_framework", "source_dataset", "target_framework", "target_dataset",
+               "n_seeds", "accuracy", "accuracy_low", "accuracy_high", "relative_accuracy", "train_time_s",
+               "relative_time", "budget_scale", "diverged"]
+    parts.append(f"<details><summary>{html.escape('Every default on every framework and dataset' + budget)} "
+                 f"({len(cells)} cells)</summary>" + table_html(cells[[c for c in columns if c in cells]])
+                 + "</details>")
+    return "".join(parts)
+
+
+def _difference(row: dict) -> str:
+    if row["low"] is None or row["low"] != row["low"]:
+        return f"{row['estimate']:+.3f} ({row['n_a']} and {row['n_b']} seeds: no interval)"
+    return f"{row['estimate']:+.3f} [{row['low']:+.3f}, {row['high']:+.3f}] p={row['p']:.2g}"
+
+
+def robustness_html(curves: pd.DataFrame, source: pd.DataFrame, pgd_steps: int) -> str:
+    note = "" if (curves["n"] >= 2).any() else missing_html(
+        "one model per framework: no interval; keep the weights of 3 or more seeds for one")
+    cell = [f"{m:.3f} (n={n}, {r:.2f} of clean)" for m, n, r in zip(curves["accuracy_mean"], curves["n"],
+                                                                      curves["relative_mean"])]
+    curves = curves.assign(cell=cell)
+    white = curves[curves["kind"].eq("white-box")].pivot(
+        index=[REGIME, "dataset", "attack", "target_framework"], columns="eps", values="cell")
+    cross = curves[curves["kind"].eq("transfer")].pivot(
+        index=[REGIME, "dataset", "attack", "source_framework", "target_framework"], columns="eps", values="cell")
+    tables = [("White-box accuracy by eps (and its share of the model's clean accuracy)", white),
+              ("Accuracy on examples made on another model, by eps", cross)]
+    method = note_html(
+        "White-box attacks through each model's own framework: FGSM, and PGD with a random start and "
+        f"{pgd_steps} steps of 2.5 eps / {pgd_steps}; eps is an L-infinity radius in the data's units, on the "
+        f"first {int(curves['samples'].min())} test samples. n: the models (seeds, configurations) behind a mean; "
+        "95% intervals from 3 models on (2: their range). Accuracy under attack is also shown relative to each "
+        f"model's clean accuracy; frameworks are compared only where their clean accuracies agree within "
+        f"{CLEAN_MARGIN:g}. Examples made on a model of one regime and tested on a model of the other are left out.")
+    parts = [regime_html(curves), note, method, figure_html(plot_robustness(curves), "robustness")]
+    parts += [f"<h3>{title}</h3>" + table_html(regime_sorted(frame.rename(columns=lambda e: f"eps {e:g}")
+                                                             .rename_axis(columns=None).reset_index(),
+                                                             frame.index.names))
+              for title, frame in tables if len(frame)]
+    pairs = robustness_comparisons(source)
+    if len(pairs):
+        shown = pd.DataFrame({REGIME: pairs[REGIME], "dataset": pairs["dataset"], "attack": pairs["attack"],
+                              "eps": pairs["eps"], "frameworks": pairs["framework_a"] + " vs " + pairs["framework_b"],
+                              "clean": [f"{a:.3f} vs {b:.3f}" for a, b in zip(pairs["clean_a"], pairs["clean_b"])],
+                              "share of clean kept": [f"{a:.2f} vs {b:.2f}" for a, b in
+                                                      zip(pairs["relative_a"], pairs["relative_b"])],
+                              "difference": [r["note"] and f"not compared: {r['note']}" or _difference(r)
+                                             for r in pairs.to_dict("records")]})
+        parts.append(f"<h3>Frameworks compared under white-box attack, at the eps where the models keep about half "
+                     f"their clean accuracy (clean accuracies within {CLEAN_MARGIN:g})</h3>" + table_html(shown))
+    return "".join(parts)

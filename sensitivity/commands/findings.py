@@ -1,0 +1,51 @@
+"""`sensitivity findings`: what a study, and the studies beside it, say about each claim of the benchmarks
+(defaults transfer across datasets and frameworks, frameworks differ in robustness, accuracy costs runtime):
+one verdict per claim and regime, with its effect, 95% interval, Holm-corrected test and the seeds behind it."""
+from __future__ import annotations
+
+import json
+
+from sensitivity.commands.common import EXIT_OK, load_study, number
+
+
+def add_parsers(commands) -> None:
+    p = commands.add_parser("findings", help="what the study's data says about each claim: verdict, effect, 95% "
+                                             "interval, Holm-corrected test, seeds (per regime)")
+    p.add_argument("study")
+    p.add_argument("--with-study", action="append", default=[], metavar="NAME",
+                   help="another study of the storage read with it (the study of sensitivity transfer, whose "
+                        "robustness records count too); repeatable")
+    p.add_argument("--json", action="store_true", help="print claims and comparisons as JSON")
+    p.add_argument("--all", action="store_true", help="also print every comparison behind the claims")
+    p.add_argument("--effect", type=number(float, 0, strict=True), default=0.02,
+                   help="the smallest difference of accuracy that matters (default 0.02): no effect is declared "
+                        "where an interval lies within +-EFFECT, and seeds are counted to detect it")
+    p.add_argument("--storage")
+    p.set_defaults(handler=_cmd_findings)
+
+
+def _cmd_findings(args) -> int:
+    from sensitivity.analysis.findings import CLAIM_COLUMNS, COMPARISONS, as_records, findings
+    from sensitivity.analysis.table import REGIME
+
+    study = load_study("findings", args.study, args.storage)
+    others = [load_study("findings", name, args.storage) for name in args.with_study]
+    found = findings(study, others, effect=args.effect)
+    if args.json:
+        print(json.dumps({"study": args.study, "with": args.with_study, "effect": args.effect,
+                          "claims": as_records(found.claims, CLAIM_COLUMNS),
+                          "comparisons": as_records(found.comparisons, COMPARISONS)}, indent=2))
+        return EXIT_OK
+    tests = int(found.comparisons["p_holm"].notna().sum())
+    print(f"Findings of {args.study}" + (f" with {', '.join(args.with_study)}" if args.with_study else "")
+          + f": {tests} tested comparisons, Holm-corrected; no effect within +-{args.effect:g}")
+    for regime, claims in found.claims.groupby(REGIME, sort=False):
+        print(f"\n{regime}")
+        for row in claims.to_dict("records"):
+            print(f"  [{row['verdict']}] {row['claim']}: {row['sentence']}")
+            if args.all:
+                rows = found.comparisons[found.comparisons[REGIME].eq(regime)
+                                         & found.comparisons["claim"].eq(row["claim"])]
+                for sentence in rows["sentence"]:
+                    print(f"      - {sentence}")
+    return EXIT_OK
