@@ -376,14 +376,3 @@ def expected_moments(init: Init, kernel_shape: tuple) -> dict:
     bias = (bias_scale, bias_scale ** 2 / 3) if init.bias == "uniform" else (0.0, 0.0)
     return {"kernel": {"bound": kernel[0], "mean": 0.0, "var": kernel[1]},
             "bias": {"bound": bias[0], "mean": 0.0, "var": bias[1]}}
-
-
-def with_knobs(spec, **knobs):
-    """`spec` with knobs set (the others as its semantics give them)."""
-    return spec.model_copy(update={"knobs": {**(spec.knobs or {}), **knobs}})
-
-
-def differing_knobs(a: dict, b: dict) -> list:
-    return [k for k in KNOBS if a[k] != b[k]]
-
-
