@@ -212,7 +212,7 @@ def _needed(row: dict, effect: float) -> str:
         text = f"about {int(needed)} seeds per side would detect a {effect:g} difference with 80% power"
     known = needed is not None and needed is not pd.NA
     if observed is not None and observed is not pd.NA and (not known or observed < needed):
-        text += f" ({int(observed)} one as large as this, {abs(row['estimate']):.3f})"
+        text += f" ({int(observed)} would detect one as large as this, {abs(row['estimate']):.3f})"
     return text
 
 
@@ -255,8 +255,11 @@ def _headline(row: dict) -> str:
     """The headline comparison in words, with its numbers."""
     detail, claim = row["detail"], row["claim"]
     if claim == "dataset transfer":
-        return (f"{detail['framework']}'s default {detail['default']} (tuned on {detail['source_dataset']}) "
-                f"against the best configuration known on {detail['dataset']} ({_name(row['reference'])}): "
+        source = detail.get("source_framework") or detail["framework"]
+        owner = f"{source}'s default {detail['default']} (tuned on {detail['source_dataset']})"
+        if source != detail["framework"]:
+            owner += f", run on {detail['framework']},"
+        return (f"{owner} against the best configuration known on {detail['dataset']} ({_name(row['reference'])}): "
                 f"{_numbers(row)}")
     if claim == "framework transfer":
         against = (f"the same default on {detail['source_framework']}" if detail["home"] else
