@@ -14,7 +14,7 @@ __all__ = ["go", "make_subplots", "colours", "framework_label", "series_name", "
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
            "#17becf")
-DEFAULT_MARK = dict(symbol="star", size=15, color="gold", line=dict(color="black", width=1.5))
+DEFAULT_MARK = dict(symbol="star", size=11, color="rgba(255, 215, 0, 0.7)", line=dict(color="black", width=1))
 DEFAULT_NAME = "framework default"
 
 
