@@ -33,6 +33,11 @@ SOLVER_ENUM_TYPES = {"0": "SGD", "1": "Nesterov", "2": "AdaGrad", "3": "RMSProp"
                      "SGD": "SGD", "NESTEROV": "Nesterov", "ADAGRAD": "AdaGrad", "RMSPROP": "RMSProp",
                      "ADADELTA": "AdaDelta", "ADAM": "Adam"}
 POLICIES = ("fixed", "step", "multistep", "inv", "exp")
+# Solver fields read as numbers: the configuration field and the kind of number.
+SOLVER_NUMBERS = {"base_lr": ("lr", float), "momentum": ("momentum", float), "weight_decay": ("weight_decay", float),
+                  "gamma": ("gamma", float), "power": ("power", float), "stepsize": ("stepsize", int),
+                  "stepvalue": ("stepvalues", int), "max_iter": ("iterations", int), "random_seed": ("seed", int)}
+CAFFE_NAMES = {field: name for name, (field, _) in SOLVER_NUMBERS.items()}
 # What each policy needs and Caffe does not default usefully (its gamma, power and stepsize default to 0).
 POLICY_NEEDS = {"step": ("stepsize", "gamma"), "multistep": ("stepvalue", "gamma"), "inv": ("gamma", "power"),
                 "exp": ("gamma",)}
@@ -78,6 +83,7 @@ LAYER_PARAMS = {"Convolution": ("convolution_param",), "Pooling": ("pooling_para
                 "SoftmaxWithLoss": ("softmax_param", "loss_param"),
                 **{kind: (param, "transform_param") for kind, param in DATA_PARAMS.items()}}
 IGNORED_LAYERS = {"Accuracy", "Softmax", "Silence"}
+MAX_SIZE = 1_048_576  # a layer's size, kernel, stride or pad, a batch: far above any real net
 
 
 def import_solver(solver_path, net_path=None) -> dict:
@@ -91,33 +97,29 @@ def import_solver(solver_path, net_path=None) -> dict:
         where = f"{solver_path}:{line}"
         if name in SOLVER_IGNORED:
             ignored.append(f"{name} (line {line})")
-        elif name == "base_lr":
-            config["lr"] = float(value)
-        elif name == "momentum":
-            config["momentum"] = float(value)
-        elif name == "weight_decay":
-            config["weight_decay"] = float(value)
+        elif name in SOLVER_NUMBERS:
+            field, kind = SOLVER_NUMBERS[name]
+            number = _number(value, kind, where, name)
+            if field == "seed" and number < 0:  # Caffe's -1 (its default): a seed of its own choosing
+                ignored.append(f"{name} {number} (line {line}, not a seed)")
+            elif field == "stepvalues":
+                config.setdefault("stepvalues", []).append(number)
+            else:
+                config[field] = number
         elif name == "lr_policy":
-            if value not in POLICIES:
-                raise CaffeImportError(f"{where}: lr_policy {value!r} is not supported; allowed: {', '.join(POLICIES)}")
+            if not isinstance(value, str) or value not in POLICIES:
+                raise CaffeImportError(f"{where}: lr_policy {_shown(value)} is not supported; "
+                                       f"allowed: {', '.join(POLICIES)}")
             config["lr_policy"] = value
-        elif name in ("gamma", "power"):
-            config[name] = float(value)
-        elif name == "stepsize":
-            config["stepsize"] = int(value)
-        elif name == "stepvalue":
-            config.setdefault("stepvalues", []).append(int(value))
-        elif name == "max_iter":
-            config["iterations"] = int(value)
-        elif name == "random_seed":
-            config["seed"] = int(value)
         elif name in ("type", "solver_type"):
-            optimizer_type = SOLVER_ENUM_TYPES.get(str(value), str(value))
+            optimizer_type = SOLVER_ENUM_TYPES.get(str(value), str(value)) if _scalar(value) else None
             if optimizer_type not in SOLVER_TYPES:
-                raise CaffeImportError(f"{where}: solver type {value!r} is not supported; "
+                raise CaffeImportError(f"{where}: solver type {_shown(value)} is not supported; "
                                        f"allowed: {', '.join(SOLVER_TYPES)}")
         elif name in ("net", "train_net"):
-            net_path = net_path if net_path is not None else _beside(solver_path, str(value))
+            if not isinstance(value, str):
+                raise CaffeImportError(f"{where}: {name} {_shown(value)}: expected a quoted path")
+            net_path = net_path if net_path is not None else _beside(solver_path, value)
         elif name in CANONICAL:
             if value != CANONICAL[name]:
                 raise CaffeImportError(f"{where}: {name} {value} is not supported: the canonical value is "
@@ -125,6 +127,8 @@ def import_solver(solver_path, net_path=None) -> dict:
             ignored.append(f"{name} (line {line}, the canonical value)")
         else:
             raise CaffeImportError(f"{where}: field {name!r} changes training and is not supported")
+    if "lr" not in config:
+        raise CaffeImportError(f"{solver_path}: base_lr is required (Caffe's default, 0, does not train)")
     policy = config.get("lr_policy")
     for needed in POLICY_NEEDS.get(policy, ()):
         if {"stepvalue": "stepvalues"}.get(needed, needed) not in config:
@@ -142,7 +146,7 @@ def import_solver(solver_path, net_path=None) -> dict:
         result["not_reproduced"] += net["not_reproduced"]
     else:
         result["note"] = "no net file: max_iter stays in iterations and the batch size is unknown"
-    return result
+    return check_config(result, solver_path)
 
 
 def import_net(net_path) -> dict:
@@ -154,10 +158,10 @@ def import_net(net_path) -> dict:
     for key, value, line in net.fields:
         if key not in NET_KEYS:
             raise CaffeImportError(f"{net_path}:{line}: field {key} of the net changes training and is not supported")
-    for layer in net.get_all("layer") or net.get_all("layers"):
+    for layer in _messages(net, "layer", net_path) or _messages(net, "layers", net_path):
         kind, line = str(layer.get("type")), layer.line_of("type")
         name = str(layer.get("name", kind))
-        if not _in_training(layer):
+        if not _in_training(layer, net_path):
             continue
         if kind in IGNORED_LAYERS:
             notes.ignored.append(f"{kind} layer {name!r} (line {line})")
@@ -170,20 +174,21 @@ def import_net(net_path) -> dict:
                 continue
             rule = {"loss_weight": (1,)}.get(key, ()) if kind == "SoftmaxWithLoss" else ()
             notes.check(key, value, rule, name, key_line)
-        for param in layer.get_all("param"):
+        for param in _messages(layer, "param", net_path):
             notes.check_message(param, PARAM_RULES["param"], name)
-            lr_mults.setdefault(param.get("lr_mult", 1), []).append(param.line_of("lr_mult"))
-        p = {message: layer.get(message) or prototxt.Message(line=line) for message in own}
+            lr_mult = _number(param.get("lr_mult", 1), float, f"{net_path}:{param.line_of('lr_mult')}", "lr_mult")
+            lr_mults.setdefault(lr_mult, []).append(param.line_of("lr_mult"))
+        p = {message: (_messages(layer, message, net_path) or [prototxt.Message(line=line)])[0] for message in own}
         for message in own:
             notes.check_message(p[message], PARAM_RULES[message], name)
         if kind in DATA_PARAMS:
             batch_size = _batch_size(p[own[0]], name, f"{net_path}:{line}")
-            notes.transform(layer.get("transform_param"), name, line)
+            notes.transform(p["transform_param"], name)
         elif kind == "Convolution":
             c = p["convolution_param"]
             kernel = _square(c, "kernel", None, name, notes)
-            layers.append(Conv(int(_need(c, "num_output", name, net_path)), kernel,
-                               _square(c, "stride", 1, name, notes), _square(c, "pad", 0, name, notes)))
+            layers.append(Conv(_size(c, "num_output", name, net_path), kernel,
+                               _square(c, "stride", 1, name, notes), _square(c, "pad", 0, name, notes, minimum=0)))
         elif kind == "Pooling":
             c = p["pooling_param"]
             layers.append(Pool({"MAX": "max", "AVE": "avg"}[c.get("pool", "MAX")], _square(c, "kernel", None, name, notes),
@@ -191,17 +196,22 @@ def import_net(net_path) -> dict:
         elif kind == "InnerProduct":
             if not any(isinstance(previous, Flatten) for previous in layers):
                 layers.append(Flatten())  # Caffe's InnerProduct flattens its input itself
-            layers.append(Dense(int(_need(p["inner_product_param"], "num_output", name, net_path))))
+            layers.append(Dense(_size(p["inner_product_param"], "num_output", name, net_path)))
         elif kind == "ReLU":
             layers.append(ReLU())
         elif kind == "Dropout":
-            layers.append(Dropout(float(p["dropout_param"].get("dropout_ratio", 0.5))))
+            c = p["dropout_param"]
+            where = f"{net_path}:{c.line_of('dropout_ratio')}"
+            rate = _number(c.get("dropout_ratio", 0.5), float, where, "dropout_ratio")
+            if not 0 <= rate < 1:
+                raise CaffeImportError(f"{where}: dropout_ratio of layer {name}: {rate} is outside [0, 1)")
+            layers.append(Dropout(rate))
         # SoftmaxWithLoss: the cross-entropy every adapter trains with
     if batch_size is None:
         raise CaffeImportError(f"{net_path}: no training data layer with a batch_size")
     for multiplier, lines in lr_mults.items():
         if multiplier not in (1, 1.0):
-            notes.not_reproduced.append(f"lr_mult {multiplier} (lines {', '.join(map(str, lines))}) changes training "
+            notes.not_reproduced.append(f"lr_mult {multiplier:g} (lines {', '.join(map(str, lines))}) changes training "
                                         "and is not reproduced: every parameter trains at the base rate")
     spec = ModelSpec(str(net.get("name", net_path.stem)), tuple(layers))
     known = next((name for name, model in MODELS.items() if model.layers == spec.layers), None)
@@ -231,10 +241,9 @@ class _Notes:
         for key, value, line in message.fields:
             self.check(key, value, rules.get(key, ()), layer, line)
 
-    def transform(self, transform, layer, line):
+    def transform(self, transform, layer):
         """Input scaling and mean subtraction: every framework here takes inputs scaled to [0, 1]."""
-        transform = transform or prototxt.Message(line=line)
-        scale = transform.get("scale", 1)
+        scale = _number(transform.get("scale", 1), float, f"{self.path}:{transform.line_of('scale')}", "scale")
         if 1 / 256 <= scale <= 1 / 255:
             self.ignored.append(f"scale {scale} of layer {layer} (line {transform.line_of('scale')}): inputs "
                                 "are scaled to [0, 1] here")
@@ -246,28 +255,63 @@ class _Notes:
                                        "training and is not reproduced: inputs are scaled to [0, 1] here")
 
 
-def _in_training(layer) -> bool:
-    included = [rule.get("phase") for rule in layer.get_all("include")]
-    excluded = [rule.get("phase") for rule in layer.get_all("exclude")]
+def _in_training(layer, path) -> bool:
+    included = [rule.get("phase") for rule in _messages(layer, "include", path)]
+    excluded = [rule.get("phase") for rule in _messages(layer, "exclude", path)]
     return (not included or "TRAIN" in included) and "TRAIN" not in excluded and layer.get("phase", "TRAIN") == "TRAIN"
 
 
 def _batch_size(data, layer, where):
     if data.get("shape") is not None:  # Input, DummyData: shape { dim: N ... }
-        dims = data.get("shape").get_all("dim")
-        return int(dims[0]) if dims else None
+        shape = data.get("shape")
+        dims = shape.get_all("dim") if isinstance(shape, prototxt.Message) else []
+        return _positive(dims[0], f"{where}", f"shape dim of layer {layer}") if dims else None
     if data.get("batch_size") is None:
         raise CaffeImportError(f"{where}: layer {layer} has no batch_size")
-    return int(data.get("batch_size"))
+    return _positive(data.get("batch_size"), f"{where}", f"batch_size of layer {layer}")
 
 
-def _need(message, key, layer, path):
+def _size(message, key, layer, path) -> int:
+    """A layer's required positive size (num_output)."""
     if message.get(key) is None:
         raise CaffeImportError(f"{path}:{message.line}: layer {layer} needs {key}")
-    return message.get(key)
+    return _positive(message.get(key), f"{path}:{message.line_of(key)}", f"{key} of layer {layer}")
 
 
-def _square(message, key, default, layer, notes) -> int:
+def _number(value, kind, where: str, name: str):
+    """A field's number: `kind` int (a whole number) or float; CaffeImportError naming it otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise CaffeImportError(f"{where}: {name}: {_shown(value)} is not a number")
+    if kind is int and isinstance(value, float) and not value.is_integer():
+        raise CaffeImportError(f"{where}: {name}: {value} is not a whole number")
+    return kind(value)
+
+
+def _positive(value, where: str, name: str, minimum: int = 1) -> int:
+    number = _number(value, int, where, name)
+    if not minimum <= number <= MAX_SIZE:
+        raise CaffeImportError(f"{where}: {name}: {number} is outside {minimum} to {MAX_SIZE:,}")
+    return number
+
+
+def _scalar(value) -> bool:
+    return not isinstance(value, prototxt.Message)
+
+
+def _shown(value) -> str:
+    return "{...}" if isinstance(value, prototxt.Message) else repr(value)[:40]
+
+
+def _messages(message, key, path) -> list:
+    """Every `key { ... }` of `message`; a `key: value` instead is an error naming its line."""
+    found = message.get_all(key)
+    for value in found:
+        if _scalar(value):
+            raise CaffeImportError(f"{path}:{message.line_of(key)}: {key} {_shown(value)}: expected {key} {{ ... }}")
+    return found
+
+
+def _square(message, key, default, layer, notes, minimum=1) -> int:
     """kernel, stride or pad: `key`_size (or `key`), or `key`_h equal to `key`_w; Caffe's rectangles are refused."""
     single = "kernel_size" if key == "kernel" else key
     values = message.get_all(single)
@@ -278,12 +322,14 @@ def _square(message, key, default, layer, notes) -> int:
             raise CaffeImportError(f"{notes.path}:{line}: field {key}_h/{key}_w of layer {layer} changes training "
                                    "and is not supported (only equal, square values)")
         values = [h]
+    where = f"{notes.path}:{message.line_of(f'{key}_h' if h is not None else single)}"
+    values = [_positive(v, where, f"{single} of layer {layer}", minimum) for v in values]
     if len(set(values)) > 1:
         raise CaffeImportError(f"{notes.path}:{message.line_of(single)}: field {single} of layer {layer} changes "
                                "training and is not supported (only one value, a square)")
     if not values and default is None:
         raise CaffeImportError(f"{notes.path}:{message.line}: layer {layer} needs {single}")
-    return int(values[0]) if values else default
+    return values[0] if values else default
 
 
 def _same(value, allowed) -> bool:
@@ -314,7 +360,7 @@ def import_phases(solver_paths, net_path=None) -> dict:
     entry["source"]["file"] = " then ".join(str(path) for path in solver_paths)
     for phase in phases[1:]:
         entry["not_reproduced"] += [item for item in phase["not_reproduced"] if item not in entry["not_reproduced"]]
-    return entry
+    return check_config(entry, solver_paths[-1])
 
 
 def table_entry(imported: dict, name: str, dataset: str) -> dict:
@@ -353,12 +399,9 @@ def _optimizer(kind: str, config: dict, solver, solver_path) -> str:
 
 
 def _read(path: Path) -> prototxt.Message:
+    from sensitivity.configs import read_text
     try:
-        return prototxt.parse(path.read_text(), str(path))
-    except FileNotFoundError:
-        raise CaffeImportError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise CaffeImportError(f"{path}: cannot read: {exc.strerror}") from None
+        return prototxt.parse(read_text(path, CaffeImportError), str(path))
     except prototxt.PrototxtError as exc:
         raise CaffeImportError(str(exc)) from None
 
@@ -366,6 +409,27 @@ def _read(path: Path) -> prototxt.Message:
 def _beside(solver_path: Path, net: str):
     """Caffe's net path is relative to Caffe's root: look beside the solver, by path and by name."""
     for candidate in (solver_path.parent / net, solver_path.parent / Path(net).name):
-        if candidate.exists():
-            return candidate
+        try:
+            if candidate.is_file():
+                return candidate
+        except (OSError, ValueError):  # a name too long, a NUL
+            pass
     return None
+
+
+def check_config(entry: dict, where, dataset=None) -> dict:
+    """`entry` if its configuration is one TrialSpec accepts (on any framework), else CaffeImportError naming
+    the Caffe field: nothing is written that a trial would refuse."""
+    from pydantic import ValidationError
+
+    from sensitivity.spec import TrialSpec
+    fields = {k: v for k, v in entry["config"].items() if k != "framework"}
+    try:
+        TrialSpec(framework="caffe", dataset=dataset or "caffe", **fields)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = str(error["loc"][0]) if error["loc"] else ""
+        name = CAFFE_NAMES.get(field, field)
+        message = error["msg"].removeprefix("Value error, ")
+        raise CaffeImportError(f"{where}: {name + ': ' if name else ''}{message}") from None
+    return entry

@@ -21,7 +21,11 @@ def build_parser() -> Parser:
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
     try:
+        nul = [i for i, a in enumerate(argv, 1) if "\0" in a]  # possible in-process only, never from a shell
+        if nul:
+            raise UsageError(f"sensitivity: argument {nul[0]} holds a NUL character")
         args = build_parser().parse_args(argv)
         return args.handler(args)
     except UsageError as exc:

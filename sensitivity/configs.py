@@ -18,19 +18,79 @@ class ConfigError(ValueError):
     """A configuration file that cannot be used; the message names the file and the key path."""
 
 
+# What a configuration or search-space file may be (docs/bounds.md): far above any real one.
+MAX_BYTES = 1_000_000
+MAX_DEPTH = 32
+MAX_NODES = 100_000  # values after aliases are expanded: an alias bomb is refused, not walked
+
+
 def read_mapping(path, error=None) -> dict:
-    """A YAML file's top-level mapping; raises `error` (ConfigError by default) with one line naming the file."""
+    """A YAML file's top-level mapping; raises `error` (ConfigError by default) with one line naming the file.
+    Refused before parsing: a file over MAX_BYTES, not UTF-8, or nested deeper than MAX_DEPTH; after: one
+    holding more than MAX_NODES values (aliases counted each time they are used)."""
     error = error or ConfigError
     path = Path(path)
+    text = read_text(path, error)
     try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise error(f"{path}: cannot read: {exc.strerror}") from None
+        _check_depth(text, path, error)
+        data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise error(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+    except ValueError as exc:
+        if isinstance(exc, error):
+            raise
+        # int() of more than 4,300 digits, a date out of range
+        raise error(f"{path}: not valid YAML: {str(exc).split(':')[0]}") from None
     if not isinstance(data, dict):
         raise error(f"{path}: expected a mapping at the top level")
+    if _count(data, MAX_NODES) > MAX_NODES:
+        raise error(f"{path}: more than {MAX_NODES:,} values (aliases counted where they are used)")
     return data
+
+
+def read_text(path, error) -> str:
+    """A text file of at most MAX_BYTES, in UTF-8; `error` with one line naming the file otherwise."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_BYTES + 1)
+        text = raw.decode("utf-8")
+    except FileNotFoundError:
+        raise error(f"{path}: no such file") from None
+    except OSError as exc:
+        raise error(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise error(f"{path}: not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start})") from None
+    except ValueError as exc:  # a NUL in the path
+        raise error(f"{str(path)!r}: cannot read: {exc}") from None
+    if len(raw) > MAX_BYTES:
+        raise error(f"{path}: larger than {MAX_BYTES:,} bytes")
+    return text
+
+
+def _check_depth(text: str, path: Path, error) -> None:
+    """Nesting deeper than MAX_DEPTH is refused from the parser's events (PyYAML's loader recurses)."""
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise error(f"{path}: nested deeper than {MAX_DEPTH} levels")
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+
+
+def _count(value, budget: int) -> int:
+    """The number of values in `value`, counting stopped once it passes `budget`."""
+    count, stack = 0, [value]
+    while stack and count <= budget:
+        item = stack.pop()
+        count += 1
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple, set)):
+            stack.extend(item)
+    return count
 
 
 def load_config(path) -> dict:

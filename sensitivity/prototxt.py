@@ -14,6 +14,9 @@ _TOKEN = re.compile(r"""
 """, re.VERBOSE)
 
 
+MAX_DEPTH = 64  # nested messages; Caffe's nets nest four deep
+
+
 class PrototxtError(ValueError):
     """Malformed text; the message names the file and line."""
 
@@ -58,7 +61,9 @@ def _tokenize(text: str, source: str):
         position = match.end()
 
 
-def _message(tokens, position, source, line, closing=None):
+def _message(tokens, position, source, line, closing=None, depth=0):
+    if depth > MAX_DEPTH:
+        raise PrototxtError(f"{source}:{line}: messages nested deeper than {MAX_DEPTH} levels")
     message = Message(line=line)
     while position < len(tokens):
         kind, value, line = tokens[position]
@@ -73,7 +78,7 @@ def _message(tokens, position, source, line, closing=None):
             raise PrototxtError(f"{source}:{line}: field {value!r} has no value")
         opener = tokens[position][1]
         if opener in ("{", "<"):
-            nested, position = _message(tokens, position + 1, source, line, "}" if opener == "{" else ">")
+            nested, position = _message(tokens, position + 1, source, line, "}" if opener == "{" else ">", depth + 1)
             message.fields.append((value, nested, line))
         elif has_colon:
             message.fields.append((value, _scalar(tokens[position], source), line))
@@ -89,10 +94,17 @@ def _message(tokens, position, source, line, closing=None):
 
 def _scalar(token, source):
     kind, value, line = token
-    if kind == "string":
-        return bytes(value[1:-1], "utf-8").decode("unicode_escape")
-    if kind == "number":
-        return float(value) if any(c in value for c in ".eE") else int(value)
+    try:
+        if kind == "string":
+            return bytes(value[1:-1], "utf-8").decode("unicode_escape")
+        if kind == "number":
+            number = float(value) if any(c in value for c in ".eE") else int(value)
+            if number in (float("inf"), float("-inf")):
+                raise ValueError("out of range")
+            return number
+    except ValueError as exc:  # a bad escape, an integer of more than 4,300 digits, 1e999
+        reason = str(exc).split(":")[0] if kind == "number" else "a bad escape sequence"
+        raise PrototxtError(f"{source}:{line}: value {value[:20]!r} cannot be read: {reason}") from None
     if kind == "name":
         return {"true": True, "false": False}.get(value, value)
     raise PrototxtError(f"{source}:{line}: expected a value, got {value!r}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Annotated, Literal, Optional, Union
+from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -24,12 +24,18 @@ METRICS = ("val_accuracy", "loss", "train_time_s", "setup_time_s", "compile_time
            "throughput", "peak_rss_mb", "cpu_percent", "flops_per_s")
 
 
+MAX_SEEDS = 1_000  # seeds per configuration
+MAX_CHOICES = 1_000  # choices of a categorical parameter
+MAX_STEPS = 1_000_000  # values a float parameter with a step can take: (high - low) / step
+
+
 class SpaceError(ValueError):
     """A search space that cannot be used; one line naming the file, the key path and what is allowed."""
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: no 'yes' for a boolean, no "2" for an integer; lists stay lists (strict=False on tuples)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 class IntParam(_Strict):
@@ -63,12 +69,14 @@ class FloatParam(_Strict):
             raise ValueError("log needs low > 0")
         if self.log and self.step is not None:
             raise ValueError("step and log cannot be combined")
+        if self.step is not None and (self.high - self.low) / self.step > MAX_STEPS:
+            raise ValueError(f"step {self.step} makes more than {MAX_STEPS:,} values between low and high")
         return self
 
 
 class CategoricalParam(_Strict):
     type: Literal["categorical"]
-    choices: tuple[Union[bool, int, float, str], ...] = Field(min_length=1)
+    choices: tuple[Union[bool, int, float, str], ...] = Field(min_length=1, max_length=MAX_CHOICES, strict=False)
 
 
 Param = Annotated[Union[IntParam, FloatParam, CategoricalParam], Field(discriminator="type")]
@@ -83,12 +91,12 @@ class Space(_Strict):
     study: str = Field(min_length=1)
     dataset: str
     model: Optional[str] = None
-    frameworks: tuple[str, ...] = Field(min_length=1)
+    frameworks: tuple[str, ...] = Field(min_length=1, strict=False)
     parameters: dict[str, Param] = Field(default_factory=dict)
-    fixed: dict[str, Union[bool, int, float, str, list]] = Field(default_factory=dict)
-    objectives: tuple[Objective, ...] = Field(min_length=1)
+    fixed: dict[str, Any] = Field(default_factory=dict)  # each value checked as TrialSpec's (_check_fixed_values)
+    objectives: tuple[Objective, ...] = Field(min_length=1, strict=False)
     val_fraction: float = Field(0.2, gt=0, lt=1)
-    seeds: int = Field(1, gt=0)
+    seeds: int = Field(1, gt=0, le=MAX_SEEDS)
 
     @field_validator("study")
     @classmethod
@@ -152,15 +160,8 @@ class Space(_Strict):
     def distributions(self) -> dict:
         """Optuna distributions of every parameter, the framework first."""
         import optuna.distributions as d
-        out = {"framework": d.CategoricalDistribution(self.frameworks)}
-        for name, p in self.parameters.items():
-            if isinstance(p, IntParam):
-                out[name] = d.IntDistribution(p.low, p.high, log=p.log, step=p.step)
-            elif isinstance(p, FloatParam):
-                out[name] = d.FloatDistribution(p.low, p.high, log=p.log, step=p.step)
-            else:
-                out[name] = d.CategoricalDistribution(p.choices)
-        return out
+        return {"framework": d.CategoricalDistribution(self.frameworks),
+                **{name: _distribution(p) for name, p in self.parameters.items()}}
 
     def trial_spec(self, params: dict, seed: int, **run_options) -> TrialSpec:
         """The TrialSpec of one sampled configuration and seed; run options (timeout, device) last."""
@@ -186,6 +187,15 @@ class Space(_Strict):
         return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def _distribution(p):
+    import optuna.distributions as d
+    if isinstance(p, IntParam):
+        return d.IntDistribution(p.low, p.high, log=p.log, step=p.step)
+    if isinstance(p, FloatParam):
+        return d.FloatDistribution(p.low, p.high, log=p.log, step=p.step)
+    return d.CategoricalDistribution(p.choices)
+
+
 def load_space(path, semantics=None, **overrides) -> Space:
     """The validated space of a YAML file; `overrides` (frameworks=[...], seeds=K) replace its values, and
     `semantics` its fixed regime (refused where the space tunes it)."""
@@ -206,6 +216,11 @@ def load_space(path, semantics=None, **overrides) -> Space:
         raise SpaceError(f"{path}: {_describe(exc.errors()[0])}") from None
     _check_fixed_values(path, space)
     _check_parameter_values(path, space)
+    for name, param in space.parameters.items():
+        try:
+            _distribution(param)
+        except (ValueError, ArithmeticError) as exc:  # Optuna's own checks (decimal arithmetic on the step)
+            raise SpaceError(f"{path}: parameters.{name}: {str(exc) or type(exc).__name__}") from None
     return space
 
 
@@ -215,8 +230,10 @@ _PARAM_TYPES = {"int": IntParam, "float": FloatParam, "categorical": Categorical
 def _describe(error: dict) -> str:
     raw = [str(part) for part in error["loc"]]
     loc = [part for part in raw if part not in _PARAM_TYPES]
+    message = error["msg"].removeprefix("Value error, ").replace("Tuple should", "The list should")
+    if len(raw) > 2 and raw[-3] == "choices":  # a choice that is none of the union's members
+        loc, message = loc[:-1], "a choice must be a boolean, an integer, a number or a string"
     where = ".".join(loc) or "(top level)"
-    message = error["msg"].removeprefix("Value error, ")
     if error["type"] == "extra_forbidden":
         owner = (Space if len(raw) == 1 else Objective if raw[0] == "objectives"
                  else _PARAM_TYPES.get(raw[2] if len(raw) > 2 else "", Space))
@@ -233,7 +250,7 @@ def _check_fixed_values(path: Path, space: Space) -> None:
             TrialSpec(framework=space.frameworks[0], dataset=space.dataset,
                       **{name: tuple(value) if isinstance(value, list) else value})
         except ValidationError as exc:
-            raise SpaceError(f"{path}: fixed.{name}: {exc.errors()[0]['msg']}") from None
+            raise SpaceError(f"{path}: fixed.{name}: {exc.errors()[0]['msg'].removeprefix('Value error, ')}") from None
 
 
 def _field_kind(name: str) -> str:

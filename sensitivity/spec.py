@@ -7,16 +7,26 @@ Optuna. Names are framework-neutral so a configuration can move between framewor
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 OPTIMIZERS = ("sgd", "momentum", "nesterov", "adam", "rmsprop")
 LR_POLICIES = ("fixed", "step", "multistep", "inv", "exp", "cosine")
 INITS = ("neutral", "framework")
 SEMANTICS = ("native", "canonical")
 STATUSES = ("ok", "diverged", "failed", "timeout", "pruned")
+# Bounds of a trial (docs/bounds.md): far above any real run, low enough that no value overflows a
+# framework, a timer or a seed.
+MAX_BATCH_SIZE = 1_048_576
+MAX_EPOCHS = 10_000
+MAX_ITERATIONS = 100_000_000
+MAX_STEPVALUES = 1_000
+MAX_SEED = 2**31 - 1  # every framework's seed (MXNet's is a C int)
+MAX_THREADS = 1_024
+MAX_TIMEOUT_S = 30 * 24 * 3600.0  # 30 days
 
 
 class TrialSpec(BaseModel):
@@ -27,36 +37,48 @@ class TrialSpec(BaseModel):
     inv: lr*(1+gamma*it)^-power; exp: lr*gamma^it; cosine: lr*(1+cos(pi*it/total_steps))/2.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    # strict: no "2" for an integer, no 'yes' for a boolean, no 2.5 for an integer (an int is a float)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, strict=True)
 
     framework: str
     backend: Optional[str] = None  # for multi-backend frameworks (keras: tensorflow, jax, torch)
     dataset: str
     model: Optional[str] = None  # None: the dataset's default model
-    layers: Optional[tuple[dict, ...]] = None  # an inline ModelSpec (models.layers_from_dicts), e.g. from Caffe
-    batch_size: int = Field(64, gt=0)
+    # an inline ModelSpec (models.layers_from_dicts), e.g. from Caffe
+    layers: Optional[tuple[dict, ...]] = Field(None, strict=False)
+    batch_size: int = Field(64, gt=0, le=MAX_BATCH_SIZE)
     lr: float = Field(0.01, gt=0)
-    epochs: int = Field(5, gt=0)
-    iterations: Optional[int] = Field(None, gt=0)  # total optimizer steps, as Caffe's max_iter; overrides epochs
+    epochs: int = Field(5, gt=0, le=MAX_EPOCHS)
+    # total optimizer steps, as Caffe's max_iter; overrides epochs
+    iterations: Optional[int] = Field(None, gt=0, le=MAX_ITERATIONS)
     optimizer: Literal[OPTIMIZERS] = "momentum"
     momentum: float = Field(0.9, ge=0, lt=1)
     weight_decay: float = Field(0.0, ge=0)  # lambda of the L2 term (lambda/2)|w|^2 added to the loss
     lr_policy: Literal[LR_POLICIES] = "fixed"
     gamma: float = Field(0.1, ge=0)
     power: float = Field(0.75, ge=0)
-    stepsize: int = Field(1000, gt=0)
-    stepvalues: tuple[int, ...] = ()
+    stepsize: int = Field(1000, gt=0, le=MAX_ITERATIONS)
+    stepvalues: tuple[int, ...] = Field((), strict=False, max_length=MAX_STEPVALUES)
     val_fraction: float = Field(0.0, ge=0, lt=1)
-    seed: int = Field(0, ge=0)
+    seed: int = Field(0, ge=0, le=MAX_SEED)
     semantics: Literal[SEMANTICS] = "native"  # the framework's own API, or the same formulas everywhere
     init: Optional[Literal[INITS]] = None  # neutral: numpy weights from the seed; framework: its own
     # initialiser; None: as the semantics (native: framework, canonical: neutral)
     knobs: Optional[dict[str, str]] = None  # per-knob sources (sensitivity.semantics.KNOBS), for ablation
-    device: str = Field("cpu", pattern=r"^(cpu|gpu(:\d+)?)$")
-    threads: int = Field(0, ge=0)  # 0: every core this process may use
-    timeout: Optional[float] = Field(None, gt=0)  # wall-clock seconds for the whole trial
+    device: str = "cpu"  # cpu, gpu or gpu:N (checked against the machine where the trial is started)
+    threads: int = Field(0, ge=0, le=MAX_THREADS)  # 0: every core this process may use
+    timeout: Optional[float] = Field(None, gt=0, le=MAX_TIMEOUT_S)  # wall-clock seconds for the whole trial
     data_dir: Optional[str] = None
     keep_weights: Optional[str] = None  # path of an .npz to save the trained weights to
+    deterministic: bool = False  # each framework's deterministic-kernel flags (frameworks.gpu.DETERMINISM)
+
+    @field_validator("device")
+    @classmethod
+    def _check_device(cls, value: str) -> str:
+        if not re.fullmatch(r"cpu|gpu(:(0|[1-9][0-9]{0,3}))?", value):
+            shown = repr(value) if len(value) <= 40 else f"of {len(value)} characters"
+            raise ValueError(f"device {shown}: allowed cpu, gpu or gpu:N (N from 0 to 9999)")
+        return value
 
     @model_validator(mode="after")
     def _check_stepvalues(self) -> "TrialSpec":

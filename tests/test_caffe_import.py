@@ -303,3 +303,74 @@ def test_trial_from_caffe_config_with_overrides(tmp_path):
     assert result["status"] == "ok" and result["steps"] == 70 and len(result["curve"]) == 2
     assert result["spec"]["lr_policy"] == "inv" and result["spec"]["weight_decay"] == 0.0005
 
+
+
+@pytest.mark.parametrize("extra, message", [
+    ("base_lr: 0\n", "base_lr: Input should be greater than 0"),
+    ("momentum: 2\n", "momentum: Input should be less than 1"),
+    ("weight_decay: -0.1\n", "weight_decay: Input should be greater than or equal to 0"),
+    ("max_iter: 0\n", "max_iter: Input should be greater than 0"),
+    ("stepsize: 0\nlr_policy: \"step\"\ngamma: 0.1\n", "stepsize: Input should be greater than 0"),
+])
+def test_a_configuration_trialspec_refuses_is_never_written(tmp_path, extra, message):
+    solver = tmp_path / "solver.prototxt"
+    solver.write_text("base_lr: 0.01\n" + extra if not extra.startswith("base_lr") else extra)
+    with pytest.raises(CaffeImportError, match=message):
+        import_solver(solver)
+    proc = run_cli("import-caffe", str(solver), "--out", str(tmp_path / "out.yaml"))
+    assert proc.returncode == 2 and message in proc.stderr and len(proc.stderr.splitlines()) == 1
+    assert not (tmp_path / "out.yaml").exists()
+
+
+@pytest.mark.parametrize("text, message", [
+    ('base_lr: "0.01"\n', "solver.prototxt:1: base_lr: '0.01' is not a number"),
+    ("base_lr: true\n", "base_lr: True is not a number"),
+    ("base_lr: { }\n", "base_lr: {...} is not a number"),
+    ("base_lr: 1e999\n", "value '1e999' cannot be read: out of range"),
+    ("base_lr: " + "9" * 5000 + "\n", "cannot be read: Exceeds the limit (4300 digits)"),
+    ("base_lr: 0.01\nmax_iter: 1.5\n", "solver.prototxt:2: max_iter: 1.5 is not a whole number"),
+    ('base_lr: "\\x"\n', "cannot be read: a bad escape sequence"),
+    ("a { " * 2000 + "}" * 2000, "nested deeper than 64 levels"),
+    ("max_iter: 10\n", "base_lr is required"),
+    ('base_lr: 0.01\nnet: { }\n', "net {...}: expected a quoted path"),
+])
+def test_malformed_solvers_are_one_line_errors(tmp_path, text, message):
+    solver = tmp_path / "solver.prototxt"
+    solver.write_text(text)
+    with pytest.raises(CaffeImportError) as error:
+        import_solver(solver)
+    assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_a_file_that_is_not_utf8_is_one_line(tmp_path):
+    solver = tmp_path / "solver.prototxt"
+    solver.write_bytes(b"base_lr: 0.01 # caf\xe9\n")
+    with pytest.raises(CaffeImportError, match=r"solver.prototxt: not UTF-8 text \(byte 0xe9 at offset 19\)"):
+        import_solver(solver)
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ("num_output: 20", 'num_output: "x"', "num_output of layer conv1: 'x' is not a number"),
+    ("num_output: 20", "num_output: 0", "num_output of layer conv1: 0 is outside 1 to 1,048,576"),
+    ("kernel_size: 5", "kernel_size { }", "kernel_size of layer conv1: {...} is not a number"),
+    ("batch_size: 64", "batch_size: 0", "batch_size of layer mnist: 0 is outside 1"),
+    ("dropout_ratio: 0.5", "dropout_ratio: 2", "dropout_ratio of layer drop: 2.0 is outside [0, 1)"),
+    ("param { lr_mult: 2 }", "param: 3", "param 3: expected param { ... }"),
+    ("include { phase: TRAIN }", "include: 5", "include 5: expected include { ... }"),
+])
+def test_malformed_nets_are_one_line_errors(tmp_path, old, new, message):
+    sys.path.insert(0, str(Path(__file__).parent / "fuzz"))
+    from fuzz_cases import NET
+    net = tmp_path / "net.prototxt"
+    net.write_text(NET.replace(old, new, 1))
+    with pytest.raises(CaffeImportError) as error:
+        import_net(net)
+    assert message in str(error.value), str(error.value)
+
+
+def test_a_continuation_at_rate_zero_is_refused_not_divided_by(tmp_path):
+    from sensitivity.caffe_import import import_phases
+    (tmp_path / "a.prototxt").write_text("base_lr: 0.01\nmax_iter: 100\n")
+    (tmp_path / "b.prototxt").write_text("base_lr: 0\nmax_iter: 200\n")
+    with pytest.raises(CaffeImportError, match="b.prototxt: base_lr: Input should be greater than 0"):
+        import_phases([tmp_path / "a.prototxt", tmp_path / "b.prototxt"])

@@ -134,7 +134,7 @@ def test_diverged_trial_is_a_result_exit_0():
 
 @pytest.mark.skipif(not frameworks.importable("torch"), reason="needs torch")
 def test_timeout_exit_1_with_readable_summary():
-    proc = sensitivity("trial", "--framework", "torch", "--dataset", "digits", "--epochs", "100000",
+    proc = sensitivity("trial", "--framework", "torch", "--dataset", "digits", "--epochs", "10000",
                        "--timeout", "6")
     assert proc.returncode == 1
     assert "torch on digits: timeout" in proc.stdout

@@ -2,12 +2,14 @@
 with a script that collects script errors and counts the figures plotly drew.
 
 `python -m sensitivity.analysis.browser REPORT.html` prints the check and exits 1 if a figure was not drawn
-or a script failed (the main job ends with it; without chromium it says the check was not made).
+or a script failed (the main job ends with it). Without chromium it exits 1 too, saying the check was not
+made, unless told to skip it: `--skip-without-browser`, or SENSITIVITY_SKIP_BROWSER_CHECK=1.
 """
 from __future__ import annotations
 
 import html
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -31,6 +33,11 @@ RENDER_CHECK = """<script>window.addEventListener('load', function () { setTimeo
   out.textContent = JSON.stringify({errors: window.__errors, figures: figures.length, drawn: kinds.length,
                                     kinds: kinds});
   document.body.appendChild(out); }, 1500); });</script>"""
+
+
+SKIP_FLAG = "--skip-without-browser"
+SKIP_VARIABLE = "SENSITIVITY_SKIP_BROWSER_CHECK"
+USAGE = f"usage: python -m sensitivity.analysis.browser [{SKIP_FLAG}] REPORT.html"
 
 
 class BrowserMissing(RuntimeError):
@@ -75,15 +82,21 @@ def render_check(page) -> dict:
 
 
 def main(argv=None) -> int:
-    args = argv if argv is not None else sys.argv[1:]
-    if len(args) != 1:
-        print("usage: python -m sensitivity.analysis.browser REPORT.html", file=sys.stderr)
+    args = list(argv if argv is not None else sys.argv[1:])
+    skip = SKIP_FLAG in args or os.environ.get(SKIP_VARIABLE) == "1"
+    args = [a for a in args if a != SKIP_FLAG]
+    if len(args) != 1 or args[0].startswith("-"):
+        print(USAGE, file=sys.stderr)
         return 2
     try:
         check = render_check(args[0])
     except BrowserMissing as reason:
-        print(f"{args[0]}: rendering not checked: {reason}")
-        return 0
+        if skip:
+            print(f"{args[0]}: rendering not checked (skipped as asked): {reason}")
+            return 0
+        print(f"{args[0]}: rendering not checked: {reason}; to skip the check, pass {SKIP_FLAG} or set "
+              f"{SKIP_VARIABLE}=1", file=sys.stderr)
+        return 1
     ok = not check["errors"] and check["figures"] == check["drawn"] > 0
     print(f"{args[0]}: {check['drawn']} of {check['figures']} figures drawn in chromium "
           f"({', '.join(check['kinds'])}); script errors: {check['errors'] or 'none'}")

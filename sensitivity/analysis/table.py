@@ -51,21 +51,11 @@ def trials_table(source) -> pd.DataFrame:
 
 
 def _from_study(study) -> pd.DataFrame:
-    from optuna.distributions import distribution_to_json
+    from sensitivity.sweep.trial_rows import cached_frame
 
-    from sensitivity.sweep.studies import trials_frame
-
-    frame = trials_frame(study)
-    trials = study.get_trials(deepcopy=False)
-    extras = pd.DataFrame([_extra_fields(t) for t in trials], columns=_EXTRA_COLUMNS)
-    if not frame.empty:
-        frame = frame.merge(extras, on="number", how="left")
-    distributions = {}
-    for trial in trials:
-        for name, dist in trial.distributions.items():
-            distributions.setdefault(name, distribution_to_json(dist))
-    frame.attrs.update(study=study.study_name, storage=storage_description(study), distributions=distributions,
-                       dataset=(study.user_attrs.get("space") or {}).get("dataset"),
+    space = study.user_attrs.get("space") or {}
+    frame = cached_frame(study, _trials_of, depends_on=[space.get("dataset"), len(study.directions)])
+    frame.attrs.update(study=study.study_name, storage=storage_description(study), dataset=space.get("dataset"),
                        directions=[d.name.lower() for d in study.directions],
                        ablation=study.user_attrs.get("ablation"),
                        robustness={int(k.split(":", 1)[1]): v for k, v in study.user_attrs.items()
@@ -73,8 +63,27 @@ def _from_study(study) -> pd.DataFrame:
     return frame
 
 
+def _trials_of(study) -> pd.DataFrame:
+    """The study's trials (`trials_frame` and `_extra_fields`), their distributions in attrs."""
+    from sensitivity.sweep.studies import FRAME_ATTRS, trials_frame
+    from sensitivity.sweep.trial_rows import trial_records
+
+    records = trial_records(study, FRAME_ATTRS + _EXTRA_ATTRS)  # read once, in bulk where the storage allows
+    frame = trials_frame(study, records)
+    extras = pd.DataFrame([_extra_fields(t) for t in records], columns=_EXTRA_COLUMNS)
+    if not frame.empty:
+        frame = frame.merge(extras, on="number", how="left")
+    distributions = {}
+    for record in records:
+        for name, dist in record.distributions.items():
+            distributions.setdefault(name, dist)
+    frame.attrs["distributions"] = distributions
+    return frame
+
+
 _EXTRA_COLUMNS = (["number", "surplus", "wall_time_s", "is_default", "planned"] + [f"gpu_{k}" for k in GPU_FIELDS]
                   + [f"env_{k}" for k in ENV_FIELDS])
+_EXTRA_ATTRS = ("surplus", "wall_time_s", "is_default", "planned", "gpu", "env")
 
 
 def _extra_fields(trial) -> dict:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import sys
 
-from sensitivity.commands.common import EXIT_OK, UsageError, number
+from sensitivity.commands.common import EXIT_OK, EXIT_TRIAL_FAILED, UsageError, number
 
 
 def add_parsers(commands) -> None:
@@ -32,8 +32,8 @@ def _cmd_ablate(args) -> int:
     from sensitivity.spaces import SpaceError
     from sensitivity.spec import TrialSpec
     from sensitivity.sweep import studies
-    from sensitivity.sweep.driver import SweepError
-    from sensitivity.sweep.storage import StorageError
+    from sensitivity.sweep.driver import SweepError, SweepFailed
+    from sensitivity.sweep.storage import StorageError, StorageLost
 
     try:
         start, end = Setup.parse(args.source, "--from"), Setup.parse(args.target, "--to")
@@ -54,6 +54,9 @@ def _cmd_ablate(args) -> int:
     try:
         run_ablation(base, start, end, args.seeds, options, log=lambda message: print(message, file=sys.stderr))
         study = studies.load(options.study, options.storage)
+    except (SweepFailed, StorageLost) as exc:  # a run that lost or left trials: one line, exit 1
+        print(f"sensitivity ablate: {exc}", file=sys.stderr)
+        return EXIT_TRIAL_FAILED
     except (AblationError, SpaceError, SweepError, StorageError) as exc:
         raise UsageError(f"sensitivity ablate: {exc}")
     print(describe_path(ablation_path(study), study.study_name))

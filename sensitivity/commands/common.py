@@ -5,6 +5,7 @@ import argparse
 import math
 
 EXIT_OK, EXIT_TRIAL_FAILED, EXIT_USAGE = 0, 1, 2
+MAX_TRIALS = 1_000_000  # trials of a sweep, and a trial's number in a study (docs/bounds.md)
 
 
 class UsageError(Exception):
@@ -18,19 +19,33 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}")
 
 
-def number(kind, minimum=None, strict=False):
+def number(kind, minimum=None, strict=False, maximum=None):
+    """An argparse type: an int or a finite float, at least `minimum` (above it when `strict`), at most
+    `maximum`."""
     def parse(text: str):
         try:
             value = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, got {text!r}")
+            raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, got "
+                                             f"{_shown(text)}")
         if not math.isfinite(value):
-            raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+            raise argparse.ArgumentTypeError(f"expected a finite number, got {_shown(text)}")
         if minimum is not None and (value < minimum or (strict and value == minimum)):
-            raise argparse.ArgumentTypeError(f"must be {'>' if strict else '>='} {minimum}, got {text}")
+            raise argparse.ArgumentTypeError(f"must be {'>' if strict else '>='} {minimum}, got {_shown(text)}")
+        if maximum is not None and value > maximum:
+            shown = f"{int(maximum):,}" if float(maximum).is_integer() else f"{maximum:g}"
+            raise argparse.ArgumentTypeError(f"must be <= {shown}, got {_shown(text)}")
         return value
     parse.__name__ = kind.__name__
     return parse
+
+
+def _shown(text: str) -> str:
+    return repr(text) if len(text) <= 40 else f"{text[:20]!r}... ({len(text)} characters)"
+
+
+port = number(int, 1, maximum=65535)
+port.__name__ = "port"
 
 
 def _number_list(kind, noun: str):
@@ -41,7 +56,7 @@ def _number_list(kind, noun: str):
                 raise ValueError
             return values
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected comma-separated {noun}, got {text!r}")
+            raise argparse.ArgumentTypeError(f"expected comma-separated {noun}, got {_shown(text)}")
     parse.__name__ = f"{kind.__name__}_list"
     return parse
 

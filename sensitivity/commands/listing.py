@@ -38,13 +38,17 @@ def _cmd_semantics(args) -> int:
 def _cmd_frameworks(args) -> int:
     from sensitivity import frameworks
 
-    print(f"{'framework':<12} {'environment':<12} {'version':<12} usable")
+    from sensitivity.frameworks import gpu
+
+    driver = gpu.driver()
+    print(f"{'framework':<12} {'environment':<12} {'version':<12} {'usable':<34} GPU")
     for name, info in frameworks.FRAMEWORKS.items():
-        version, usable, why = frameworks.probe(name)
+        version, usable, why, gpu_build = frameworks.gpu_probe(name)
         backends = f" (--backend {'|'.join(info.backends)})" if info.backends and usable else ""
-        print(f"{name:<12} {info.env:<12} {version or '-':<12} {'yes' + backends if usable else 'no: ' + why}")
+        print(f"{name:<12} {info.env:<12} {version or '-':<12} {'yes' + backends if usable else 'no: ' + why:<34} "
+              f"{gpu.column(usable, gpu_build, driver)}")
     for name, why in frameworks.CONFIGURATION_ONLY.items():
-        print(f"{name:<12} {'-':<12} {'-':<12} no: {why}")
+        print(f"{name:<12} {'-':<12} {'-':<12} {'no: ' + why:<34} -")
     return EXIT_OK
 
 
@@ -111,8 +115,11 @@ def _cmd_import_caffe(args) -> int:
     text = (NOT_REPRODUCED if reproduced else "") + dump_config(entry)
     if args.out:
         from sensitivity.datasets.base import atomic_write
-        with atomic_write(args.out) as f:
-            f.write(text.encode())
+        try:
+            with atomic_write(args.out) as f:
+                f.write(text.encode())
+        except (OSError, ValueError) as exc:  # a folder, a missing permission, a NUL in the name
+            raise UsageError(f"sensitivity import-caffe: --out {args.out!r}: {getattr(exc, 'strerror', None) or exc}")
         print(f"wrote {args.out}", file=sys.stderr)
     else:
         sys.stdout.write(text)

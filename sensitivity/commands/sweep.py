@@ -1,7 +1,12 @@
 """`sensitivity sweep`, `studies`, `export` and `dashboard`: running and reading studies."""
 from __future__ import annotations
 
-from sensitivity.commands.common import EXIT_OK, UsageError, number
+from sensitivity.commands.common import EXIT_OK, EXIT_TRIAL_FAILED, MAX_TRIALS, UsageError, number, port
+from sensitivity.spec import MAX_SEED, MAX_THREADS, MAX_TIMEOUT_S
+
+MAX_PARALLEL = 1_024
+MAX_GPUS_PER_TRIAL = 64
+MAX_BUDGET_S = 366 * 24 * 3600.0
 
 
 def add_parsers(commands) -> None:
@@ -11,14 +16,19 @@ def add_parsers(commands) -> None:
 
 def _add_run_options(p) -> None:
     """Options of every command that runs trials on Ray into a study."""
-    p.add_argument("--parallel", type=number(int, 0, strict=True), default=1)
-    p.add_argument("--storage", help="sqlite:///FILE (default results/optuna.db), postgresql://..., journal:FILE")
+    p.add_argument("--parallel", type=number(int, 0, strict=True, maximum=MAX_PARALLEL), default=1)
+    p.add_argument("--storage", help="sqlite:///FILE, postgresql://..., journal:FILE (default: $SENSITIVITY_STORAGE, "
+                   "else results/optuna.db); a PostgreSQL password may come from PGPASSWORD or ~/.pgpass")
     p.add_argument("--study", help="study name")
     p.add_argument("--address", help="a running Ray cluster: auto or HOST:PORT (default: a local Ray)")
-    p.add_argument("--cpus-per-trial", type=number(float, 0, strict=True), default=1)
-    p.add_argument("--gpus-per-trial", type=number(float, 0), default=0)
-    p.add_argument("--timeout-per-trial", type=number(float, 0, strict=True))
-    p.add_argument("--time-budget", type=number(float, 0, strict=True), help="seconds for the whole run")
+    p.add_argument("--cpus-per-trial", type=number(float, 0, strict=True, maximum=MAX_THREADS), default=1)
+    p.add_argument("--gpus-per-trial", type=number(float, 0, maximum=MAX_GPUS_PER_TRIAL), default=0,
+                   help="at most 1; a fraction shares one GPU between trials (0.25: four trials on a GPU)")
+    p.add_argument("--deterministic", action="store_true",
+                   help="every trial sets its framework's deterministic-kernel flags (recorded)")
+    p.add_argument("--timeout-per-trial", type=number(float, 0, strict=True, maximum=MAX_TIMEOUT_S))
+    p.add_argument("--time-budget", type=number(float, 0, strict=True, maximum=MAX_BUDGET_S),
+                   help="seconds for the whole run")
     p.add_argument("--allow-space-change", action="store_true", help="resume a study made from another space")
     p.add_argument("--keep-weights", action="store_true",
                    help="each trial saves its trained weights under results/weights/STUDY/ (for sensitivity robustness)")
@@ -26,19 +36,22 @@ def _add_run_options(p) -> None:
 
 
 def _add_sweep_parser(commands) -> None:
+    from sensitivity.spaces import MAX_SEEDS
+    from sensitivity.spec import MAX_EPOCHS
     from sensitivity.sweep.driver import PRUNERS, SAMPLERS
 
     p = commands.add_parser("sweep", help="run a sweep of a search space on Ray Tune into an Optuna study")
     p.add_argument("space", help="search_spaces/NAME.yaml")
-    p.add_argument("--trials", type=number(int, 0, strict=True), required=True,
+    p.add_argument("--trials", type=number(int, 0, strict=True, maximum=MAX_TRIALS), required=True,
                    help="final trials the study should hold (orphans of a killed run do not count)")
     p.add_argument("--sampler", choices=SAMPLERS, default="tpe")
     p.add_argument("--pruner", choices=PRUNERS, default="none")
-    p.add_argument("--seed", type=number(int, 0), help="the sampler's seed")
+    p.add_argument("--seed", type=number(int, 0, maximum=MAX_SEED), help="the sampler's seed")
     p.add_argument("--with-defaults", action="store_true",
                    help="run each framework's own default (search_spaces/defaults.yaml) first")
     p.add_argument("--frameworks", help="comma-separated: replaces the space's list of frameworks")
-    p.add_argument("--seeds", type=number(int, 0, strict=True), help="seeds per configuration: replaces the space's")
+    p.add_argument("--seeds", type=number(int, 0, strict=True, maximum=MAX_SEEDS),
+                   help="seeds per configuration: replaces the space's")
     p.add_argument("--semantics", choices=("native", "canonical"),
                    help="the regime of every trial: replaces the space's fixed one (default: the space's, else native)")
     _add_run_options(p)
@@ -48,8 +61,8 @@ def _add_sweep_parser(commands) -> None:
         p = commands.add_parser(name, help=help_text)
         p.add_argument("--frameworks", help="comma-separated (default: every framework usable here)")
         p.add_argument("--datasets", default="mnist5k,digits", help="comma-separated (default mnist5k,digits)")
-        p.add_argument("--seeds", type=number(int, 0, strict=True), default=1)
-        p.add_argument("--budget-epochs", type=number(int, 0, strict=True),
+        p.add_argument("--seeds", type=number(int, 0, strict=True, maximum=MAX_SEEDS), default=1)
+        p.add_argument("--budget-epochs", type=number(int, 0, strict=True, maximum=MAX_EPOCHS),
                        help="cut each default to this many epochs, its schedule compressed alike (recorded)")
         p.add_argument("--semantics", choices=("native", "canonical", "both"), default="native",
                        help="native (default): each framework's own optimizers, schedulers and initialisers; "
@@ -75,16 +88,23 @@ def _options(args, trials: int):
         pruner=getattr(args, "pruner", "none"), storage=args.storage, study=args.study, address=args.address,
         cpus_per_trial=args.cpus_per_trial, gpus_per_trial=args.gpus_per_trial,
         timeout_per_trial=args.timeout_per_trial, time_budget=args.time_budget, seed=getattr(args, "seed", None),
-        allow_space_change=args.allow_space_change, progress=not args.no_progress, keep_weights=args.keep_weights)
+        allow_space_change=args.allow_space_change, progress=not args.no_progress, keep_weights=args.keep_weights,
+        deterministic=args.deterministic)
 
 
 def _run(command: str, run):
-    """Run, mapping bad input to a one-line usage error, and print the summary."""
+    """Run, mapping bad input to a one-line usage error (exit 2) and a run that lost or left trials, or
+    whose storage failed, to one line and exit 1; print the summary."""
+    import sys
+
     from sensitivity.spaces import SpaceError
-    from sensitivity.sweep.driver import SweepError
-    from sensitivity.sweep.storage import StorageError
+    from sensitivity.sweep.driver import SweepError, SweepFailed
+    from sensitivity.sweep.storage import StorageError, StorageLost
     try:
         summary = run()
+    except (SweepFailed, StorageLost) as exc:
+        print(f"sensitivity {command}: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return EXIT_TRIAL_FAILED
     except (SpaceError, SweepError, StorageError) as exc:
         raise UsageError(f"sensitivity {command}: {exc}")
     print(f"study {summary['study']} in {summary['storage']}: {summary['final_trials']} final trials"
@@ -102,7 +122,7 @@ def _cmd_sweep(args) -> int:
 
 def _cmd_defaults(args) -> int:
     from sensitivity import datasets, frameworks
-    from sensitivity.sweep.driver import run_space
+    from sensitivity.sweep.driver import SweepError, check_inputs, run_space
     from sensitivity.sweep.plans import defaults_space, default_plan
 
     names = args.frameworks.split(",") if args.frameworks else [n for n in frameworks.FRAMEWORKS
@@ -115,6 +135,10 @@ def _cmd_defaults(args) -> int:
     _check_study_name(args.study, args.command)
     regimes = ("native", "canonical") if args.semantics == "both" else (args.semantics,)
     space = defaults_space(args.study or args.command, names, sets, args.seeds, regimes)
+    try:
+        check_inputs(space, args.address, sets)  # the plan reads the datasets
+    except SweepError as exc:
+        raise UsageError(f"sensitivity {args.command}: {exc}")
     plan = default_plan(space, names, sets, args.seeds, args.budget_epochs, transfer=args.command == "transfer")
     return _run(args.command, lambda: run_space(space, _options(args, len(plan)), plan))
 
@@ -129,7 +153,10 @@ def _add_study_parsers(commands) -> None:
     shown = actions.add_parser("show", help="one study's trials and its best trial or Pareto set")
     shown.add_argument("name")
     listed = actions.add_parser("list", help="every study of the storage")
-    for sub in (shown, listed):
+    rebuilt = actions.add_parser("rebuild", help="restore a study from its trial log (results/trial-logs/STUDY.jsonl)")
+    rebuilt.add_argument("log", help="the study's trial log")
+    rebuilt.add_argument("--study", help="the name to give the study (default: the log's)")
+    for sub in (shown, listed, rebuilt):
         sub.add_argument("--storage", default=argparse.SUPPRESS)  # keeps `studies --storage URL show NAME` too
     p = commands.add_parser("export", help="write a study's trials as CSV or Parquet")
     p.add_argument("name")
@@ -139,7 +166,7 @@ def _add_study_parsers(commands) -> None:
     p.set_defaults(handler=_cmd_export)
     p = commands.add_parser("dashboard", help="optuna-dashboard on 127.0.0.1")
     p.add_argument("--storage")
-    p.add_argument("--port", type=number(int, 0, strict=True), default=8080)
+    p.add_argument("--port", type=port, default=8080)
     p.set_defaults(handler=_cmd_dashboard)
 
 
@@ -147,7 +174,7 @@ def _storage_errors(command: str):
     """Map a storage that cannot be used to a one-line usage error."""
     import contextlib
 
-    from sensitivity.sweep.storage import StorageError
+    from sensitivity.sweep.storage import StorageError, is_storage_error, reason
 
     @contextlib.contextmanager
     def mapping():
@@ -155,12 +182,18 @@ def _storage_errors(command: str):
             yield
         except StorageError as exc:
             raise UsageError(f"sensitivity {command}: {exc}")
+        except Exception as exc:  # the storage failed while being read, beyond its retry window
+            if not is_storage_error(exc):
+                raise
+            raise UsageError(f"sensitivity {command}: the storage failed: {reason(exc)}")
     return mapping()
 
 
 def _cmd_studies(args) -> int:
     from sensitivity.sweep import studies
 
+    if args.action == "rebuild":
+        return _rebuild(args)
     with _storage_errors("studies"):
         if args.action == "show":
             print(studies.show(studies.load(args.name, args.storage)))
@@ -169,6 +202,22 @@ def _cmd_studies(args) -> int:
     print(f"{'study':<30} {'trials':>6} {'final':>6} {'directions':<22} started")
     for row in rows:
         print(f"{row['study']:<30} {row['trials']:>6} {row['final']:>6} {row['directions']:<22} {row['started']}")
+    return EXIT_OK
+
+
+def _rebuild(args) -> int:
+    from sensitivity import paths
+    from sensitivity.sweep import trial_log
+    from sensitivity.sweep.storage import default_url, describe
+
+    if args.study is not None:
+        _check_study_name(args.study, "studies rebuild")
+    with _storage_errors("studies rebuild"):
+        try:
+            name, count = trial_log.rebuild(args.log, args.storage, args.study)
+        except (trial_log.LogError, paths.UnsafeName) as exc:
+            raise UsageError(f"sensitivity studies rebuild: {exc}")
+    print(f"study {name} in {describe(args.storage or default_url())}: {count} trials restored from {args.log}")
     return EXIT_OK
 
 
@@ -187,8 +236,15 @@ def _cmd_export(args) -> int:
 
 
 def _cmd_dashboard(args) -> int:
+    import socket
+
     from sensitivity.sweep import studies
 
+    with socket.socket() as probe:  # a port in use or not ours is one line now, not the dashboard's traceback
+        try:
+            probe.bind(("127.0.0.1", args.port))
+        except OSError as exc:
+            raise UsageError(f"sensitivity dashboard: --port {args.port}: {exc.strerror or exc}")
     with _storage_errors("dashboard"):
         return studies.dashboard(args.storage, args.port)
 

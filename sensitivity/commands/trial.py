@@ -5,7 +5,7 @@ import argparse
 import re
 import sys
 
-from sensitivity.commands.common import EXIT_OK, EXIT_TRIAL_FAILED, UsageError, int_list, number
+from sensitivity.commands.common import EXIT_OK, EXIT_TRIAL_FAILED, MAX_TRIALS, UsageError, int_list, number
 from sensitivity.spec import INITS, LR_POLICIES, OPTIMIZERS, SEMANTICS, TrialSpec
 
 
@@ -28,11 +28,17 @@ def add_configuration_options(p, dataset_help: str) -> None:
     p.add_argument("--dataset", choices=sorted(datasets.REGISTRY), help=dataset_help)
     p.add_argument("--model", choices=sorted(models.MODELS), help="default: the dataset's model")
     for option, kind, minimum, strict in CONFIGURATION_NUMBERS:
-        p.add_argument("--" + option, type=number(kind, minimum, strict),
+        p.add_argument("--" + option, type=number(kind, minimum, strict, _maximum(option.replace("-", "_"))),
                        help=f"default {default[option.replace('-', '_')]}")
     p.add_argument("--optimizer", choices=OPTIMIZERS, help=f"default {default['optimizer']}")
     p.add_argument("--lr-policy", choices=LR_POLICIES, help="default fixed")
     p.add_argument("--stepvalues", type=int_list, help="multistep: e.g. 4000,6000")
+
+
+def _maximum(field: str):
+    """TrialSpec's upper bound of `field` (docs/bounds.md), or None."""
+    bounds = [getattr(m, "le", None) for m in TrialSpec.model_fields[field].metadata]
+    return next((b for b in bounds if b is not None), None)
 
 
 def add_parsers(commands) -> None:
@@ -42,7 +48,7 @@ def add_parsers(commands) -> None:
                             argument_default=argparse.SUPPRESS)  # only options given override a --config
     p.add_argument("--config", help="a configuration YAML (from import-caffe or the defaults table)")
     p.add_argument("--from-study", help="rerun a trial of this study (with --trial N; options override)")
-    p.add_argument("--trial", type=number(int, 0), help="the trial number, with --from-study")
+    p.add_argument("--trial", type=number(int, 0, maximum=MAX_TRIALS), help="the trial number, with --from-study")
     p.add_argument("--storage", help="the study's storage, with --from-study (default results/optuna.db)")
     p.add_argument("--framework", choices=sorted(frameworks.FRAMEWORKS), help="required, here or in --config")
     p.add_argument("--backend", help="for keras: tensorflow (default), jax or torch")
@@ -54,6 +60,8 @@ def add_parsers(commands) -> None:
                    help="neutral: the same numpy weights in every framework; framework: its own initialiser "
                         "(default: framework under native, neutral under canonical)")
     p.add_argument("--device", help="cpu (default), gpu or gpu:N")
+    p.add_argument("--deterministic", action="store_true",
+                   help="each framework's deterministic-kernel flags (recorded in the result's env)")
     p.add_argument("--data-dir", help="folder of official dataset files (default $SENSITIVITY_DATA_DIR)")
     p.add_argument("--download", action="store_true", default=False,
                    help="fetch a missing official dataset into the data folder first (pinned SHA-256 checked)")
@@ -128,6 +136,7 @@ def _option(field: str) -> str:
 
 def _cmd_trial(args) -> int:
     from sensitivity import datasets, frameworks
+    from sensitivity.frameworks import gpu
     from sensitivity.trial.fit import FitError, check_prepared
     from sensitivity.trial.runner import run_trial
 
@@ -136,6 +145,14 @@ def _cmd_trial(args) -> int:
         frameworks.worker_variables(spec)
     except ValueError as exc:
         raise UsageError(f"sensitivity trial: --backend: {exc}")
+    refusal = spec.device != "cpu" and frameworks.gpu_refusal(spec.framework, spec.backend)
+    if refusal:  # the framework's own reason first: it holds on any machine
+        raise UsageError(f"sensitivity trial: --device {spec.device}: {spec.framework} cannot use a GPU here: "
+                         f"{refusal}")
+    try:
+        gpu.check_here(spec.device)
+    except ValueError as exc:
+        raise UsageError(f"sensitivity trial: --device: {exc}")
     try:
         path = datasets.prepare(spec.dataset, spec.data_dir, download=args.download)
     except datasets.DatasetError as exc:

@@ -2,6 +2,7 @@
 
     load(name)       -> Dataset (float32 NCHW in [0, 1], or (N, F) vectors; int64 labels)
     prepare(name)    -> Path of the cached .npz, which `Dataset.load_npz` reads with numpy alone
+    ready(name)      -> the same path, the dataset checked and parsed but not loaded (before a sweep)
     is_present(name) -> whether load can work without a download
     download(name)   -> fetch and verify the official files (file sets only)
     info_table()     -> one dict per dataset, for `sensitivity datasets`
@@ -22,7 +23,7 @@ from .downloads import download
 from .registry import REGISTRY, get_info, resolve
 
 __all__ = ["REGISTRY", "Dataset", "DatasetError", "DatasetInfo", "cache_root", "download", "get_info",
-           "info_table", "is_present", "load", "prepare", "resolve_data_dir", "split_validation"]
+           "info_table", "is_present", "load", "prepare", "ready", "resolve_data_dir", "split_validation"]
 
 
 def _package_version(info: DatasetInfo) -> str:
@@ -33,16 +34,21 @@ def _package_version(info: DatasetInfo) -> str:
                            "pip install 'sensitivity[data]'") from None
 
 
-def _prepared(name: str, data_dir, fetch: bool) -> tuple[Path, Dataset]:
+def _prepared(name: str, data_dir, fetch: bool, load: bool = True) -> tuple[Path, Dataset | None]:
     info = get_info(name)
-    if info.offline:
-        fingerprint = [info.package, _package_version(info)]
-        return cached(info, fingerprint, lambda: resolve(info.loader)())
-    folder = resolve_data_dir(data_dir)
-    if fetch and not is_present(name, folder):
-        _downloads.download(name, folder)
-    files = resolve(info.files)(folder)
-    return cached(info, files_fingerprint(files), lambda: resolve(info.loader)(files))
+    try:
+        if info.offline:
+            fingerprint = [info.package, _package_version(info)]
+            return cached(info, fingerprint, lambda: resolve(info.loader)(), load)
+        folder = resolve_data_dir(data_dir)
+        if fetch and not is_present(name, folder):
+            _downloads.download(name, folder)
+        files = resolve(info.files)(folder)
+        return cached(info, files_fingerprint(files), lambda: resolve(info.loader)(files), load)
+    except OSError as exc:  # a file unreadable, a folder where a file should be, a cache that cannot be written
+        raise DatasetError(f"{name}: {exc.filename or ''}: {exc.strerror or exc}") from None
+    except ValueError as exc:  # a NUL in the data folder's path
+        raise DatasetError(f"{name}: {exc}") from None
 
 
 def load(name: str, data_dir: str | Path | None = None, download: bool = False) -> Dataset:
@@ -53,6 +59,13 @@ def load(name: str, data_dir: str | Path | None = None, download: bool = False) 
 def prepare(name: str, data_dir: str | Path | None = None, download: bool = False) -> Path:
     """Parse (or find in the cache) and return the .npz path a worker reads with `Dataset.load_npz`."""
     return _prepared(name, data_dir, download)[0]
+
+
+def ready(name: str, data_dir: str | Path | None = None) -> Path:
+    """Check, before anything runs, that `name` loads here without a download: it is parsed into the cache
+    now if it is not there yet (a corrupt file is refused here, not in a trial). The cached .npz path;
+    DatasetError saying what is wrong and how to get the data otherwise."""
+    return _prepared(name, data_dir, False, load=False)[0]
 
 
 def is_present(name: str, data_dir: str | Path | None = None) -> bool:

@@ -43,9 +43,12 @@ def cache_path(name: str, fingerprint) -> Path:
     return cache_root() / "parsed" / f"{name}-{hashlib.sha256(blob).hexdigest()[:20]}.npz"
 
 
-def cached(info: DatasetInfo, fingerprint, build: Callable[[], Dataset]) -> tuple[Path, Dataset]:
-    """Read the entry for this fingerprint, or build, check and save it; return (path, dataset)."""
+def cached(info: DatasetInfo, fingerprint, build: Callable[[], Dataset], load: bool = True) -> tuple:
+    """Read the entry for this fingerprint, or build, check and save it; return (path, dataset), the dataset
+    None where `load` is False and the entry exists."""
     path = cache_path(info.name, fingerprint)
+    if path.is_file() and not load:
+        return path, None
     if path.is_file():
         try:
             return path, Dataset.load_npz(path)

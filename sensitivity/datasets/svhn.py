@@ -7,11 +7,12 @@ X is (32, 32, 3, N) uint8 (height, width, channel, sample) and becomes NCHW; y i
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
 
-from .base import Dataset, check_labels, file_error, require, to_unit_float
+from .base import Dataset, DatasetError, check_labels, file_error, require, to_unit_float
 from .files import find_files
 
 
@@ -20,11 +21,21 @@ def svhn_files(data_dir: Path) -> dict[str, Path]:
     return find_files("svhn", [d / "svhn", d], {"train": ("train_32x32.mat",), "test": ("test_32x32.mat",)})
 
 
+MAX_IMAGES = 600_000  # SVHN's largest file (extra_32x32.mat) holds 531,131
+
+
 def read_mat(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    """Return uint8 images (N, 3, 32, 32) and int64 labels 0..9 from one format-2 file."""
+    """Return uint8 images (N, 3, 32, 32) and int64 labels 0..9 from one format-2 file. The shapes its header
+    declares are checked first, so a compressed variable is never inflated beyond MAX_IMAGES images."""
     sio = require("scipy.io")
     try:
+        declared = {name: shape for name, shape, _ in sio.whosmat(path)}
+        for name, limit in (("X", 3 * 32 * 32 * MAX_IMAGES), ("y", MAX_IMAGES)):
+            if name in declared and math.prod(declared[name]) > limit:
+                raise file_error(path, f"{name} is declared {declared[name]}: more than {MAX_IMAGES:,} images")
         mat = sio.loadmat(path, variable_names=["X", "y"])
+    except DatasetError:
+        raise
     except Exception as e:  # scipy raises ValueError, TypeError, MatReadError, NotImplementedError (v7.3) ...
         raise file_error(path, f"cannot be read as a MATLAB v5 file ({type(e).__name__}: {e})") from e
     if "X" not in mat or "y" not in mat:

@@ -59,16 +59,19 @@ class FrameworkUnavailable(Exception):
 
 def worker_variables(spec) -> dict:
     """Environment variables a worker must start with to run `spec` (a backend chosen before import)."""
+    from sensitivity.frameworks import gpu
+
     info = FRAMEWORKS[spec.framework]
+    determinism = gpu.determinism_variables() if spec.deterministic else {}
     if not info.backends:
         if spec.backend is not None:
             raise ValueError(f"framework {spec.framework!r} has no backends; --backend is for "
                              f"{', '.join(n for n, i in FRAMEWORKS.items() if i.backends) or 'none'}")
-        return dict(info.variables)
+        return {**dict(info.variables), **determinism}
     backend = spec.backend or info.backends[0]
     if backend not in info.backends:
         raise ValueError(f"backend {backend!r} of {spec.framework}: allowed {', '.join(info.backends)}")
-    return {info.backend_variable: backend}
+    return {info.backend_variable: backend, **determinism}
 
 
 def importable(name: str) -> bool:
@@ -93,32 +96,60 @@ def load_adapter(name: str):
 
 _PROBE = """
 import importlib.metadata as m, importlib.util, json, sys
-dists, adapter = sys.argv[1].split('|'), sys.argv[2]
+dists, adapter, name = sys.argv[1].split('|'), sys.argv[2], sys.argv[3]
 version = None
 for dist in dists:
     try:
         version = m.version(dist); break
     except m.PackageNotFoundError:
         pass
-print(json.dumps([version, importlib.util.find_spec(adapter) is not None]))
+has_adapter = importlib.util.find_spec(adapter) is not None
+gpu = None
+if has_adapter:
+    from sensitivity.frameworks.gpu import build
+    gpu = build(name)
+print(json.dumps([version, has_adapter, gpu]))
 """
 
 
 def probe(name: str) -> tuple:
     """(installed version or None, whether it is usable, why not) as seen by the framework's own
     environment, read from package metadata without importing the framework."""
+    return _probe(name)[:3]
+
+
+def gpu_probe(name: str, backend=None) -> tuple:
+    """(version, usable, why not, (whether its build can use a GPU, what says so)) in its environment;
+    for keras, `backend` names the backend whose build counts (None: any)."""
+    return _probe(name, backend)
+
+
+def _probe(name: str, backend=None) -> tuple:
     info = FRAMEWORKS[name]
     if not envs.is_available(info.env):
-        return None, False, f"environment {info.env} missing (scripts/setup.sh {info.env})"
+        return None, False, f"environment {info.env} missing (scripts/setup.sh {info.env})", None
+    gpu_name = backend if name == "keras" and backend else name
     out = subprocess.run([str(envs.interpreter(info.env)), "-c", _PROBE, info.distribution,
-                          info.adapter.split(":")[0]], capture_output=True, text=True, timeout=60,
+                          info.adapter.split(":")[0], gpu_name], capture_output=True, text=True, timeout=60,
                          env=envs.worker_environ(info.env))
     try:
-        version, has_adapter = json.loads(out.stdout.strip().splitlines()[-1])
+        version, has_adapter, gpu_build = json.loads(out.stdout.strip().splitlines()[-1])
     except (IndexError, ValueError):
-        return None, False, f"probe failed: {out.stderr.strip()[-200:]}"
+        return None, False, f"probe failed: {out.stderr.strip()[-200:]}", None
     if version is None:
-        return None, False, f"not installed (pip install 'sensitivity[{info.extra}]' in {info.env})"
+        return None, False, f"not installed (pip install 'sensitivity[{info.extra}]' in {info.env})", None
     if not has_adapter:
-        return version, False, "no adapter in this version of sensitivity"
-    return version, True, ""
+        return version, False, "no adapter in this version of sensitivity", None
+    return version, True, "", tuple(gpu_build)
+
+
+def gpu_refusal(name: str, backend=None):
+    """Why a GPU trial of framework `name` cannot run on this machine (its build or the driver), or None."""
+    from sensitivity.frameworks import gpu
+
+    version, usable, why, gpu_build = gpu_probe(name, backend)
+    if not usable:
+        return why
+    if not gpu_build[0]:
+        return gpu_build[1]
+    return gpu.driver()[1]

@@ -69,6 +69,10 @@ class Adapter(Protocol):
         """The per-step learning rates the framework's own scheduler gives for `spec` (Caffe's values,
         by construction; float32 schedules round them)."""
 
+    def threads_in_effect(self) -> Optional[int]:
+        """The thread count the framework runs with, read back after `setup` (a setter can be refused or
+        take no effect), or None where the framework has no setting."""
+
     def numerics(self) -> dict:
         """The framework's numeric defaults as it reports them: dtype, loss reduction, and on a GPU TF32
         and cuDNN settings (recorded in the result's env)."""
@@ -77,7 +81,16 @@ class Adapter(Protocol):
         """Place the training set where the framework trains fastest (in memory, on the device)."""
 
     def compile(self, batch_size: int) -> None:
-        """Do any first-step compilation now, without changing the weights (a no-op for eager ones)."""
+        """Do any first-step compilation now, without changing the weights (a no-op for eager ones); on a GPU
+        also the device's start-up (cuDNN handles, kernels), so none of it falls inside a timed epoch."""
+
+    def placement(self) -> dict:
+        """On a GPU (`setup` raised frameworks.gpu.PlacementError if the framework sees none): check that the
+        model and the training data live on the GPU, and return what the framework reports of it (device
+        name, CUDA and cuDNN versions)."""
+
+    def peak_device_memory_mb(self) -> Optional[float]:
+        """The trial's peak GPU memory from the framework's own allocator (None where it keeps none)."""
 
     def train_epoch(self, order: np.ndarray, lrs: np.ndarray) -> EpochStats:
         """One epoch: step i uses samples order[i] (shape steps x batch) and learning rate lrs[i] (a

@@ -19,10 +19,8 @@ with zeros and rescales each window by ksize^2 over its in-image count, which is
 """
 from __future__ import annotations
 
-import ctypes
 import functools
 import math
-import os
 
 import chainer
 import chainer.functions as F
@@ -33,6 +31,7 @@ from chainer.training import extensions
 from chainer.utils.conv import get_conv_outsize
 
 from sensitivity import semantics
+from sensitivity.frameworks import threads as threads_of
 from sensitivity.frameworks.base import EpochStats, LossReader
 from sensitivity.models import Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, ceil_padding, pooled_size, \
     window_counts
@@ -48,8 +47,15 @@ class ChainerAdapter:
         return chainer.__version__
 
     def setup(self, threads: int, device: str, seed: int) -> None:
-        self.blas_threads = set_blas_threads(threads)
+        threads_of.blas(threads)  # threads_in_effect reads back what it took
         np.random.seed(seed)  # Chainer's initialisers and its CPU dropout draw from numpy's global generator
+        from sensitivity.frameworks import gpu
+        chainer.config.cudnn_deterministic = gpu.deterministic()
+        if device != "cpu":
+            cuda = chainer.backends.cuda
+            gpu.require("chainer", cuda.cupy.cuda.runtime.getDeviceCount() if cuda.available else 0,
+                        gpu.index(device), "" if cuda.available else "CuPy is not installed: "
+                        + gpu.NO_GPU_ROUTE["chainer"])
         self.device = chainer.get_device("@numpy" if device == "cpu" else "@cupy:" + (device[4:] or "0"))
         if self.device.xp is not np:
             self.device.use()
@@ -110,12 +116,27 @@ class ChainerAdapter:
         return {"dtype": np.dtype(config.dtype).name, "loss_reduction": "mean", "use_cudnn": config.use_cudnn,
                 "cudnn_deterministic": config.cudnn_deterministic, "autotune": config.autotune,
                 "cudnn_fast_batch_normalization": config.cudnn_fast_batch_normalization,
-                "use_ideep": config.use_ideep, "use_static_graph": config.use_static_graph,
-                "blas_threads_set_in": [os.path.basename(path) for path in getattr(self, "blas_threads", [])]}
+                "use_ideep": config.use_ideep, "use_static_graph": config.use_static_graph}
+
+    def threads_in_effect(self):
+        """The BLAS's thread count, read back (numpy's elementwise work is one thread)."""
+        return threads_of.blas()
 
     def set_data(self, x_train: np.ndarray, y_train: np.ndarray) -> None:
         self.x = self.device.send(np.ascontiguousarray(x_train, np.float32))
         self.y = self.device.send(y_train.astype(np.int32))  # softmax_cross_entropy takes int32 labels
+
+    def placement(self) -> dict:
+        from sensitivity.frameworks import gpu
+        where = {"model": next(self.model.params()).device, "data": chainer.get_device(self.x)}
+        gpu.check_placed("chainer", {k: str(v).replace("@cupy", "cuda") for k, v in where.items()})
+        cupy = chainer.backends.cuda.cupy
+        return {"device_name": cupy.cuda.runtime.getDeviceProperties(self.device.device.id)["name"].decode(),
+                "cuda": cupy.cuda.runtime.runtimeGetVersion(), "cudnn": chainer.backends.cuda.cudnn_enabled,
+                "placed": {k: str(v) for k, v in where.items()}}
+
+    def peak_device_memory_mb(self):
+        return None  # CuPy's memory pool reports what it holds, not a peak
 
     def compile(self, batch_size: int) -> None:
         pass  # define-by-run: nothing to compile
@@ -161,25 +182,6 @@ class ChainerAdapter:
             loss = F.sum(F.softmax_cross_entropy(self.model(xv), self.device.send(y.astype(np.int32)), reduce="no"))
             (grad,) = chainer.grad([loss], [xv])
         return _TO_CPU.send(grad.array)
-
-
-def set_blas_threads(threads: int) -> list:
-    """Set the thread count of every OpenBLAS or MKL this process has loaded (numpy's among them), found
-    in /proc/self/maps; returns the libraries set (none where that file does not exist)."""
-    try:
-        with open("/proc/self/maps") as maps:
-            paths = {line.split()[-1] for line in maps if "openblas" in line or "libmkl_rt" in line}
-    except OSError:
-        return []
-    done = []
-    for path in sorted(paths):
-        lib = ctypes.CDLL(path)
-        for symbol in ("openblas_set_num_threads64_", "openblas_set_num_threads", "MKL_Set_Num_Threads"):
-            if hasattr(lib, symbol):
-                getattr(lib, symbol)(ctypes.c_int(threads))
-                done.append(path)
-                break
-    return done
 
 
 def _max_pool(layer: Pool, chw: tuple):

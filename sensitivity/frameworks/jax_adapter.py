@@ -82,10 +82,8 @@ class JaxAdapter:
         import flax
         return f"{jax.__version__} (flax {flax.__version__}, {jax.default_backend()})"
 
-    controls_threads = False  # see the module's docstring
-
     def setup(self, threads: int, device: str, seed: int) -> None:
-        self.device = jax.devices("cpu")[0] if device == "cpu" else jax.devices("gpu")[int(device[4:] or 0)]
+        self.device = jax.devices("cpu")[0] if device == "cpu" else gpu_setup("jax", device)
         self.seed, self.key = seed, jax.random.PRNGKey(seed)
         self.epochs_done = 0
 
@@ -123,6 +121,10 @@ class JaxAdapter:
             return np.full(total_steps, schedule, np.float64)
         counts = jnp.arange(total_steps, dtype=jnp.int32)
         return np.asarray(jax.jit(jax.vmap(schedule))(counts), np.float64)
+
+    def threads_in_effect(self):
+        """None: jax has no thread-count setting (see the module's docstring)."""
+        return None
 
     def numerics(self) -> dict:
         """The parameters' dtype (flax's param_dtype, float32), the loss's reduction and jax's precision flags."""
@@ -162,6 +164,13 @@ class JaxAdapter:
             module.kernel.set_value(jax.device_put(nhwc_kernel(kernel, chw), self.device))
             module.bias.set_value(jax.device_put(bias, self.device))
 
+    def placement(self) -> dict:
+        where = {"model": jax.tree.leaves(self.params)[0].device, "data": self.x.device}
+        return gpu_placement("jax", self.device, where)
+
+    def peak_device_memory_mb(self):
+        return gpu_peak_mb(self.device)
+
     def set_data(self, x_train: np.ndarray, y_train: np.ndarray) -> None:
         self.x = jax.device_put(to_nhwc(x_train), self.device)
         self.y = jax.device_put(y_train.astype(np.int32), self.device)
@@ -173,7 +182,10 @@ class JaxAdapter:
     def compile(self, batch_size: int) -> None:
         """Compile the step (CPU) or epoch ahead of time for (len(data) // batch_size) steps; no step is
         taken."""
-        steps = len(self.y) // batch_size
+        self.compile_epoch(len(self.y) // batch_size, batch_size)
+
+    def compile_epoch(self, steps: int, batch_size: int) -> None:
+        """Compile for an epoch of `steps` steps (a shorter last epoch is another program), outside timing."""
         args = (self._carry(), self.x, self.y, jax.ShapeDtypeStruct((steps, batch_size), jnp.int32),
                 jax.ShapeDtypeStruct((steps,), jnp.float32), self.key)
         args += (jax.ShapeDtypeStruct((), jnp.int32),) if self.per_step else ()
@@ -323,3 +335,35 @@ def _scanned(step):
             return jax.lax.cond(c[-1], lambda: step(c, x, y, order, lrs, key, i), lambda: c), None
         return jax.lax.scan(body, carry, jnp.arange(order.shape[0]))[0]
     return epoch
+
+
+def gpu_setup(framework: str, device: str):
+    """JAX's GPU `device`, or PlacementError when JAX sees none (a CPU-only jaxlib, no CUDA plugin, or no
+    visible GPU). Its allocator takes memory on demand up to the trial's share (the worker's start-up
+    variables XLA_PYTHON_CLIENT_PREALLOCATE and XLA_PYTHON_CLIENT_MEM_FRACTION)."""
+    from sensitivity.frameworks import gpu
+    try:
+        devices, why = jax.devices("gpu"), ""
+    except RuntimeError as exc:  # "Unknown backend gpu", "no CUDA devices"
+        devices, why = [], str(exc).splitlines()[0][:200]
+    gpu.require(framework, len(devices), gpu.index(device), why)
+    return devices[gpu.index(device)]
+
+
+def gpu_placement(framework: str, device, where: dict) -> dict:
+    """Check that `where`'s arrays live on the GPU; what JAX reports of the device and its CUDA."""
+    from sensitivity.frameworks import gpu
+    gpu.check_placed(framework, {k: f"{getattr(v, 'platform', '')}:{v}" for k, v in where.items()})
+    report = {"device_name": device.device_kind, "placed": {k: str(v) for k, v in where.items()}}
+    try:
+        from jax._src.lib import cuda_versions  # present with a CUDA plugin
+        report.update(cuda=cuda_versions.cuda_runtime_get_version(), cudnn=cuda_versions.cudnn_get_version())
+    except (ImportError, AttributeError):
+        report.update(cuda=None, cudnn=None)
+    return report
+
+
+def gpu_peak_mb(device):
+    """XLA's allocator peak on this device, in MiB: since the worker started (JAX cannot reset it)."""
+    stats = device.memory_stats() if device.platform != "cpu" else None
+    return stats["peak_bytes_in_use"] / 2**20 if stats and "peak_bytes_in_use" in stats else None

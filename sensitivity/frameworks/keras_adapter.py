@@ -32,6 +32,7 @@ import numpy as np
 from keras import ops
 
 from sensitivity import semantics
+from sensitivity.frameworks import threads as threads_of
 from sensitivity.frameworks.base import EpochStats
 from sensitivity.models import (Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, ceil_padding, from_nhwc,
                                 neutral_kernel, nhwc_kernel, pooled_size, to_nhwc, window_counts)
@@ -47,7 +48,6 @@ def _backend_version() -> str:
 class KerasAdapter:
     name = "keras"
     backend = BACKEND  # recorded in the result's spec and env
-    controls_threads = BACKEND != "jax"  # jax has no thread-count setting (see jax_adapter)
 
     def version(self) -> str:
         return f"{keras.__version__} ({BACKEND} backend {_backend_version()})"
@@ -69,7 +69,37 @@ class KerasAdapter:
                 torch.set_num_threads(threads)
                 torch.manual_seed(seed)
         self.seed = seed
+        from sensitivity.frameworks import gpu
+        if gpu.deterministic() and BACKEND == "tensorflow":
+            import tensorflow as tf
+            tf.config.experimental.enable_op_determinism()
+        elif gpu.deterministic() and BACKEND == "torch":
+            from sensitivity.frameworks.torch_adapter import deterministic_flags
+            deterministic_flags()
         self.device = "cpu" if device == "cpu" else "gpu:" + (device[4:] or "0")
+        self.gpu = _backend_gpu() if device != "cpu" else None
+        if self.gpu:
+            self.gpu_device = self.gpu.gpu_setup("keras", device)
+
+    def placement(self) -> dict:
+        with keras.device(self.device):
+            tensor = ops.convert_to_tensor(self.x[:1])
+        where = {"model": self.model.trainable_variables[0].value.device, "data": tensor.device}
+        if BACKEND == "torch":
+            from sensitivity.frameworks import gpu
+            gpu.check_placed("keras", where)
+            return {"device_name": self.gpu.torch.cuda.get_device_name(), "cuda": self.gpu.torch.version.cuda,
+                    "placed": {k: str(v) for k, v in where.items()}}
+        if BACKEND == "jax":
+            return self.gpu.gpu_placement("keras", self.gpu_device, where)
+        return self.gpu.gpu_placement("keras", "/GPU:" + self.device[4:], where)
+
+    def peak_device_memory_mb(self):
+        if self.gpu is None:
+            return None
+        if BACKEND == "torch":
+            return self.gpu.torch.cuda.max_memory_allocated() / 2**20
+        return self.gpu.gpu_peak_mb(self.gpu_device if BACKEND == "jax" else "/GPU:" + self.device[4:])
 
     def build(self, model: ModelSpec, input_shape: tuple, classes: int, weights, spec, total_steps: int) -> None:
         requested = spec.backend or os.environ.get("KERAS_BACKEND") or "tensorflow"
@@ -111,9 +141,19 @@ class KerasAdapter:
             self.loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
             self.model.compile(optimizer=self.optimizer, loss=self.loss)
         self.counter = _StepCounter()
+        self.counter.check_every = 1 if self.device == "cpu" else 25  # as LossReader's groups
 
     def framework_rates(self, spec, total_steps: int) -> np.ndarray:
         return keras_rates(spec, total_steps)
+
+    def threads_in_effect(self):
+        """The backend's thread count, read back; None on jax, which has no setting (see jax_adapter)."""
+        if BACKEND == "tensorflow":
+            return threads_of.tensorflow()
+        if BACKEND == "torch":
+            import torch
+            return torch.get_num_threads()
+        return None
 
     def numerics(self) -> dict:
         """Keras' float type and loss reduction, and the backend's own precision and determinism flags."""
@@ -190,6 +230,12 @@ class KerasAdapter:
         with keras.device(self.device):
             grad = np.asarray(_input_gradient(self.model, to_nhwc(x).astype(np.float32), y.astype(np.int32)))
         return from_nhwc(grad)
+
+
+def _backend_gpu():
+    """The adapter module of Keras' backend, whose gpu_setup, gpu_placement and gpu_peak_mb serve Keras."""
+    import importlib
+    return importlib.import_module(f"sensitivity.frameworks.{BACKEND}_adapter")
 
 
 def keras_optimizer(spec, learning_rate):
@@ -290,14 +336,17 @@ class _Given(keras.initializers.Initializer):
 
 class _StepCounter(keras.callbacks.Callback):
     """Counts the steps fit takes and stops it after the first non-finite loss (fit's running mean of
-    the loss stays non-finite from that batch on)."""
+    the loss stays non-finite from that batch on). Reading the loss waits for the device: on a GPU it is
+    read every `check_every` steps (a divergence then stops fit up to that many steps late)."""
+
+    check_every = 1
 
     def on_train_begin(self, logs=None):
         self.steps = 0
 
     def on_train_batch_end(self, batch, logs=None):
         self.steps += 1
-        if not math.isfinite(float(logs["loss"])):
+        if self.steps % self.check_every == 0 and not math.isfinite(float(logs["loss"])):
             self.model.stop_training = True
 
 

@@ -32,6 +32,7 @@ import os
 import numpy as np
 
 from sensitivity import semantics
+from sensitivity.frameworks import threads as threads_of
 from sensitivity.frameworks.base import EpochStats, LossReader
 from sensitivity.models import Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, pooled_size
 from sensitivity.optim import rule_update, slot_names
@@ -64,6 +65,22 @@ class MxnetAdapter:
         mx.random.seed(seed)
         self.ctx = mx.cpu() if device == "cpu" else mx.gpu(int(device[4:] or 0))
         self.check_every = 1 if device == "cpu" else 25  # reading the loss waits for the device
+        if device != "cpu":
+            from sensitivity.frameworks import gpu
+            cuda = mx.runtime.Features().is_enabled("CUDA")
+            gpu.require("mxnet", mx.context.num_gpus() if cuda else 0, gpu.index(device),
+                        "" if cuda else f"mxnet {mx.__version__} is built without CUDA")
+
+    def placement(self) -> dict:
+        from sensitivity.frameworks import gpu
+        where = {"model": next(iter(self.net.collect_params().values())).list_ctx()[0], "data": self.x.context}
+        gpu.check_placed("mxnet", where)
+        features = mx.runtime.Features()
+        return {"device_name": None, "cuda": features.is_enabled("CUDA"), "cudnn": features.is_enabled("CUDNN"),
+                "placed": {k: str(v) for k, v in where.items()}}
+
+    def peak_device_memory_mb(self):
+        return None  # MXNet's pooled allocator reports no peak
 
     def build(self, model: ModelSpec, input_shape: tuple, classes: int, weights, spec, total_steps: int) -> None:
         nn = mx.gluon.nn
@@ -120,6 +137,11 @@ class MxnetAdapter:
             probe._update_count(0)
             rates.append(probe.learning_rate)
         return np.asarray(rates, np.float64)
+
+    def threads_in_effect(self):
+        """The OpenMP team size libmxnet's operators get, read back from the OpenMP runtime: a warm
+        worker keeps its first trial's (see the module's docstring)."""
+        return threads_of.openmp()
 
     def numerics(self) -> dict:
         features = _import_mxnet().runtime.Features()

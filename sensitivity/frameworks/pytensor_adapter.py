@@ -77,6 +77,20 @@ class PytensorAdapter:
         from threadpoolctl import threadpool_limits
         threadpool_limits(limits=threads)  # process-wide until changed: not used as a context manager
         self.seed, self.device = seed, device
+        if device != "cpu":  # PyTensor reaches a GPU through JAX only
+            from sensitivity.frameworks.jax_adapter import gpu_setup
+            self.gpu_device = gpu_setup("pytensor", device)
+
+    def placement(self) -> dict:
+        """The graph runs as JAX programs on JAX's default device (set by `_mode`): a tensor must land there."""
+        import jax
+
+        from sensitivity.frameworks.jax_adapter import gpu_placement
+        return gpu_placement("pytensor", self.gpu_device, {"data": jax.device_put(np.zeros(1, FLOAT)).device})
+
+    def peak_device_memory_mb(self):
+        from sensitivity.frameworks.jax_adapter import gpu_peak_mb
+        return gpu_peak_mb(self.gpu_device) if self.device != "cpu" else None
 
     def build(self, model: ModelSpec, input_shape: tuple, classes: int, weights, spec, total_steps: int) -> None:
         rule = semantics.resolve(spec).rule  # never stock: there are no optimizer classes
@@ -95,6 +109,12 @@ class PytensorAdapter:
     def framework_rates(self, spec, total_steps: int) -> np.ndarray:
         """No scheduler: the rates are the loop's (Caffe's formula)."""
         return lr_schedule(spec, total_steps)
+
+    def threads_in_effect(self):
+        """NumPy's BLAS thread count as threadpoolctl reads it back (None where it finds no BLAS)."""
+        from threadpoolctl import threadpool_info
+        counts = [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
+        return max(counts) if counts else None
 
     def numerics(self) -> dict:
         mode, name = _mode(getattr(self, "device", "cpu"))

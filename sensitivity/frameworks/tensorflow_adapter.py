@@ -23,6 +23,7 @@ import numpy as np
 import tensorflow as tf
 
 from sensitivity import semantics
+from sensitivity.frameworks import threads as threads_of
 from sensitivity.frameworks.base import EpochStats, LossReader
 from sensitivity.models import (Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, ceil_padding, from_nhwc,
                                 neutral_kernel, nhwc_kernel, to_nhwc, window_counts)
@@ -42,8 +43,13 @@ class TensorflowAdapter:
         except RuntimeError:  # settable once per process: a warm worker keeps the first setting
             pass
         tf.random.set_seed(seed)
+        from sensitivity.frameworks import gpu
+        if gpu.deterministic():
+            tf.config.experimental.enable_op_determinism()
         self.rng = tf.random.Generator.from_seed(seed)
         self.device = "/CPU:0" if device == "cpu" else "/GPU:" + (device[4:] or "0")
+        if device != "cpu":
+            gpu_setup("tensorflow", device)
 
     def build(self, model: ModelSpec, input_shape: tuple, classes: int, weights, spec, total_steps: int) -> None:
         self.layers = []  # (kind, variables or parameters)
@@ -80,6 +86,10 @@ class TensorflowAdapter:
     def framework_rates(self, spec, total_steps: int) -> np.ndarray:
         from sensitivity.frameworks.keras_adapter import keras_rates
         return keras_rates(spec, total_steps)
+
+    def threads_in_effect(self):
+        """TensorFlow's intra-op count, read back: a warm worker keeps its first trial's."""
+        return threads_of.tensorflow()
 
     def numerics(self) -> dict:
         dtype = self.variables[0].dtype.name if getattr(self, "variables", None) else "float32"
@@ -163,6 +173,12 @@ class TensorflowAdapter:
     def predict(self, x: np.ndarray) -> np.ndarray:
         with tf.device(self.device):
             return self._forward(tf.constant(to_nhwc(x))).numpy()
+
+    def placement(self) -> dict:
+        return gpu_placement("tensorflow", self.device, {"model": self.variables[0].device, "data": self.x.device})
+
+    def peak_device_memory_mb(self):
+        return gpu_peak_mb(self.device)
 
     def parameter_count(self) -> int:
         return sum(int(v.shape.num_elements()) for v in self.variables)
@@ -274,3 +290,33 @@ class RuleOptimizer:
             for name, value in state.items():
                 slots[name].assign(value)
             w.assign(new)
+
+
+def gpu_setup(framework: str, device: str) -> None:
+    """TensorFlow on GPU `device`: no soft placement (an op without a GPU kernel fails instead of running on
+    the CPU unseen), the GPU must be seen (else PlacementError), and its peak-memory counter starts now.
+    Memory grows on demand (TF_FORCE_GPU_ALLOW_GROWTH, set by the worker's start-up variables)."""
+    from sensitivity.frameworks import gpu
+    tf.config.set_soft_device_placement(False)
+    seen = len(tf.config.list_logical_devices("GPU"))
+    gpu.require(framework, seen, gpu.index(device), "" if tf.test.is_built_with_cuda() else
+                f"tensorflow {tf.__version__} is built without CUDA")
+    tf.config.experimental.reset_memory_stats(f"GPU:{gpu.index(device)}")
+
+
+def gpu_placement(framework: str, device: str, where: dict) -> dict:
+    """Check that `where`'s tensors live on the GPU; what TensorFlow reports of it and of its build."""
+    from sensitivity.frameworks import gpu
+    gpu.check_placed(framework, where)
+    physical = tf.config.list_physical_devices("GPU")[gpu.index(device)]
+    details, build = tf.config.experimental.get_device_details(physical), tf.sysconfig.get_build_info()
+    return {"device_name": details.get("device_name"), "compute_capability": details.get("compute_capability"),
+            "cuda": build.get("cuda_version"), "cudnn": build.get("cudnn_version"),
+            "tf32": tf.config.experimental.tensor_float_32_execution_enabled(),
+            "placed": {k: str(v) for k, v in where.items()}}
+
+
+def gpu_peak_mb(device: str):
+    """TensorFlow's allocator peak on this GPU since gpu_setup, in MiB."""
+    name = device.lstrip("/")
+    return tf.config.experimental.get_memory_info(name)["peak"] / 2**20 if name.startswith("GPU") else None

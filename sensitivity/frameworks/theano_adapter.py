@@ -23,8 +23,6 @@ used a GPU keeps placing new shared variables there, so it should serve one devi
 """
 from __future__ import annotations
 
-import ctypes
-import glob
 import os
 import weakref
 
@@ -46,6 +44,7 @@ from theano.sandbox.rng_mrg import MRG_RandomStreams  # noqa: E402
 from theano.tensor.signal.pool import pool_2d  # noqa: E402
 
 from sensitivity import semantics  # noqa: E402
+from sensitivity.frameworks import threads as threads_of  # noqa: E402
 from sensitivity.frameworks.base import EpochStats, LossReader  # noqa: E402
 from sensitivity.models import Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, glorot_uniform  # noqa: E402
 from sensitivity.optim import graph_updates, lr_schedule, slot_names  # noqa: E402
@@ -61,10 +60,15 @@ class TheanoAdapter:
         return theano.__version__
 
     def setup(self, threads: int, device: str, seed: int) -> None:
-        _set_openblas_threads(threads)
+        threads_of.blas(threads)  # NumPy's OpenBLAS, which Theano calls without ldflags
         self.seed = seed
         self.device = "cpu" if device == "cpu" else "cuda" + (device[4:] or "0")
         if self.device != "cpu" and not theano.config.device.startswith("cuda"):
+            import importlib.util
+
+            from sensitivity.frameworks import gpu
+            if importlib.util.find_spec("pygpu") is None:
+                gpu.require("theano", 0, gpu.index(device), "pygpu is not installed: " + gpu.NO_GPU_ROUTE["theano"])
             from theano import gpuarray  # needs pygpu; new shared variables then live on the GPU
             if self.device not in gpuarray.init_dev.devmap:  # once per process: a warm worker keeps it
                 gpuarray.use(self.device, force=True)
@@ -85,6 +89,10 @@ class TheanoAdapter:
     def framework_rates(self, spec, total_steps: int) -> np.ndarray:
         """No scheduler: the tutorials compute the rate in the loop, as Caffe's formula does here."""
         return lr_schedule(spec, total_steps)
+
+    def threads_in_effect(self):
+        """NumPy's OpenBLAS thread count, read back (Theano's openmp is off: see the module's docstring)."""
+        return threads_of.blas()
 
     def numerics(self) -> dict:
         config = theano.config
@@ -209,15 +217,3 @@ class _Graph:
 
 def _next_shape(layer, shape: tuple) -> tuple:
     return ModelSpec("one", (layer,)).shapes(shape)[0]
-
-
-def _set_openblas_threads(threads: int) -> bool:
-    """Set the thread count of the OpenBLAS bundled with NumPy (the BLAS Theano calls without ldflags)."""
-    libs = os.path.join(os.path.dirname(os.path.dirname(np.__file__)), "numpy.libs", "libopenblas*.so")
-    for path in glob.glob(libs):
-        library = ctypes.CDLL(path)
-        for symbol in ("openblas_set_num_threads64_", "openblas_set_num_threads"):
-            if hasattr(library, symbol):
-                getattr(library, symbol)(int(threads))
-                return True
-    return False

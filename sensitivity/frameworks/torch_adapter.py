@@ -31,8 +31,13 @@ class TorchAdapter:
         except RuntimeError:  # allowed once per process: a warm worker keeps the first setting
             pass
         torch.manual_seed(seed)
+        from sensitivity.frameworks import gpu
+        if gpu.deterministic():
+            deterministic_flags()
         self.device = torch.device("cpu" if device == "cpu" else "cuda" + device[3:])
         self.check_every = 1 if self.device.type == "cpu" else 25  # a finite-loss check syncs the device
+        if device != "cpu":
+            gpu_setup("torch", device)
 
     def build(self, model: ModelSpec, input_shape: tuple, classes: int, weights, spec, total_steps: int) -> None:
         in_channels = input_shape[0]
@@ -74,6 +79,10 @@ class TorchAdapter:
                 scheduler.step()
         return np.asarray(rates)
 
+    def threads_in_effect(self):
+        """torch's intra-op thread count, read back."""
+        return torch.get_num_threads()
+
     def numerics(self) -> dict:
         return {"dtype": str(torch.get_default_dtype()).removeprefix("torch."), "loss_reduction": "mean",
                 "float32_matmul_precision": torch.get_float32_matmul_precision(),
@@ -94,7 +103,25 @@ class TorchAdapter:
         self.y = torch.from_numpy(y_train).to(self.device)
 
     def compile(self, batch_size: int) -> None:
-        pass  # eager execution: nothing to compile
+        """Eager: nothing to compile on a CPU. On a GPU, one forward and backward pass now starts CUDA's and
+        cuDNN's kernels and handles outside the timed epochs; its gradients and random draws are discarded."""
+        if self.device.type == "cpu":
+            return
+        with torch.random.fork_rng(devices=[self.device]):
+            self.model.train()
+            F.cross_entropy(self.model(self.x[:batch_size]), self.y[:batch_size]).backward()
+        self.model.zero_grad(set_to_none=True)
+        torch.cuda.synchronize(self.device)
+
+    def placement(self) -> dict:
+        from sensitivity.frameworks import gpu
+        where = {"model": next(self.model.parameters()).device, "data": self.x.device}
+        gpu.check_placed("torch", where)
+        return {"device_name": torch.cuda.get_device_name(self.device), "cuda": torch.version.cuda,
+                "cudnn": torch.backends.cudnn.version(), "placed": {k: str(v) for k, v in where.items()}}
+
+    def peak_device_memory_mb(self):
+        return torch.cuda.max_memory_allocated(self.device) / 2**20 if self.device.type == "cuda" else None
 
     def train_epoch(self, order: np.ndarray, lrs: np.ndarray) -> EpochStats:
         self.model.train()
@@ -189,3 +216,21 @@ class RuleOptimizer:
                                      spec.weight_decay, self.t, torch.sqrt)
             p.copy_(new)
             slots.update(state)
+
+
+def gpu_setup(framework: str, device: str) -> None:
+    """torch on GPU `device`: it must be seen (else PlacementError); the caching allocator is capped at the
+    trial's share of the GPU, and its peak counter starts now."""
+    from sensitivity.frameworks import gpu
+    why = "" if torch.version.cuda else f"torch {torch.__version__} is built without CUDA"
+    gpu.require(framework, torch.cuda.device_count() if torch.version.cuda else 0, gpu.index(device), why)
+    torch.cuda.set_device(gpu.index(device))
+    if gpu.share():
+        torch.cuda.set_per_process_memory_fraction(min(gpu.share(), 1.0), gpu.index(device))
+    torch.cuda.reset_peak_memory_stats(gpu.index(device))
+
+
+def deterministic_flags() -> None:
+    """torch's deterministic kernels (frameworks.gpu.DETERMINISM; CUBLAS_WORKSPACE_CONFIG is a start-up variable)."""
+    torch.use_deterministic_algorithms(True)
+    torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = True, False

@@ -1,9 +1,13 @@
-"""The Ray Tune side: the trainable each Ray actor runs, keeping one warm framework worker per actor.
+"""The Ray Tune side: the trainable each Ray actor runs, keeping warm framework workers per actor.
 
-Actors are reused across trials (Tuner(reuse_actors=True)), and so is the framework worker process each
-actor owns, so a framework is imported once per actor. The trainable reports one Tune result per epoch
-and a final one carrying the whole TrialResult; a trial stopped by a scheduler ends its worker. A metric
-without a value (a failed trial, a diverged epoch) is left out of the result, never reported as None.
+Actors are reused across trials (Tuner(reuse_actors=True)), and so are the framework worker processes each
+actor owns: one per framework (and backend), so a framework is imported once per actor and a trial's figures
+never depend on which frameworks ran before it in the same process. An actor is one trial slot; on a GPU
+its worker is limited to the trial's share of the GPU (`gpu.allocator_variables`), and a worker of another
+framework is ended first, so that no idle framework holds GPU memory. The trainable reports one Tune result
+per epoch and a final one carrying the whole TrialResult, whose spec is the one that ran (`device: gpu:N`,
+N the node's GPU Ray assigned); a trial stopped by a scheduler ends its worker. A metric without a value
+(a failed trial, a diverged epoch) is left out of the result, never reported as None.
 """
 from __future__ import annotations
 
@@ -12,20 +16,25 @@ import os
 
 from sensitivity.spec import TrialSpec
 
-_WORKERS: dict = {}  # per actor process: (env, start-up variables, visible GPUs) -> Worker
+_WORKERS: dict = {}  # per actor process: (framework, start-up variables, visible GPUs) -> Worker
 
 
-def _worker_for(spec: TrialSpec):
+def _worker_for(spec: TrialSpec, gpu_share=None):
     from sensitivity import frameworks
+    from sensitivity.frameworks import gpu
     from sensitivity.trial.runner import Worker
 
     variables = frameworks.worker_variables(spec)
     if spec.threads:  # OpenMP's pool is sized at import: a trial of N CPUs should not start more threads
         variables["OMP_NUM_THREADS"] = str(spec.threads)
-    key = (frameworks.FRAMEWORKS[spec.framework].env, tuple(sorted(variables.items())),
-           os.environ.get("CUDA_VISIBLE_DEVICES"))
+    if gpu_share:
+        variables.update(gpu.allocator_variables(gpu_share))
+    key = (spec.framework, tuple(sorted(variables.items())), os.environ.get("CUDA_VISIBLE_DEVICES"))
+    if gpu_share:  # a worker of another framework (or share) would hold GPU memory beside this trial's
+        for other in [k for k in _WORKERS if k != key]:
+            _WORKERS.pop(other).close()
     if key not in _WORKERS:
-        _WORKERS[key] = Worker(key[0], variables)
+        _WORKERS[key] = Worker(frameworks.FRAMEWORKS[spec.framework].env, variables)
     return _WORKERS[key]
 
 
@@ -47,9 +56,11 @@ def trainable(config: dict) -> None:
     from ray import tune
 
     spec = TrialSpec.model_validate(config["spec"])
-    if ray.get_gpu_ids():  # Ray made the assigned GPUs the only visible ones
+    gpu_ids, share = ray.get_gpu_ids(), None
+    if gpu_ids:  # Ray made the assigned GPU the only visible one (the driver allows at most one per trial)
         spec = spec.model_copy(update={"device": "gpu:0"})
-    worker = _worker_for(spec)
+        share = tune.get_context().get_trial_resources().required_resources.get("GPU")
+    worker = _worker_for(spec, share)
     elapsed = 0.0
     curve = []
     last_epoch = None if spec.iterations else spec.epochs
@@ -71,7 +82,12 @@ def trainable(config: dict) -> None:
         if not finished:  # stopped by the scheduler (or the actor is ending): end the running trial too
             worker.kill()
     payload = json.loads(result.to_json())
-    payload["env"]["ray_node_id"] = ray.get_runtime_context().get_node_id()
+    payload["env"].update(ray_node_id=ray.get_runtime_context().get_node_id(), ray_actor_pid=os.getpid())
+    if gpu_ids:  # the spec as it ran: the node's GPU, and the share of it the trial had
+        if payload.get("spec") and str(gpu_ids[0]).isdigit():
+            payload["spec"]["device"] = f"gpu:{gpu_ids[0]}"
+        payload["env"].update({"ray_gpu_ids": [str(i) for i in gpu_ids], "gpu_share": share,
+                               "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")})
     metrics = without_none({k: payload.get(k) for k in ("val_accuracy", "accuracy", "loss", "train_time_s")})
     # as JSON text: Tune flattens nested dicts in results ("result/status")
     tune.report({**metrics, "epoch": len(payload["curve"]), "final": True, "result_json": json.dumps(payload)})

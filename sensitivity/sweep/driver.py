@@ -4,10 +4,18 @@ Order matters: everything that can be wrong with the input (space, options, clus
 environments, resources per trial against the cluster's) is reported before any trial starts or any study
 is created; then the study is opened, orphans of a killed
 driver are failed and re-queued, and Ray Tune runs exactly the trials still missing.
+
+At the end the final trials are counted: fewer than N (a time budget aside), a trial of this driver left
+RUNNING, a storage that failed beyond its retry window or an SQLite file deleted during the run end the
+command with one line and exit 1 (`SweepFailed`, `StorageLost`), naming the trial log that holds every
+finished trial. The heartbeat logs each failed beat and declares the storage lost after
+`HEARTBEAT_FAILURES` in a row spanning more than the retry window.
 """
 from __future__ import annotations
 
+import logging
 import threading
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Optional
@@ -15,17 +23,25 @@ from typing import Optional
 from sensitivity.spaces import Space, load_space
 from sensitivity.sweep import ray_processes
 from sensitivity.sweep.plans import default_plan, enqueue_plan
-from sensitivity.sweep.records import SPACE_HASH, beat, count_final
+from sensitivity.sweep import storage as st
+from sensitivity.sweep.records import SPACE_HASH, beat, count_final, counts_towards_target, is_final
 from sensitivity.sweep.recovery import recover
-from sensitivity.sweep.storage import default_url, describe, open_storage
+from sensitivity.sweep.storage import StorageLost, default_url, describe, open_storage
+from sensitivity.sweep.trial_log import log_study
 
 SAMPLERS = ("tpe", "random", "grid", "qmc", "nsga2")
 PRUNERS = ("none", "asha", "hyperband")
 HEARTBEAT_S = 5.0
+HEARTBEAT_FAILURES = 3
+log = logging.getLogger(__name__)
 
 
 class SweepError(Exception):
     """Bad input found before anything ran: one line, exit 2."""
+
+
+class SweepFailed(Exception):
+    """The run ended without its N final trials, or with trials left RUNNING: one line, exit 1."""
 
 
 @dataclass
@@ -45,11 +61,14 @@ class SweepOptions:
     allow_space_change: bool = False
     progress: bool = True
     keep_weights: bool = False  # each trial saves its trained weights (for sensitivity robustness)
+    deterministic: bool = False  # each trial sets its framework's deterministic-kernel flags
 
 
 def run_sweep(space_path, options: SweepOptions, with_defaults: bool = False, **overrides) -> dict:
     """Sweep a space file; `overrides` (frameworks, seeds, semantics) replace the file's values."""
     space = load_space(space_path, **overrides)
+    _check_gpus(space, options)  # the options' own consistency first: it holds on any machine
+    check_inputs(space, options.address)  # the defaults' plan reads the dataset
     plan = default_plan(space, space.frameworks, [space.dataset], seeds=space.seeds,
                         budget_epochs=space.fixed.get("epochs")) if with_defaults else []
     return run_space(space, options, plan)
@@ -59,10 +78,12 @@ def run_space(space: Space, options: SweepOptions, plan: list = (), keep_ray: bo
     """Run a validated space to N final trials; `plan`'s trials (PlannedTrial) are queued first, once.
     With `keep_ray`, a Ray this process started stays up for the next call (stop it with tuning.stop_ray)."""
     _check_options(space, options)
-    _check_environments(space)
+    _check_environments(space, options)
+    check_inputs(space, options.address)
     from sensitivity.sweep.tuning import ResourceError, run_tune, start_ray, stop_ray
 
-    storage = open_storage(options.storage)
+    url = options.storage or default_url()
+    storage = open_storage(url)
     if not ray_processes.started():
         ray_processes.clean_up_leftovers()  # a killed driver's Ray first, then ours
         try:
@@ -70,24 +91,71 @@ def run_space(space: Space, options: SweepOptions, plan: list = (), keep_ray: bo
         except ResourceError as exc:
             raise SweepError(str(exc)) from None
     try:
-        study = _open_study(space, storage, options)
-        driver_id = uuid.uuid4().hex[:12]
-        stop_beating = _start_heartbeat(study, driver_id)
-        try:
-            orphans = recover(study, driver_id)
-            enqueue_plan(study, plan)
-            missing = options.trials - count_final(study)
-            summary = {"study": study.study_name, "storage": describe(options.storage or default_url()),
-                       "orphans_requeued": orphans}
-            if missing > 0:
-                run_tune(study, space, options, driver_id, missing)
-            summary["final_trials"] = count_final(study)
-            return summary
-        finally:
-            stop_beating()
+        with _storage_failures(url, options.study or space.study):
+            st.reset_lost()
+            study = _open_study(space, storage, options)
+            log_study(study)
+            driver_id = uuid.uuid4().hex[:12]
+            stop_beating = _start_heartbeat(study, driver_id, url)
+            try:
+                orphans = recover(study, driver_id)
+                enqueue_plan(study, plan)
+                missing = options.trials - count_final(study)
+                summary = {"study": study.study_name, "storage": describe(url), "orphans_requeued": orphans}
+                started = time.monotonic()
+                if missing > 0:
+                    run_tune(study, space, options, driver_id, missing)
+                budget_out = options.time_budget is not None and time.monotonic() - started >= options.time_budget
+                summary["final_trials"] = _check_final(study, options.trials, url, driver_id, budget_out)
+                return summary
+            finally:
+                stop_beating()
     finally:
         if not keep_ray:
             stop_ray()
+
+
+def _storage_failures(url: str, study_name: str):
+    """Map any storage exception of the run to StorageLost: one line naming the storage (no password) and
+    the trial log to rebuild from."""
+    import contextlib
+
+    from sensitivity.sweep.trial_log import log_path
+
+    @contextlib.contextmanager
+    def mapping():
+        hint = (f"; every finished trial is in {log_path(study_name)} (after restoring the storage, or into a new "
+                f"one: sensitivity studies rebuild {log_path(study_name)} --storage URL)")
+        try:
+            yield
+            st.check_intact(url)
+        except StorageLost as exc:
+            raise StorageLost(f"{exc}{hint}") from None
+        except Exception as exc:
+            if not st.is_storage_error(exc):
+                raise
+            raise StorageLost(f"storage {describe(url)} failed: {st.reason(exc)}{hint}") from None
+    return mapping()
+
+
+def _check_final(study, target: int, url: str, driver_id: str, budget_out: bool) -> int:
+    """The number of final trials, after checking the run lost nothing (else SweepFailed or StorageLost):
+    the storage intact, none of this driver's trials RUNNING, and N final trials, counting those other
+    live drivers still run (they will finish them) and forgiving a time budget that ran out."""
+    from optuna.trial import TrialState
+
+    st.check_intact(url)
+    if st.lost_reason() is not None:
+        raise StorageLost(f"storage {describe(url)} failed during the sweep ({st.lost_reason()})")
+    trials = study.get_trials(deepcopy=False)
+    final = sum(is_final(t) for t in trials)
+    running = [t.number for t in trials if t.state == TrialState.RUNNING and t.user_attrs.get("driver") == driver_id]
+    elsewhere = sum(counts_towards_target(t) and not is_final(t) for t in trials) - len(running)  # other drivers'
+    if running or (final + elsewhere < target and not budget_out):
+        left = f", and trials {running} of this run left RUNNING" if running else ""
+        raise SweepFailed(f"study {study.study_name} in {describe(url)} has {final} final trials of {target}{left}; "
+                          "rerun the same command to run the missing ones")
+    return final
 
 
 def _check_options(space: Space, options: SweepOptions) -> None:
@@ -108,6 +176,7 @@ def _check_options(space: Space, options: SweepOptions) -> None:
         raise SweepError("--sampler grid: every float parameter needs a step")
     if options.trials <= 0 or options.parallel <= 0:
         raise SweepError("--trials and --parallel must be positive")
+    _check_gpus(space, options)
     from sensitivity.sweep.tuning import check_address
     try:
         check_address(options.address)  # before the study: an unreachable cluster would be retried for minutes
@@ -115,12 +184,48 @@ def _check_options(space: Space, options: SweepOptions) -> None:
         raise SweepError(str(exc)) from None
 
 
-def _check_environments(space: Space) -> None:
+def _check_gpus(space: Space, options: SweepOptions) -> None:
+    """GPUs per trial: at most one (no framework's multi-GPU path is built), fractions share one; a space
+    that fixes a GPU device needs them, and leaves the choice of the GPU to Ray."""
+    gpus, device = options.gpus_per_trial, str(space.fixed.get("device", "cpu"))
+    if gpus > 1:
+        raise SweepError(f"--gpus-per-trial {gpus:g}: at most 1 GPU per trial (no framework's multi-GPU path is "
+                         "built); allowed: 0 to 1, a fraction shares one GPU between trials")
+    if device != "cpu" and not gpus:
+        raise SweepError(f"device: {device} needs --gpus-per-trial above 0 (Ray hands each trial its GPU)")
+    if device.startswith("gpu:"):
+        raise SweepError(f"device: {device}: a sweep takes device: gpu; Ray chooses each trial's GPU")
+
+
+def _check_environments(space: Space, options: SweepOptions) -> None:
+    """Every framework runs here; for GPU trials on a local Ray, its build and the driver can use a GPU (on a
+    cluster each trial checks its own node's placement)."""
     from sensitivity import frameworks
     for name in space.frameworks:
         version, usable, why = frameworks.probe(name)
         if not usable:
             raise SweepError(f"framework {name} cannot run here: {why}")
+        refusal = options.gpus_per_trial and not options.address and frameworks.gpu_refusal(name)
+        if refusal:
+            raise SweepError(f"--gpus-per-trial {options.gpus_per_trial:g}: {name} cannot use a GPU here: {refusal}")
+
+
+def check_inputs(space: Space, address=None, datasets_used=None) -> None:
+    """The datasets (`datasets_used`, else the space's) load here without a download (parsed into the cache
+    now: a missing or corrupt file is one line before Ray starts, not a failed trial), and a fixed GPU exists
+    on this machine where Ray is local (no `address`)."""
+    from sensitivity import datasets
+    from sensitivity.frameworks import gpu
+    if not address:
+        try:
+            gpu.check_here(space.fixed.get("device", "cpu"))
+        except ValueError as exc:
+            raise SweepError(f"fixed.device: {exc}") from None
+    for name in datasets_used or [space.dataset]:
+        try:
+            datasets.ready(name)
+        except datasets.DatasetError as exc:
+            raise SweepError(f"dataset {name}: {str(exc).removeprefix(name + ': ')}") from None
 
 
 def _open_study(space: Space, storage, options: SweepOptions):
@@ -183,16 +288,33 @@ def _grid(space: Space) -> dict:
     return grid
 
 
-def _start_heartbeat(study, driver_id: str):
+def _start_heartbeat(study, driver_id: str, url: str):
+    """Beat every HEARTBEAT_S seconds, each beat tried once; failures are logged, and after
+    HEARTBEAT_FAILURES in a row over more than the retry window the storage is declared lost (Tune stops)."""
     stop = threading.Event()
     beat(study, driver_id)
 
     def loop() -> None:
+        failures, last_ok = 0, time.monotonic()
         while not stop.wait(HEARTBEAT_S):
             try:
-                beat(study, driver_id)
-            except Exception:  # a storage hiccup: the next beat retries
-                pass
+                st.check_intact(url)
+                with st.single_attempt():
+                    beat(study, driver_id)
+                if failures:
+                    log.warning("storage %s: heartbeat written again after %d failures", describe(url), failures)
+                failures, last_ok = 0, time.monotonic()
+            except StorageLost as exc:  # the run ends with this line
+                st.mark_lost(str(exc))
+                return
+            except Exception as exc:
+                failures += 1
+                down = time.monotonic() - last_ok
+                log.warning("storage %s: heartbeat failed (%d in a row, %.0f s): %s", describe(url), failures, down,
+                            st.reason(exc))
+                if failures >= HEARTBEAT_FAILURES and down > st.RETRY_WINDOW_S:
+                    st.mark_lost(f"no heartbeat written for {down:.0f} s: {st.reason(exc)}")
+                    return
 
     threading.Thread(target=loop, daemon=True, name="heartbeat").start()
     return stop.set

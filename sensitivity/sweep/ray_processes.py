@@ -1,24 +1,35 @@
 """Ray's processes for one driver: start (local or a cluster address), and clean up after a killed driver.
 
-A driver killed with SIGKILL cannot stop the local Ray it started (raylet, GCS, workers). Each driver
-records the processes its local Ray started, with their start times, in results/ray-processes/; the
-next driver ends those still alive whose recorder is gone, by process id (never `ray stop`, which would
-stop every Ray on the machine).
+A local Ray listens on the loopback interface only: its node address is 127.0.0.1, so its GCS, raylet,
+workers, runtime-env agent and autoscaler metrics bind there (README, "Sweeps", lists them); the dashboard is
+off. It keeps its files in a temporary folder of its own (/tmp/ray-XXXX), removed when it stops.
+
+A driver killed with SIGKILL cannot stop the local Ray it started (raylet, GCS, agents, workers, and the
+framework workers of its trials). A reaper process, started with the local Ray in a session of its own,
+follows the driver: within a second of the driver's end it kills every process the driver started (those
+it saw, and their descendants at that moment) and removes the temporary folder. Should the reaper die too,
+the record each driver keeps in results/ray-processes/ lets the next driver end those processes, by
+process id (never `ray stop`, which would stop every Ray on the machine), and remove the folder.
 """
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import psutil
 
 RECORDS = Path("results") / "ray-processes"
 OBJECT_STORE_BYTES = 80 * 2**20  # Ray's minimum is 78 MiB; trials pass no large objects
+REAP_INTERVAL_S = 0.5
+_local: dict = {}  # the local Ray this process started: its temporary folder and its reaper
 
 
 def tune_dir() -> str:
@@ -35,15 +46,80 @@ def init_ray(address=None) -> None:
     if address and ((Path.home() / ".ray" / "auth_token").exists() or os.environ.get("RAY_AUTH_TOKEN")):
         os.environ.setdefault("RAY_AUTH_MODE", "token")
     import ray
+    from ray._private import ray_constants
 
+    # Ray turns a local node address of 127.0.0.1 into the host's reachable address unless it takes the
+    # machine for a single-node one (its rule for Windows and macOS); the module's value, not the
+    # environment variable, so that no child process (`ray start` of a cluster) inherits it.
+    ray_constants.ENABLE_RAY_CLUSTER = bool(address)
     if address:
         ray.init(address=address, log_to_driver=False, configure_logging=False)
         return
     # a short temporary folder: Ray's socket paths must stay under the 107-byte limit
     temp_dir = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
-    ray.init(include_dashboard=False, object_store_memory=OBJECT_STORE_BYTES, _temp_dir=temp_dir,
-             log_to_driver=False, configure_logging=False)
-    _record_own()
+    _local.update(temp_dir=temp_dir, reaper=_start_reaper(temp_dir))
+    try:
+        ray.init(include_dashboard=False, object_store_memory=OBJECT_STORE_BYTES, _temp_dir=temp_dir,
+                 _node_ip_address="127.0.0.1", log_to_driver=False, configure_logging=False)
+    except BaseException:
+        stopped()
+        raise
+    _record_own(temp_dir)
+
+
+def stopped() -> None:
+    """After ray.shutdown(): remove the local Ray's folder and record, and end its reaper."""
+    reaper = _local.pop("reaper", None)
+    if reaper is not None:
+        reaper.kill()
+        reaper.wait()
+    temp_dir = _local.pop("temp_dir", None)
+    if temp_dir:
+        shutil.rmtree(temp_dir, ignore_errors=True)
+    _record_path().unlink(missing_ok=True)
+
+
+def _start_reaper(temp_dir: str) -> subprocess.Popen:
+    me = psutil.Process()
+    command = [sys.executable, "-m", "sensitivity.sweep.ray_processes", str(me.pid), repr(me.create_time()), temp_dir]
+    # its own session (Ctrl-C goes to the driver alone), and no hold on the driver's output pipes
+    return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+
+
+def reap(driver: dict, temp_dir: str, interval_s: float = REAP_INTERVAL_S) -> None:
+    """The reaper's loop: follow the driver's descendants while it lives; once it is gone, kill those
+    still running and whatever they started since, then remove `temp_dir`."""
+    seen = {}
+    me = os.getpid()
+    while _alive(driver):
+        try:
+            seen.update({p.pid: p.create_time() for p in psutil.Process(driver["pid"]).children(recursive=True)
+                         if p.pid != me})
+        except psutil.Error:
+            pass
+        time.sleep(interval_s)
+    _kill_all([{"pid": pid, "created": created} for pid, created in seen.items()])
+    shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def _kill_all(processes: list) -> list:
+    """SIGKILL the processes still running (same pid and start time) and their descendants; returns
+    the pids ended."""
+    targets = {}
+    for proc in processes:
+        if _alive(proc):
+            try:
+                process = psutil.Process(proc["pid"])
+                targets.update({p.pid: p for p in [process, *process.children(recursive=True)]})
+            except psutil.NoSuchProcess:
+                pass
+    for process in targets.values():
+        try:
+            process.kill()
+        except psutil.NoSuchProcess:
+            pass
+    return list(targets)
 
 
 def started() -> bool:
@@ -84,20 +160,16 @@ def _record_path() -> Path:
     return RECORDS / f"{os.getpid()}.json"
 
 
-def _record_own() -> None:
+def _record_own(temp_dir: str) -> None:
     me = psutil.Process()
     children = [{"pid": p.pid, "created": p.create_time()} for p in me.children(recursive=True)]
     RECORDS.mkdir(parents=True, exist_ok=True)
-    record = {"driver": {"pid": me.pid, "created": me.create_time()}, "processes": children}
+    record = {"driver": {"pid": me.pid, "created": me.create_time()}, "processes": children, "temp_dir": temp_dir}
     _record_path().write_text(json.dumps(record))
 
 
-def forget_own() -> None:
-    _record_path().unlink(missing_ok=True)
-
-
 def clean_up_leftovers() -> list:
-    """End the Ray processes of drivers that are gone; returns the pids ended."""
+    """End the Ray processes of drivers that are gone and remove their folders; returns the pids ended."""
     ended = []
     for path in sorted(RECORDS.glob("*.json")) if RECORDS.exists() else []:
         try:
@@ -107,13 +179,9 @@ def clean_up_leftovers() -> list:
             continue
         if _alive(record["driver"]):
             continue
-        for proc in record["processes"]:
-            if _alive(proc):
-                try:
-                    os.kill(proc["pid"], signal.SIGKILL)
-                    ended.append(proc["pid"])
-                except ProcessLookupError:
-                    pass
+        ended += _kill_all(record["processes"])
+        if str(record.get("temp_dir", "")).startswith("/tmp/ray-"):
+            shutil.rmtree(record["temp_dir"], ignore_errors=True)
         path.unlink(missing_ok=True)
     return ended
 
@@ -124,3 +192,8 @@ def _alive(proc: dict) -> bool:
         return abs(psutil.Process(proc["pid"]).create_time() - proc["created"]) < 0.01
     except psutil.NoSuchProcess:
         return False
+
+
+if __name__ == "__main__":  # the reaper: python -m sensitivity.sweep.ray_processes DRIVER_PID CREATED TEMP_DIR
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the driver, which stops Ray and then this
+    reap({"pid": int(sys.argv[1]), "created": float(sys.argv[2])}, sys.argv[3])

@@ -21,6 +21,17 @@ HEARTBEAT_PREFIX = "heartbeat:"
 QUEUED_ATTRS = ("seed", "config_id", "retry_of", "planned", "plan_key", "is_default", "default", "default_source",
                 "source_dataset", "own_default", "budget_scale")
 SPACE_HASH = "space_fingerprint"
+
+
+def _result_fields() -> tuple:
+    from dataclasses import fields
+
+    from sensitivity.spec import TrialResult
+    return tuple(f.name for f in fields(TrialResult))
+
+
+# the TrialResult fields a finished trial records, each as a user attribute of its name (`spec`: as it ran)
+RESULT_FIELDS = _result_fields()
 # A spec recorded before TrialSpec had `semantics` ran the canonical formulas with the init it names.
 REGIME_BEFORE_SEMANTICS = {"semantics": "canonical"}
 

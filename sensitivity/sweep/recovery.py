@@ -17,6 +17,7 @@ def recover(study, my_driver: str, stale_after: float = STALE_AFTER_S) -> list:
     from optuna.trial import TrialState
 
     beats = heartbeats(study)
+    others_alive = any(driver_alive(b, stale_after) for d, b in beats.items() if d != my_driver)
     orphaned = []
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         owner = trial.user_attrs.get("driver")
@@ -24,15 +25,23 @@ def recover(study, my_driver: str, stale_after: float = STALE_AFTER_S) -> list:
             continue
         if owner in beats and driver_alive(beats[owner], stale_after):
             continue  # a live driver's trial
+        if owner is None and others_alive and _age_s(trial) < stale_after:
+            continue  # asked a moment ago by a live driver that has not yet written itself as the owner
+        why = (f"driver {owner} stopped while the trial ran" if owner is not None else
+               "its driver stopped between asking for the trial and recording itself as the owner")
         storage = study._storage
         storage.set_trial_user_attr(trial._trial_id, "orphaned", True)
         storage.set_trial_user_attr(trial._trial_id, "status", "failed")
-        storage.set_trial_user_attr(trial._trial_id, "reason",
-                                    f"orphaned: driver {owner} stopped while the trial ran")
+        storage.set_trial_user_attr(trial._trial_id, "reason", f"orphaned: {why}")
         storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
         orphaned.append(trial.number)
     requeue_orphans(study)
     return orphaned
+
+
+def _age_s(trial) -> float:
+    import datetime
+    return (datetime.datetime.now() - trial.datetime_start).total_seconds() if trial.datetime_start else 0.0
 
 
 def requeue_orphans(study) -> None:

@@ -8,6 +8,13 @@ value for a run a scheduler stopped, FAIL with the reason for a failed or timed-
 configuration that cannot be turned into a TrialSpec. Trials still live when Tune ends (time budget,
 Ctrl-C) are told FAIL as interrupted and queued again. A trial another driver already finished (this one
 was thought dead) is left as it is.
+
+Each final trial is appended to the study's trial log (`trial_log`) before it is told to the study. A
+storage call that fails beyond the storage's retry window marks the storage lost: the trial stays in the
+log, no trial starts, and Tune is stopped (`StopOnLostStorage`); the driver then ends with one line, exit 1.
+
+The searcher is pickled by Tune (its tuner.pkl): the study, and with it the storage URL and its password,
+is left out of that state and found again by the driver's id in this process (`_STUDIES`).
 """
 from __future__ import annotations
 
@@ -18,36 +25,57 @@ from typing import Callable, Optional
 
 from optuna.exceptions import UpdateFinishedTrialError
 from optuna.trial import TrialState
+from ray.tune import Stopper
 from ray.tune.search import Searcher
 
 from sensitivity.spaces import Space
 from sensitivity.spec import TrialSpec
-from sensitivity.sweep.records import QUEUED_ATTRS, counts_towards_target
+from sensitivity.sweep import storage as storage_health
+from sensitivity.sweep.records import QUEUED_ATTRS, RESULT_FIELDS, counts_towards_target
+from sensitivity.sweep.trial_log import log_trial
 
 log = logging.getLogger(__name__)
 
-RESULT_FIELDS = ("status", "reason", "accuracy", "val_accuracy", "loss", "curve", "setup_time_s", "compile_time_s",
-                 "train_time_s", "test_time_s", "wall_time_s", "throughput", "peak_rss_mb", "cpu_percent", "gpu", "flops_per_s",
-                 "params", "steps", "stderr_tail", "env")
 PRUNED_FIELDS = ("accuracy", "val_accuracy", "loss", "train_time_s")  # what each epoch's report carries
+_STUDIES: dict = {}  # driver id -> (study, on_change): what a pickled searcher leaves out
+
+
+class StopOnLostStorage(Stopper):
+    """Stops every trial once the storage is declared lost; holds nothing, so it pickles without secrets."""
+
+    def __call__(self, trial_id, result) -> bool:
+        return False
+
+    def stop_all(self) -> bool:
+        return storage_health.lost_reason() is not None
 
 
 class StudySearcher(Searcher):
     def __init__(self, study, space: Space, driver_id: str, target: int, run_options: dict,
                  on_change: Optional[Callable[[], None]] = None, weights_dir: Optional[str] = None,
-                 pruning: bool = False):
+                 pruning: bool = False, log_path=None):
         metric = space.objectives[0].metric
         super().__init__(metric=metric, mode="max" if space.objectives[0].direction == "maximize" else "min")
         self.study, self.space, self.driver_id, self.target = study, space, driver_id, target
         self.run_options = run_options
         self.weights_dir = weights_dir  # where trials save their trained weights, when kept
         self.on_change = on_change or (lambda: None)
+        self.log_path = log_path  # the study's trial log (None: not logged)
+        _STUDIES[driver_id] = (study, self.on_change)
         self.pruning = pruning  # a scheduler may stop trials early
         self.distributions = space.distributions()
         self.single_objective = len(space.objectives) == 1
         self.live: dict = {}  # Tune trial id -> Optuna trial
-        self.reported: dict = {}  # Optuna trial number -> epochs recorded as intermediate values
+        self.reported: dict = {}  # Optuna trial number -> {epoch: intermediate value recorded}
         self.last_curve: dict = {}
+
+    def __getstate__(self) -> dict:
+        """What Tune pickles: no study (its storage holds the URL), no live trials, no callback."""
+        return {**self.__dict__, "study": None, "on_change": None, "live": {}}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.study, self.on_change = _STUDIES.get(self.driver_id, (None, lambda: None))
 
     def save(self, checkpoint_path: str) -> None:
         pass  # the Optuna study is the record: nothing of Tune's to save
@@ -60,6 +88,23 @@ class StudySearcher(Searcher):
         return self.target - sum(counts_towards_target(t) for t in self.study.get_trials(deepcopy=False))
 
     def suggest(self, trial_id: str) -> Optional[dict]:
+        if storage_health.lost_reason() is not None:
+            return Searcher.FINISHED
+        try:
+            return self._suggest(trial_id)
+        except Exception as exc:
+            self._storage_failed(exc, "asking for a trial")
+            return Searcher.FINISHED
+
+    def _storage_failed(self, exc: Exception, doing: str) -> None:
+        """A storage call failed beyond the retry window: the storage is lost (else the error is a bug)."""
+        if not storage_health.is_storage_error(exc):
+            raise exc
+        reason = f"{doing}: {storage_health.reason(exc)}"
+        log.warning("the storage failed %s; stopping the sweep", reason)
+        storage_health.mark_lost(reason)
+
+    def _suggest(self, trial_id: str) -> Optional[dict]:
         while True:  # a configuration that cannot run is told FAIL (it counts towards N) and the next asked
             if self.open_slots() <= 0:
                 return Searcher.FINISHED if not self.live else None
@@ -71,9 +116,8 @@ class StudySearcher(Searcher):
                 spec = self._spec(trial)
             except Exception as exc:  # pydantic's ValidationError, a bad planned configuration
                 why = str(exc).replace("\n", " ")[:500]
-                trial.set_user_attr("status", "failed")
-                trial.set_user_attr("reason", f"configuration cannot run: {type(exc).__name__}: {why}")
-                self.study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
+                self._finish(trial, TrialState.FAIL, None,
+                             {"status": "failed", "reason": f"configuration cannot run: {type(exc).__name__}: {why}"})
                 self.on_change()
                 continue
             self.live[trial_id] = trial
@@ -134,15 +178,23 @@ class StudySearcher(Searcher):
             self._record_epoch(trial, result)
         except UpdateFinishedTrialError:  # finished by another driver that thought this one dead
             log.warning("trial %s was finished elsewhere; its results here are dropped", trial.number)
+        except Exception as exc:
+            self._storage_failed(exc, f"recording an epoch of trial {trial.number}")
 
     def _record_epoch(self, trial, result: dict) -> None:
         """The epoch's value as an intermediate value (single objective only), once per epoch."""
-        value, epoch = result.get(self.metric), result.get("epoch")
-        if self.single_objective and value is not None and epoch is not None:
-            reported = self.reported.setdefault(trial.number, set())  # kept here: no storage read per epoch
-            if int(epoch) not in reported:
-                trial.report(value, step=int(epoch))
-                reported.add(int(epoch))
+        step = self._new_epoch(trial, result)
+        if step is not None:
+            trial.report(step[1], step=step[0])
+            self.reported.setdefault(trial.number, {})[step[0]] = step[1]  # kept here: no storage read per epoch
+
+    def _new_epoch(self, trial, result) -> Optional[tuple]:
+        """(epoch, value) of a report not yet recorded as an intermediate value, else None."""
+        value, epoch = (result or {}).get(self.metric), (result or {}).get("epoch")
+        if self.single_objective and value is not None and epoch is not None \
+                and int(epoch) not in self.reported.get(trial.number, {}):
+            return int(epoch), value
+        return None
 
     def on_trial_complete(self, trial_id: str, result: Optional[dict] = None, error: bool = False) -> None:
         trial = self.live.pop(trial_id, None)
@@ -153,43 +205,64 @@ class StudySearcher(Searcher):
             self._tell(trial, result, error, curve)
         except UpdateFinishedTrialError:  # finished by another driver that thought this one dead
             log.warning("trial %s was finished elsewhere; its result here is dropped", trial.number)
+        except Exception as exc:  # Tune would swallow it, and the trial would stay RUNNING unnoticed
+            self._storage_failed(exc, f"writing trial {trial.number}")
         self.reported.pop(trial.number, None)
-        self.on_change()
+        if storage_health.lost_reason() is None:
+            self.on_change()
 
     def _tell(self, trial, result: Optional[dict], error: bool, curve) -> None:
         if result and result.get("final"):
             payload = json.loads(result["result_json"])
-            if payload["status"] in ("ok", "diverged"):
-                self._record_epoch(trial, result)  # the last epoch comes with the final report
-            for name in RESULT_FIELDS:
-                trial.set_user_attr(name, payload.get(name))
+            # the spec as it ran (device gpu:N), else as asked
+            attrs = {name: payload.get(name) for name in RESULT_FIELDS if name != "spec" or payload.get("spec")}
             values = [payload.get(o.metric) for o in self.space.objectives]
-            if payload["status"] in ("ok", "diverged") and None not in values:
-                self.study.tell(trial, values, skip_if_finished=True)
-            else:
-                if payload["status"] in ("ok", "diverged"):
-                    trial.set_user_attr("reason", f"no value for an objective: {values}")
-                self.study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
+            trained = payload["status"] in ("ok", "diverged")
+            if trained and None in values:
+                attrs["reason"] = f"no value for an objective: {values}"
+            state = TrialState.COMPLETE if trained and None not in values else TrialState.FAIL
+            # the last epoch comes with the final report
+            self._finish(trial, state, values, attrs, result if trained else None)
         elif result and not error and self.pruning:  # stopped early by the scheduler, on the result given here
-            self._record_epoch(trial, result)
-            trial.set_user_attr("status", "pruned")
-            trial.set_user_attr("reason", f"stopped by the scheduler after epoch {result.get('epoch')}")
-            trial.set_user_attr("curve", json.loads(result.get("curve_json") or "null") or curve)
-            for name in PRUNED_FIELDS:  # what the last report measured
-                trial.set_user_attr(name, result.get(name))
-            self.study.tell(trial, state=TrialState.PRUNED, skip_if_finished=True)
+            attrs = {"status": "pruned", "reason": f"stopped by the scheduler after epoch {result.get('epoch')}",
+                     "curve": json.loads(result.get("curve_json") or "null") or curve,
+                     **{name: result.get(name) for name in PRUNED_FIELDS}}  # what the last report measured
+            self._finish(trial, TrialState.PRUNED, None, attrs, result)
         elif result and not error:  # stopped, but by no scheduler: the run ended around it
             self._interrupt(trial, "interrupted: Tune stopped the trial before its end")
         else:
-            trial.set_user_attr("status", "failed")
-            trial.set_user_attr("reason", "the Ray trial raised an error (see Ray's logs)")
-            self.study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
+            attrs = {"status": "failed", "reason": "the Ray trial raised an error (see Ray's logs)"}
+            if curve:  # the epochs it reported before its actor died
+                attrs["curve"] = curve
+            self._finish(trial, TrialState.FAIL, None, attrs)
+
+    def _finish(self, trial, state, values, attrs: dict, last_report: Optional[dict] = None) -> None:
+        """Append the final trial to the log first (storage writes may fail), then write its last epoch, its
+        attributes and its state to the study. A pruned trial's value is its last intermediate value, as
+        Optuna records it; only a COMPLETE trial is told values."""
+        values = values if state == TrialState.COMPLETE else None
+        intermediate = dict(self.reported.get(trial.number, {}))
+        step = self._new_epoch(trial, last_report)
+        if step is not None:
+            intermediate[step[0]] = step[1]
+        if state == TrialState.PRUNED and intermediate:
+            values = [intermediate[max(intermediate)]]
+        if self.log_path is not None:
+            log_trial(self.log_path, trial, state, values, intermediate, attrs)
+        if last_report is not None:
+            self._record_epoch(trial, last_report)
+        for name, value in attrs.items():
+            trial.set_user_attr(name, value)
+        self.study.tell(trial, values if state == TrialState.COMPLETE else None, state=state, skip_if_finished=True)
 
     def interrupt_live(self, reason: str) -> list:
         """Tell every trial still live FAIL as interrupted and queue its parameters again; their numbers."""
         from sensitivity.sweep.recovery import requeue_orphans
 
         numbers = []
+        if storage_health.lost_reason() is not None:  # nothing can be written: a rerun finds them RUNNING
+            self.live.clear()
+            return numbers
         for trial_id in list(self.live):
             trial = self.live.pop(trial_id)
             try:

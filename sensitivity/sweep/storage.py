@@ -1,32 +1,61 @@
 """Optuna storages by URL: an SQLite file under results/ by default, a journal file, or PostgreSQL.
 
-`open_storage` fails early, with one line, when a storage cannot be reached, before any trial starts.
-`describe` gives a URL safe to print or put in a report (never a password).
+`open_storage` fails early, with one line, when a storage cannot be reached or an SQLite file is not a
+sound Optuna database (corrupt, another program's, an unknown schema), before Ray starts or anything is
+written. `describe` gives a URL safe to print or put in a report: no password, in the user part or the
+query string, and never an exception for a malformed URL.
+
+The storage URL comes from `--storage`, else the environment's `SENSITIVITY_STORAGE`, else
+results/optuna.db. A PostgreSQL URL needs no password: libpq reads `PGPASSWORD` or ~/.pgpass.
+
+Every call on an RDB storage is retried with backoff for `RETRY_WINDOW_S` seconds (a database server
+restarting, a locked SQLite file): a short outage only delays the driver, and trials finishing during it
+are written after. Beyond the window the error is raised. An SQLite file deleted or replaced while a
+driver has it open (writes would go to the deleted file) is detected by `check_intact`.
 """
 from __future__ import annotations
 
+import contextlib
+import logging
+import os
+import re
+import sqlite3
+import threading
 import time
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 DEFAULT_DB = Path("results") / "optuna.db"
+ENV_STORAGE = "SENSITIVITY_STORAGE"
+RETRY_WINDOW_S = 60.0
+log = logging.getLogger(__name__)
 
 
 class StorageError(Exception):
     """The storage cannot be opened or reached; the message says which and why, without a password."""
 
 
+class StorageLost(StorageError):
+    """The storage failed during a sweep (beyond the retry window, or its file deleted): exit 1."""
+
+
 def default_url() -> str:
-    return f"sqlite:///{DEFAULT_DB.resolve()}"
+    return os.environ.get(ENV_STORAGE) or f"sqlite:///{DEFAULT_DB.resolve()}"
+
+
+_SECRET_QUERY = re.compile(r"((?:^|[?&;])[^=&;]*(?:password|passwd|pwd|secret|token)[^=&;]*=)[^&;#]*", re.I)
 
 
 def describe(url: str) -> str:
-    """The URL without its password."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-    return urlunsplit(parts._replace(netloc=netloc))
+    """The URL without its password (user part or query string). Parsed by hand, so a malformed URL
+    (`postgresql://u:p@[::1`) is masked all the same and never raises."""
+    scheme, sep, rest = str(url).partition("://")
+    if not sep:
+        return _SECRET_QUERY.sub(r"\1***", str(url))
+    netloc, tail = re.match(r"([^/?#]*)(.*)", rest, re.S).groups()
+    if "@" in netloc:
+        user, _, host = netloc.rpartition("@")
+        netloc = (user.split(":", 1)[0] + ":***" if ":" in user else user) + "@" + host
+    return f"{scheme}://{netloc}" + _SECRET_QUERY.sub(r"\1***", tail)
 
 
 def _write_ahead_log(engine) -> None:
@@ -49,13 +78,12 @@ def _open_sqlite(url: str, attempts: int = 5):
     """An RDBStorage on an SQLite file. Processes that open a new file at once (a driver and a reader)
     race to create Optuna's tables; the loser sees "table ... already exists" (or a duplicate schema
     version) and simply opens again."""
-    import optuna
     import sqlalchemy.exc
 
     for attempt in range(attempts):
         try:
             # one writer (the driver), but readers such as the dashboard may hold the file briefly
-            storage = optuna.storages.RDBStorage(url, engine_kwargs={"connect_args": {"timeout": 60}})
+            storage = _retrying_rdb()(url, engine_kwargs={"connect_args": {"timeout": 60}})
             _write_ahead_log(storage.engine)
             return storage
         except (sqlalchemy.exc.OperationalError, sqlalchemy.exc.IntegrityError) as exc:
@@ -72,23 +100,80 @@ def open_storage(url: str | None = None, must_exist: bool = False):
     import sqlalchemy.exc
 
     url = url or default_url()
-    if must_exist:
-        path = _file_of(url)
-        if path is not None and not path.exists():
-            raise StorageError(f"storage {describe(url)}: no such file {path} (no sweep has written there)")
+    path = _file_of(url)
+    if must_exist and path is not None and not path.exists():
+        raise StorageError(f"storage {describe(url)}: no such file {path} (no sweep has written there)")
     try:
-        if url.startswith("journal:") or url.endswith((".journal", ".log")):
-            path = Path(url.removeprefix("journal:"))
+        if url.startswith("sqlite:///"):
+            check_sqlite_file(url)
+        if path is not None and not url.startswith("sqlite:///"):
             path.parent.mkdir(parents=True, exist_ok=True)
             backend = optuna.storages.journal.JournalFileBackend(str(path))
             return optuna.storages.JournalStorage(backend)
-        if url.startswith("sqlite:///"):
-            Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-            return _open_sqlite(url)
-        return optuna.storages.RDBStorage(url, engine_kwargs={"pool_pre_ping": True})
-    except (sqlalchemy.exc.SQLAlchemyError, OSError, ImportError, ValueError) as exc:
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise StorageError(f"storage {describe(url)} cannot be opened: {reason}") from None
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            storage = _open_sqlite(url)
+            _IDENTITY[str(path)] = _identity(path)
+            return storage
+        return _retrying_rdb()(url, engine_kwargs={"pool_pre_ping": True})
+    except (sqlalchemy.exc.SQLAlchemyError, OSError, ImportError, ValueError, RuntimeError, sqlite3.Error) as exc:
+        raise StorageError(f"storage {describe(url)} cannot be opened: {reason(exc)}") from None
+
+
+def reason(exc: BaseException) -> str:
+    """The first line of an exception's message (of its cause, for Optuna's storage error, whose own message
+    guesses at invalid data), its password masked (drivers quote the URL)."""
+    import optuna
+    if isinstance(exc, optuna.exceptions.StorageInternalError) and exc.__cause__ is not None:
+        exc = exc.__cause__
+    text = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return re.sub(r"://([^:/@\s]*):[^@\s]*@", r"://\1:***@", _SECRET_QUERY.sub(r"\1***", text))
+
+
+def check_sqlite_file(url: str) -> None:
+    """An existing SQLite file must be a sound Optuna database: readable (not corrupt), with Optuna's
+    tables (not another program's database, to which Optuna would add its tables) and a schema version
+    this Optuna knows. Read-only: nothing is written to a file refused here."""
+    path = _file_of(url)
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    where = f"storage {describe(url)}"
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60)) as db:
+            check = db.execute("PRAGMA quick_check(1)").fetchone()
+            if check != ("ok",):
+                raise StorageError(f"{where}: the file is corrupt ({check[0] if check else 'no answer'}); "
+                                   "restore it, or rebuild the study from its trial log")
+            tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            version = (db.execute("SELECT version_num FROM alembic_version").fetchone() or ("none",))[0] \
+                if "alembic_version" in tables else None
+    except sqlite3.DatabaseError as exc:
+        raise StorageError(f"{where}: the file is corrupt or not an SQLite database ({reason(exc)}); restore it, "
+                           "or rebuild the study from its trial log") from None
+    foreign = tables - _optuna_tables()  # a file another process is creating holds some of Optuna's only
+    if foreign:
+        shown = ", ".join(sorted(foreign)[:5]) + (", ..." if len(foreign) > 5 else "")
+        raise StorageError(f"{where}: not an Optuna database (it holds tables {shown}); name another file")
+    if version is not None and version != "none" and version not in _known_schema_versions():
+        raise StorageError(f"{where}: unknown Optuna schema version {version!r} (this Optuna {_optuna_version()} "
+                           "knows its own and older ones)")
+
+
+def _optuna_tables() -> set:
+    from optuna.storages._rdb import models
+    return set(models.BaseModel.metadata.tables) | {"alembic_version", "sqlite_sequence"}
+
+
+def _known_schema_versions() -> set:
+    import optuna.storages._rdb as rdb
+    versions = Path(rdb.__file__).parent / "alembic" / "versions"
+    return {m.group(1) for f in versions.glob("*.py")
+            for m in [re.search(r"^revision\s*=\s*[\"']([^\"']+)", f.read_text(), re.M)] if m}
+
+
+def _optuna_version() -> str:
+    import optuna
+    return optuna.__version__
 
 
 def _file_of(url: str):
@@ -98,3 +183,117 @@ def _file_of(url: str):
     if url.startswith("sqlite:///"):
         return Path(url.removeprefix("sqlite:///"))
     return None
+
+
+_IDENTITY: dict = {}  # SQLite file -> (device, inode) when this process opened it
+
+
+def _identity(path: Path):
+    stat = path.stat()
+    return stat.st_dev, stat.st_ino
+
+
+def check_intact(url: str | None) -> None:
+    """StorageLost when the SQLite file this process opened is gone or replaced: SQLite keeps writing to
+    the deleted file, so without this check a sweep would report trials that no longer exist anywhere."""
+    url = url or default_url()
+    path = _file_of(url)
+    if path is None or str(path) not in _IDENTITY:
+        return
+    try:
+        same = _identity(path) == _IDENTITY[str(path)]
+    except OSError:
+        same = False
+    if not same:
+        raise StorageLost(f"storage {describe(url)}: the file was deleted or replaced during the sweep")
+
+
+# Health during a sweep --------------------------------------------------------------------------------
+
+_LOST: list = []  # why this process's storage was declared lost during the sweep
+
+
+def mark_lost(why: str) -> None:
+    if not _LOST:
+        _LOST.append(why)
+
+
+def lost_reason():
+    """Why the storage was declared lost in this process (the heartbeat or a write), or None."""
+    return _LOST[0] if _LOST else None
+
+
+def reset_lost() -> None:
+    _LOST.clear()
+
+
+def is_storage_error(exc: BaseException) -> bool:
+    """An exception of the storage itself (as opposed to a bug): SQLAlchemy's, Optuna's storage error,
+    SQLite's, or ours."""
+    import optuna
+    import sqlalchemy.exc
+    return isinstance(exc, (sqlalchemy.exc.SQLAlchemyError, optuna.exceptions.StorageInternalError, sqlite3.Error,
+                            StorageError))
+
+
+# Retries -----------------------------------------------------------------------------------------------
+
+_local = threading.local()
+
+
+@contextlib.contextmanager
+def single_attempt():
+    """Calls on an RDB storage in this block (this thread) are tried once, without the retry window:
+    for the heartbeat, which counts its own failures."""
+    _local.once = True
+    try:
+        yield
+    finally:
+        _local.once = False
+
+
+def _transient(exc: BaseException) -> bool:
+    """A database that cannot be reached or is busy now: a connection error, a locked file, a write
+    that failed with the server (Optuna wraps those in StorageInternalError)."""
+    import optuna
+    import sqlalchemy.exc
+    return isinstance(exc, (sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError,
+                            sqlalchemy.exc.DisconnectionError, sqlalchemy.exc.PendingRollbackError,
+                            optuna.exceptions.StorageInternalError)) \
+        or (isinstance(exc, sqlalchemy.exc.DBAPIError) and exc.connection_invalidated)
+
+
+def _retried(method):
+    def call(self, *args, **kwargs):
+        deadline, delay = time.monotonic() + RETRY_WINDOW_S, 0.5
+        while True:
+            try:
+                return method(self, *args, **kwargs)
+            except Exception as exc:
+                if getattr(_local, "once", False) or not _transient(exc) or time.monotonic() + delay > deadline:
+                    raise
+                if delay == 0.5:  # once per call
+                    log.warning("storage %s: %s; retrying for up to %.0f s", describe(self.url), reason(exc),
+                                RETRY_WINDOW_S)
+                time.sleep(delay)
+                delay = min(delay * 2, 8.0)
+    call.__name__ = method.__name__
+    call.__doc__ = method.__doc__
+    return call
+
+
+_RETRYING = []
+
+
+def _retrying_rdb():
+    """RDBStorage whose every storage call (BaseStorage's methods) retries through RETRY_WINDOW_S."""
+    if not _RETRYING:
+        import optuna
+        base = optuna.storages.RDBStorage
+        names = [n for n in vars(optuna.storages.BaseStorage) if not n.startswith("_") and hasattr(base, n)]
+        # and the private ones Optuna's cache in front of it calls
+        names += ["record_heartbeat", "_create_new_trial", "_set_trial_param", "_get_best_trial_id", "_get_trials",
+                  "_get_stale_trial_ids"]
+        _RETRYING.append(type("RetryingRDBStorage", (base,), {n: _retried(getattr(base, n)) for n in names
+                                                              if callable(getattr(base, n, None))}))
+    return _RETRYING[0]

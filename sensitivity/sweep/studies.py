@@ -8,6 +8,7 @@ from pathlib import Path
 
 from sensitivity.sweep.records import is_final
 from sensitivity.sweep.storage import StorageError, open_storage
+from sensitivity.sweep.trial_rows import trial_records
 
 EXPORT_ATTRS = ("status", "reason", "seed", "config_id", "accuracy", "val_accuracy", "loss", "train_time_s",
                 "setup_time_s", "compile_time_s", "test_time_s", "throughput", "peak_rss_mb", "cpu_percent",
@@ -17,12 +18,16 @@ EXPORT_ATTRS = ("status", "reason", "seed", "config_id", "accuracy", "val_accura
 
 def list_studies(storage_url=None) -> list:
     import optuna
+
+    from sensitivity.analysis.table import FINAL_STATES
     storage = open_storage(storage_url, must_exist=True)
     rows = []
     for summary in optuna.get_all_study_summaries(storage, include_best_trial=False):
         study = optuna.load_study(study_name=summary.study_name, storage=storage)
-        trials = study.get_trials(deepcopy=False)
-        rows.append({"study": summary.study_name, "trials": len(trials), "final": sum(is_final(t) for t in trials),
+        trials = trial_records(study, ("orphaned", "surplus"))
+        final = sum(t.state in FINAL_STATES and not t.user_attrs.get("orphaned") and not t.user_attrs.get("surplus")
+                    for t in trials)  # records.is_final, on records
+        rows.append({"study": summary.study_name, "trials": len(trials), "final": final,
                      "directions": ",".join(d.name.lower() for d in summary.directions),
                      "started": summary.datetime_start.isoformat(" ", "seconds") if summary.datetime_start else ""})
     return rows
@@ -38,22 +43,28 @@ def load(name: str, storage_url=None):
         raise StorageError(f"no study {name!r} in this storage; studies: {', '.join(names) or 'none'}") from None
 
 
-def trials_frame(study):
-    """One row per trial: number, state, values, parameters (param_*), results (the TrialResult fields)."""
+FRAME_ATTRS = EXPORT_ATTRS + ("env", "spec", "planned", "curve")  # the user attributes trials_frame reads
+
+
+def trials_frame(study, records=None):
+    """One row per trial: number, state, values, parameters (param_*), results (the TrialResult fields).
+    `records` (of `trial_records`, with at least FRAME_ATTRS) are the trials, else read from the study."""
     import pandas as pd
+
     rows = []
     space_dataset = (study.user_attrs.get("space") or {}).get("dataset")
-    for t in study.get_trials(deepcopy=False):
-        row = {"number": t.number, "state": t.state.name,
-               "duration_s": t.duration.total_seconds() if t.duration else None}
-        for i, value in enumerate(t.values or [None] * len(study.directions)):
+    no_values = [None] * len(study.directions)
+    for t in trial_records(study, FRAME_ATTRS) if records is None else records:
+        attrs = t.user_attrs
+        row = {"number": t.number, "state": t.state, "duration_s": t.duration_s}
+        for i, value in enumerate(t.values or no_values):
             row[f"value_{i}"] = value
         row.update({f"param_{k}": v for k, v in t.params.items()})
-        row.update({k: t.user_attrs.get(k) for k in EXPORT_ATTRS})
-        row["framework_version"] = (t.user_attrs.get("env") or {}).get("framework_version")
-        row["semantics"] = _regime(t.user_attrs)
-        row["dataset"] = (t.user_attrs.get("planned") or {}).get("dataset") or space_dataset
-        row["curve"] = json.dumps(t.user_attrs.get("curve") or [])
+        row.update({k: attrs.get(k) for k in EXPORT_ATTRS})
+        row["framework_version"] = (attrs.get("env") or {}).get("framework_version")
+        row["semantics"] = _regime(attrs)
+        row["dataset"] = (attrs.get("planned") or {}).get("dataset") or space_dataset
+        row["curve"] = json.dumps(attrs.get("curve") or [])
         rows.append(row)
     return pd.DataFrame(rows)
 

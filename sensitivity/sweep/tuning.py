@@ -1,7 +1,7 @@
 """Running the missing trials on Ray Tune: the cluster's checks, the scheduler, and a clean end.
 
-Ray is started (or joined) before the study is opened; trials that ask for more CPUs or GPUs than the whole cluster has are
-refused at once (Tune would wait for them forever). Whatever ends `tuner.fit()` (the time budget, Ctrl-C,
+Ray is started (or joined) before the study is opened; trials that ask for more CPUs or GPUs than any one node
+has are refused at once (Tune would wait for them forever). Whatever ends `tuner.fit()` (the time budget, Ctrl-C,
 an error), the trials the searcher still holds are told FAIL as interrupted and queued again, like the
 orphans of a killed driver: they do not count towards N, and a rerun runs them.
 """
@@ -23,25 +23,29 @@ def check_address(address, timeout_s: float = 3.0) -> None:
     if not address or address == "auto" or "://" in address:
         return
     host, _, port = address.rpartition(":")
-    if not host or not port.isdigit():
-        raise ValueError(f"--address {address!r}: expected auto or HOST:PORT")
+    if not host or not (port.isascii() and port.isdigit() and 0 < int(port) < 65536):
+        raise ValueError(f"--address {address!r}: expected auto or HOST:PORT, PORT from 1 to 65535")
     try:
         with socket.create_connection((host, int(port)), timeout=timeout_s):
             pass
-    except OSError as exc:
-        why = "no answer" if isinstance(exc, socket.timeout) else (exc.strerror or str(exc))
+    except (OSError, ValueError) as exc:  # ValueError: a host name no resolver takes (too long, a NUL)
+        why = "no answer" if isinstance(exc, socket.timeout) else (getattr(exc, "strerror", None) or str(exc))
         raise ValueError(f"--address {address}: no Ray cluster reachable there ({why} within {timeout_s:g} s)") \
             from None
 
 
 def check_resources(cpus: float, gpus: float) -> None:
-    """A trial of `cpus` CPUs and `gpus` GPUs must fit in the cluster Ray reports."""
+    """A trial of `cpus` CPUs and `gpus` GPUs must fit on one node of the cluster Ray reports: Ray places a
+    trial on a single node, so cluster totals would pass trials that wait forever."""
     import ray
-    have = ray.cluster_resources()
-    for option, wanted, key in (("--cpus-per-trial", cpus, "CPU"), ("--gpus-per-trial", gpus, "GPU")):
-        if wanted and wanted > have.get(key, 0):
-            raise ResourceError(f"{option} {wanted:g}: the Ray cluster has {have.get(key, 0):g} {key}s in all, "
-                                "so no trial could ever start")
+    nodes = [n["Resources"] for n in ray.nodes() if n.get("Alive")]
+    if any(n.get("CPU", 0) >= cpus and n.get("GPU", 0) >= gpus for n in nodes):
+        return
+    sizes = sorted({f"{n.get('CPU', 0):g} CPUs and {n.get('GPU', 0):g} GPUs" for n in nodes})
+    asked = [f"{option} {wanted:g}" for option, wanted in (("--cpus-per-trial", cpus), ("--gpus-per-trial", gpus))
+             if wanted]
+    raise ResourceError(f"{' with '.join(asked)}: no Ray node holds that (the {len(nodes)} node(s) have "
+                        f"{'; '.join(sizes) or 'nothing'}), so no trial could ever start")
 
 
 def weights_dir(study_name: str) -> str:
@@ -61,10 +65,24 @@ def scheduler(pruner: str, space):
     from ray.tune.schedulers import AsyncHyperBandScheduler
     objective = space.objectives[0]
     mode = "max" if objective.direction == "maximize" else "min"
-    max_t = int(space.fixed.get("epochs", 10))
+    max_t = max_epochs(space)
     brackets = 1 if pruner == "asha" else 3
     return AsyncHyperBandScheduler(metric=objective.metric, mode=mode, time_attr="epoch", max_t=max_t,
                                    grace_period=1, brackets=brackets)
+
+
+def max_epochs(space) -> int:
+    """The most epochs a trial of `space` can run, ASHA's max_t (a trial that reaches it is stopped): the
+    largest value of a tuned `epochs`, else the fixed one; with `iterations`, at most that many (every
+    epoch takes a step at least); else TrialSpec's default."""
+    from sensitivity.spec import TrialSpec
+    for name in ("iterations", "epochs"):
+        param = space.parameters.get(name)
+        if param is not None:
+            return int(max(param.choices) if param.type == "categorical" else param.high)
+        if name in space.fixed:
+            return int(space.fixed[name])
+    return TrialSpec.model_fields["epochs"].default
 
 
 def start_ray(options) -> None:
@@ -83,7 +101,7 @@ def stop_ray() -> None:
 
     from sensitivity.sweep import ray_processes
     ray.shutdown()
-    ray_processes.forget_own()
+    ray_processes.stopped()
 
 
 def run_tune(study, space, options, driver_id: str, missing: int) -> None:
@@ -95,7 +113,8 @@ def run_tune(study, space, options, driver_id: str, missing: int) -> None:
 
     from sensitivity.sweep.dispatch import trainable
     from sensitivity.sweep.progress import Progress
-    from sensitivity.sweep.searcher import StudySearcher
+    from sensitivity.sweep.searcher import StopOnLostStorage, StudySearcher
+    from sensitivity.sweep.trial_log import log_path
 
     # a failed trial's result has no metric (never None, see dispatch): Tune must not insist on one
     os.environ["TUNE_DISABLE_STRICT_METRIC_CHECKING"] = "1"
@@ -105,13 +124,13 @@ def run_tune(study, space, options, driver_id: str, missing: int) -> None:
     stop_watching = ray_processes.watch_local_ray() if not options.address else (lambda: None)
     searcher, started, reason = None, time.monotonic(), "the sweep was stopped"
     try:
-        run_options = {"timeout": options.timeout_per_trial}
+        run_options = {"timeout": options.timeout_per_trial, "deterministic": options.deterministic or None}
         if "threads" not in space.fixed:
             run_options["threads"] = max(1, int(options.cpus_per_trial))
         with Progress(study, options.trials, enabled=options.progress) as progress:
             searcher = StudySearcher(study, space, driver_id, options.trials, run_options, progress.refresh,
                                      weights_dir=weights_dir(study.study_name) if options.keep_weights else None,
-                                     pruning=options.pruner != "none")
+                                     pruning=options.pruner != "none", log_path=log_path(study.study_name))
             resources = {"cpu": options.cpus_per_trial, "gpu": options.gpus_per_trial}
             tuner = tune.Tuner(
                 tune.with_resources(trainable, resources),
@@ -120,7 +139,7 @@ def run_tune(study, space, options, driver_id: str, missing: int) -> None:
                                             reuse_actors=True, time_budget_s=options.time_budget),
                 run_config=tune.RunConfig(name=f"{study.study_name}-{driver_id}", verbose=0,
                                           storage_path=ray_processes.tune_dir(), log_to_file=True,
-                                          callbacks=[JsonLoggerCallback()],
+                                          callbacks=[JsonLoggerCallback()], stop=StopOnLostStorage(),
                                           failure_config=tune.FailureConfig(max_failures=0)),
             )
             try:

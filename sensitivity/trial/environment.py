@@ -60,9 +60,16 @@ def describe(spec, adapter, threads: int, model_name: str, gpu_name=None) -> dic
         "python": platform.python_version(),
         "numpy": np.__version__,
         "interpreter": sys.executable,
-        "threads": threads if getattr(adapter, "controls_threads", True) else None,  # None: not settable
+        "threads": adapter.threads_in_effect(),  # read back; None: the framework has no setting
+        "threads_requested": threads,
         "gpu": gpu_name,
     }
+
+
+def params_check(counted: int, expected: int) -> dict:
+    """The ModelSpec's parameter count beside the framework's (the result's `params`), and whether they
+    differ: a framework that builds another model than the spec says is flagged, not hidden."""
+    return {"params_spec": expected, "params_mismatch": counted != expected}
 
 
 def for_failure(spec, env_name: str, interpreter: str, info: dict) -> dict:

@@ -14,6 +14,7 @@ import numpy as np
 
 from sensitivity import frameworks, semantics
 from sensitivity.datasets.base import Dataset, atomic_write, split_validation
+from sensitivity.frameworks import gpu
 from sensitivity.frameworks.base import Adapter
 from sensitivity.models import get_model, init_weights, layers_from_dicts
 from sensitivity.optim import lr_schedule
@@ -51,22 +52,25 @@ def run(spec: TrialSpec, data: Dataset, model_name: str, emit: Callable[[dict], 
     weights = initial_weights(resolved.init, spec, model, data)
     adapter.build(model, data.input_shape, data.classes, weights, spec, total_steps)
     adapter.set_data(x_train, y_train)
+    placement = verify_placement(adapter, spec)
     setup_time = time.perf_counter() - started
 
+    epochs = math.ceil(total_steps / steps)
     tick = time.perf_counter()
     adapter.compile(spec.batch_size)
+    last = total_steps - (epochs - 1) * steps
+    if last != steps and hasattr(adapter, "compile_epoch"):  # a shorter last epoch is another program
+        adapter.compile_epoch(last, spec.batch_size)
     compile_time = time.perf_counter() - tick
 
     rng = np.random.default_rng(spec.seed)
-    epochs = math.ceil(total_steps / steps)
     if resolved.framework_schedule and not resolved.stock:  # a stock optimizer steps its own scheduler
         rates = np.asarray(adapter.framework_rates(spec, total_steps), np.float64)
     else:
         rates = lr_schedule(spec, total_steps)
     if getattr(adapter, "backend", None):  # a multi-backend framework: record the backend that ran
         spec = spec.model_copy(update={"backend": adapter.backend})
-    result = TrialResult(status="ok", spec=spec.model_dump(), steps=0,
-                         params=model.param_count(data.input_shape, data.classes))
+    result = TrialResult(status="ok", spec=spec.model_dump(), steps=0, params=adapter.parameter_count())
     train_time, loss = 0.0, None
     with ResourceMonitor(spec.device) as monitor:
         for epoch in range(1, epochs + 1):
@@ -105,8 +109,33 @@ def run(spec: TrialSpec, data: Dataset, model_name: str, emit: Callable[[dict], 
     result.peak_rss_mb, result.cpu_percent, result.gpu = monitor.peak_rss_mb, monitor.cpu_percent, monitor.gpu
     result.gpu_error = monitor.gpu_error
     result.env = environment.describe(spec, adapter, threads, model_name, (monitor.gpu or {}).get("name"))
+    result.env.update(environment.params_check(result.params, model.param_count(data.input_shape, data.classes)))
+    if spec.deterministic:
+        flags, remaining = gpu.DETERMINISM[spec.framework]
+        result.env["determinism"] = {"flags": flags, "remaining": remaining}
+    if placement is not None:
+        result.gpu = device_figures(adapter, monitor.gpu)
+        result.env.update(gpu_placement=placement, gpu_driver=gpu.driver()[0])
     result.wall_time_s = time.perf_counter() - started
     return result
+
+
+def verify_placement(adapter: Adapter, spec: TrialSpec):
+    """On a GPU, what the framework reports of the device once the model and data are placed (PlacementError
+    if either is not on the GPU); None on a CPU."""
+    if spec.device == "cpu":
+        return None
+    if not hasattr(adapter, "placement"):
+        raise gpu.no_gpu(spec.framework, "its adapter cannot verify GPU placement")
+    return adapter.placement()
+
+
+def device_figures(adapter: Adapter, nvml: dict) -> dict:
+    """The trial's GPU figures: its own peak from the framework's allocator, and NVML's, which are the whole
+    GPU's (labelled so; shared with other trials when the trial had a fraction of the GPU)."""
+    share = gpu.share()
+    return {**(nvml or {}), "allocator_peak_mb": adapter.peak_device_memory_mb(),
+            "nvml_scope": "whole GPU" + (f", shared (this trial's share {share:g})" if share and share < 1 else "")}
 
 
 def initial_weights(source: str, spec: TrialSpec, model, data: Dataset):

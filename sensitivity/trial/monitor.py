@@ -62,11 +62,12 @@ class ResourceMonitor:
         if self._nvml is not None:
             self._thread.join()
             energy = self._nvml.energy_mj()
-            utils = [u for u, _ in self._gpu_samples] or [None]
+            utils = [u for u, _ in self._gpu_samples if u is not None]
+            self.gpu_error = self._nvml.error  # a query NVML refused (MIG has no utilisation), or None
             self.gpu = {
                 "name": self._nvml.name,
-                "utilization_percent": sum(utils) / len(utils) if utils[0] is not None else None,
-                "peak_memory_mb": max((m for _, m in self._gpu_samples), default=None),
+                "utilization_percent": sum(utils) / len(utils) if utils else None,
+                "peak_memory_mb": max((m for _, m in self._gpu_samples if m is not None), default=None),
                 "energy_j": (energy - self._energy0) / 1000.0 if energy is not None else None,
             }
 
@@ -76,7 +77,11 @@ class ResourceMonitor:
 
     def _sample_gpu(self) -> None:
         while not self._stop.wait(SAMPLE_SECONDS):
-            self._gpu_samples.append(self._nvml.sample())
+            try:
+                self._gpu_samples.append(self._nvml.sample())
+            except Exception as exc:  # never end silently: the reason is the trial's gpu_error
+                self._nvml.error = self._nvml.error or f"NVML sampling stopped: {type(exc).__name__}: {exc}"
+                return
 
 
 def reset_peak_rss() -> bool:
@@ -109,11 +114,20 @@ class NvmlDevice:
         self.handle = handle
         name = pynvml.nvmlDeviceGetName(self.handle)
         self.name = name.decode() if isinstance(name, bytes) else name
+        self.error = None  # the first query NVML refused
 
     def sample(self) -> tuple:
-        util = self.nvml.nvmlDeviceGetUtilizationRates(self.handle).gpu
-        memory = self.nvml.nvmlDeviceGetMemoryInfo(self.handle).used / 2**20
-        return util, memory
+        """(utilisation %, memory used MiB) of the whole GPU; None for a figure NVML refuses (a MIG
+        instance has no utilisation), the refusal kept in `error`."""
+        return (self._query("utilisation", lambda: self.nvml.nvmlDeviceGetUtilizationRates(self.handle).gpu),
+                self._query("memory", lambda: self.nvml.nvmlDeviceGetMemoryInfo(self.handle).used / 2**20))
+
+    def _query(self, what: str, read):
+        try:
+            return read()
+        except self.nvml.NVMLError as exc:
+            self.error = self.error or f"NVML {what} unavailable: {exc}"
+            return None
 
     def energy_mj(self):
         try:

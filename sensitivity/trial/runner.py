@@ -90,14 +90,24 @@ class Worker:
 
     def run(self, spec: TrialSpec, on_event: Optional[Callable[[dict], None]] = None) -> TrialResult:
         """Run one trial to its end, whatever that end is. A trial that ended without the worker's full
-        record (failed, timeout) gets the environment the driver knows."""
-        result = self._run(spec, on_event)
+        record (failed, timeout) gets the environment the driver knows, and the curve of the epochs it
+        reported before it ended (a killed worker's trial keeps what it trained)."""
+        curve = []
+
+        def follow(event: dict) -> None:
+            if event.get("event") == "epoch":
+                curve.append({k: v for k, v in event.items() if k != "event"})
+            if on_event is not None:
+                on_event(event)
+
+        result = self._run(spec, follow)
         if result.status not in ("ok", "diverged"):
             known = environment.for_failure(spec, self.env, str(envs.interpreter(self.env)), self.info or {})
             result.env = {**known, **result.env}
+            result.curve = result.curve or curve
         return result
 
-    def _run(self, spec: TrialSpec, on_event: Optional[Callable[[dict], None]]) -> TrialResult:
+    def _run(self, spec: TrialSpec, on_event: Callable[[dict], None]) -> TrialResult:
         if not frameworks.worker_variables(spec).items() <= self.variables.items():
             raise ValueError(f"this worker was started with {self.variables}, the trial needs "
                              f"{frameworks.worker_variables(spec)}")
@@ -137,8 +147,7 @@ class Worker:
                 if result.status != "ok":
                     result.stderr_tail = self.tail()
                 return result
-            if on_event is not None:
-                on_event(event)
+            on_event(event)
 
     def attack(self, request: dict, timeout: Optional[float] = None) -> dict:
         """Run one attack request (`sensitivity.attacks.run_request`); raises WorkerError if it fails."""

@@ -65,3 +65,15 @@ def test_image_export_through_kaleido(chromium, tmp_path, suffix, magic):
     out = write_figure(make_study(n_configs=6), "frontier", tmp_path / f"frontier{suffix}")
     data = out.read_bytes()
     assert magic in data[:200] and len(data) > 5000
+
+
+@pytest.mark.parametrize("skip, code", [((), 1), ((browser.SKIP_FLAG,), 0), (("env",), 0)])
+def test_without_chromium_the_check_fails_unless_told_to_skip(monkeypatch, tmp_path, capsys, skip, code):
+    monkeypatch.setattr(browser.shutil, "which", lambda name: None)
+    monkeypatch.delenv(browser.SKIP_VARIABLE, raising=False)
+    if skip == ("env",):
+        monkeypatch.setenv(browser.SKIP_VARIABLE, "1")
+    page = tmp_path / "report.html"
+    page.write_text("<html><head></head><body></body></html>")
+    assert browser.main([*(a for a in skip if a != "env"), str(page)]) == code
+    assert "rendering not checked" in capsys.readouterr()[code == 1]  # stdout when skipped, else stderr

@@ -107,16 +107,3 @@ def test_image_export_without_a_browser_says_what_to_install(table, tmp_path, mo
     with pytest.raises(RuntimeError, match="install Debian's `chromium` package"):
         write_figure(table, "frontier", tmp_path / "frontier.png")
     assert not (tmp_path / "frontier.png").exists()
-
-
-def test_the_analysis_benchmark_runs_and_prints_its_figures():
-    """scripts/bench_analysis.py on a small synthetic study: every figure, then the total against its target."""
-    import subprocess
-    import sys
-
-    from sensitivity import envs
-
-    proc = subprocess.run([sys.executable, "scripts/bench_analysis.py", "--trials", "300"], cwd=envs.REPO_ROOT,
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert all(f"{kind}: figure" in proc.stdout for kind in STUDY_KINDS) and "total" in proc.stdout

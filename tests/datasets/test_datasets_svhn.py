@@ -71,3 +71,14 @@ def test_missing_test_file(data_dir, write):
     (data_dir / "svhn" / "test_32x32.mat").unlink()
     with pytest.raises(DatasetError, match="svhn lacks test_32x32.mat"):
         load("svhn", data_dir)
+
+
+def test_declared_shapes_are_checked_before_anything_is_inflated(data_dir, write, monkeypatch):
+    import scipy.io
+
+    from sensitivity.datasets import svhn
+    write.svhn_set(data_dir / "svhn", n=6)
+    monkeypatch.setattr(svhn, "MAX_IMAGES", 5)
+    monkeypatch.setattr(scipy.io, "loadmat", lambda *a, **k: pytest.fail("loadmat was reached"))
+    with pytest.raises(DatasetError, match=r"train_32x32.mat: X is declared \(32, 32, 3, 6\): more than 5 images"):
+        load("svhn", data_dir)

@@ -44,13 +44,18 @@ def two_node_cluster():
         _wait_for_nodes(port, 2, env)
         yield f"127.0.0.1:{port}"
     finally:
-        processes = [p for node in nodes for p in _tree(node.pid)]
-        for proc in processes:
-            try:
-                proc.send_signal(signal.SIGKILL)
-            except psutil.NoSuchProcess:
-                pass
-        psutil.wait_procs(processes, timeout=30)
+        end_nodes(nodes)
+
+
+def end_nodes(nodes) -> None:
+    """Kill the `ray start --block` processes `nodes` and everything they started, by process id."""
+    processes = [p for node in nodes for p in _tree(node.pid)]
+    for proc in processes:
+        try:
+            proc.send_signal(signal.SIGKILL)
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(processes, timeout=30)
 
 
 def _tree(pid):

@@ -66,6 +66,15 @@ def test_pruned_trial_keeps_the_last_reports_measurements():
     assert t.user_attrs["loss"] == 1.0 and t.user_attrs["train_time_s"] == pytest.approx(0.2)
 
 
+def test_a_trial_whose_actor_died_keeps_the_epochs_it_reported():
+    s = searcher()
+    s.suggest("t0")
+    s.on_trial_result("t0", epoch(2))
+    s.on_trial_complete("t0", error=True)
+    t = s.study.get_trials()[0]
+    assert t.state == TrialState.FAIL and [p["epoch"] for p in t.user_attrs["curve"]] == [1, 2]
+
+
 def test_a_trial_finished_by_another_driver_is_left_alone():
     s = searcher()
     s.suggest("t0")
@@ -103,6 +112,15 @@ def test_hyperband_is_asynchronous_with_several_brackets():
     from ray.tune.schedulers import AsyncHyperBandScheduler  # stops trials, never pauses them
     hb, asha = scheduler("hyperband", space()), scheduler("asha", space())
     assert isinstance(hb, AsyncHyperBandScheduler) and len(hb._brackets) > 1 and len(asha._brackets) == 1
+
+
+def test_asha_max_t_is_the_largest_epoch_count_of_the_space():
+    body = space().model_dump(mode="json")
+    tuned = {**body, "fixed": {}, "parameters": {**body["parameters"],
+                                                 "epochs": {"type": "int", "low": 2, "high": 30}}}
+    chosen = {**tuned, "parameters": {**body["parameters"], "epochs": {"type": "categorical", "choices": [12, 4]}}}
+    steps = {**body, "fixed": {"iterations": 40}}
+    assert [scheduler("asha", Space.model_validate(b))._max_t for b in (body, tuned, chosen, steps)] == [3, 30, 12, 40]
 
 
 @pytest.mark.parametrize("path", sorted(p.name for p in (REPO / "search_spaces").glob("*.yaml")

@@ -144,9 +144,11 @@ def test_more_gpus_per_trial_than_the_cluster_has_is_one_line_and_no_study(tmp_p
     proc = sweep(tmp_path, write(tmp_path), "--trials", 1, "--gpus-per-trial", 1, timeout=300)
     lines = [line for line in proc.stderr.strip().splitlines() if "Token authentication" not in line]  # Ray's
     assert proc.returncode == 2 and len(lines) == 1, proc.stderr
-    assert "sensitivity sweep: --gpus-per-trial 1: the Ray cluster has 0 GPUs" in lines[0]
-    storage = f"sqlite:///{tmp_path}/results/optuna.db"
-    assert not optuna.get_all_study_summaries(storage, include_best_trial=False)
+    # this machine's builds are CPU-only, which is found first; a GPU build without a GPU meets Ray's check
+    assert lines[0].startswith("sensitivity sweep: --gpus-per-trial 1: ")
+    assert "no Ray node holds that" in lines[0] or "cannot use a GPU here" in lines[0], lines[0]
+    db = tmp_path / "results" / "optuna.db"
+    assert not db.exists() or not optuna.get_all_study_summaries(f"sqlite:///{db}", include_best_trial=False)
 
 
 def test_missing_framework_environment_is_one_line_and_no_study(tmp_path):

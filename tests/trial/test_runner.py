@@ -37,6 +37,8 @@ def test_ok_trial_reports_score_cost_curve_and_environment():
     assert result.throughput == pytest.approx(result.steps * 32 / result.train_time_s)
     assert result.env["framework_version"].startswith("2.") and result.env["seed"] == 0
     assert result.env["init"] == "torch" and result.env["threads"] == 1  # native: torch's own initialiser
+    assert result.env["threads_requested"] == 1 and not result.env["params_mismatch"]
+    assert result.params == result.env["params_spec"] > 0
     assert result.env["semantics"]["regime"] == "native"
     assert result.env["semantics"]["optimizer"].startswith("torch.optim.SGD")
     assert result.env["numerics"]["loss_reduction"] == "mean" and result.env["numerics"]["dtype"] == "float32"
@@ -131,6 +133,7 @@ def test_exception_result_carries_the_driver_known_environment(monkeypatch):
     result = run_trial(digits_spec(epochs=1))
     assert result.status == "failed" and "RuntimeError" in result.reason
     assert_env(result.env, *DRIVER_KNOWN)
+    assert [p["epoch"] for p in result.curve] == [1]  # raised after its first epoch, which it keeps
 
 
 def test_memory_exhaustion_is_a_failed_result_saying_out_of_memory(monkeypatch):
@@ -156,6 +159,8 @@ def test_sigkill_mid_epoch_is_failed_with_reason():
     assert killed.is_set()
     assert result.status == "failed"
     assert "SIGKILL" in result.reason and "out-of-memory" in result.reason
+    epochs = [p["epoch"] for p in result.curve]  # the epochs it reported before the kill are kept
+    assert epochs == list(range(1, len(epochs) + 1)) and 1 <= len(epochs) < 50
 
 
 def test_timeout_kills_the_worker_and_reports_timeout():

@@ -1,0 +1,142 @@
+"""A second record of every trial the driver finishes: results/trial-logs/STUDY.jsonl, one JSON object a
+line, appended (and flushed to disk) before the trial is written to the study. When the storage is lost
+(an SQLite file deleted, a database dropped), `rebuild` restores the study from it.
+
+Lines: {"kind": "study", ...} when a driver opens the study (name, directions, metric names, the study's
+user attributes), then {"kind": "trial", ...} per final trial: its state, values, parameters with their
+distributions, user attributes and intermediate values as the driver stores them. Orphans, surpluses
+and interrupted trials are not logged: a rerun runs them again (a trial logged just before its driver was
+killed is logged again by its retry; `rebuild` keeps one per configuration and seed). No storage URL is
+written.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import warnings
+from pathlib import Path
+
+from sensitivity.paths import RESULTS, under
+
+LOGS = RESULTS / "trial-logs"
+
+
+class LogError(Exception):
+    """A trial log that cannot be read or rebuilt from; one line."""
+
+
+def log_path(study_name: str) -> Path:
+    return under(LOGS, study_name, ".jsonl")
+
+
+def _append(path: Path, record: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = json.dumps(record, default=str, allow_nan=True) + "\n"
+    with open(path, "a", encoding="utf-8") as f:  # one write per line: O_APPEND keeps drivers' lines whole
+        f.write(line)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def log_study(study) -> Path:
+    """Append the study's line; returns the log's path."""
+    path = log_path(study.study_name)
+    _append(path, {"kind": "study", "study": study.study_name, "directions": [d.name for d in study.directions],
+                   "metric_names": study.metric_names, "user_attrs": study.user_attrs,
+                   "time": datetime.datetime.now().isoformat()})
+    return path
+
+
+def log_trial(path: Path, trial, state, values, intermediate: dict, attrs: dict) -> None:
+    """Append a final trial (an optuna.Trial the driver asked, with `attrs` about to be written), before it
+    is written to the study."""
+    from optuna.distributions import distribution_to_json
+
+    attrs = {**trial.user_attrs, **attrs}
+    _append(path, {"kind": "trial", "key": f"{attrs.get('driver')}:{trial.number}", "number": trial.number,
+                   "state": state.name, "values": values, "params": trial.params,
+                   "distributions": {k: distribution_to_json(d) for k, d in trial.distributions.items()},
+                   "user_attrs": attrs, "intermediate_values": {str(k): v for k, v in intermediate.items()},
+                   "datetime_start": trial.datetime_start, "datetime_complete": datetime.datetime.now()})
+
+
+def read(path) -> tuple:
+    """(the last study line, the trial lines with one per key, the last kept), or LogError."""
+    path = Path(path)
+    study, trials = None, {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            for number, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                    kind = record["kind"]
+                except (ValueError, KeyError, TypeError):
+                    if not line.endswith("\n"):
+                        break  # a last line cut by a crash
+                    raise LogError(f"{path}: line {number} is not a trial-log record") from None
+                if kind == "study":
+                    study = record
+                elif kind == "trial":
+                    trials[record["key"]] = record
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LogError(f"{path}: cannot be read ({exc.strerror if isinstance(exc, OSError) else exc})") from None
+    if study is None:
+        raise LogError(f"{path}: no study line; not a sensitivity trial log")
+    return study, list(trials.values())
+
+
+def _one_per_run(records: list) -> list:
+    """One record per configuration and seed, the last logged, in the order they finished. A driver killed
+    after logging a trial and before writing it leaves an orphan whose retry is logged again: the study
+    kept the retry."""
+    runs = {}
+    for r in sorted(records, key=lambda r: r["datetime_complete"]):
+        attrs = r["user_attrs"]
+        key = (attrs["config_id"], attrs["seed"]) if "config_id" in attrs and "seed" in attrs else r["key"]
+        runs.pop(key, None)
+        runs[key] = r
+    return list(runs.values())
+
+
+def rebuild(path, storage_url, study_name=None) -> tuple:
+    """Create the study of the log in `storage_url` with every logged trial; (study name, trials added).
+    The study must not exist there with trials already (rebuild into a new storage, or name another)."""
+    import optuna
+    from optuna.distributions import json_to_distribution
+    from optuna.trial import TrialState, create_trial
+
+    from sensitivity.sweep.storage import describe, open_storage
+
+    header, records = read(path)
+    name = study_name or header["study"]
+    storage = open_storage(storage_url)
+    try:
+        existing = optuna.load_study(study_name=name, storage=storage)
+    except KeyError:
+        existing = None
+    if existing is not None and existing.get_trials(deepcopy=False):
+        raise LogError(f"study {name} already has trials in {describe(storage_url or '')}; rebuild into a new "
+                       "storage, or give another --study")
+    study = existing or optuna.create_study(study_name=name, storage=storage,
+                                            directions=[d.lower() for d in header["directions"]])
+    for key, value in header["user_attrs"].items():
+        study.set_user_attr(key, value)
+    if header.get("metric_names"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            study.set_metric_names(header["metric_names"])
+    trials = []
+    for r in _one_per_run(records):
+        try:
+            trials.append(create_trial(
+                state=TrialState[r["state"]], values=r["values"], params=r["params"],
+                distributions={k: json_to_distribution(d) for k, d in r["distributions"].items()},
+                user_attrs={**r["user_attrs"], "rebuilt_from": {"number": r["number"], "log": str(path)}},
+                intermediate_values={int(k): v for k, v in r["intermediate_values"].items()}))
+        except (KeyError, ValueError, TypeError) as exc:
+            raise LogError(f"{path}: trial {r.get('number')} cannot be restored: {exc}") from None
+    study.add_trials(trials)
+    return name, len(trials)

@@ -1,0 +1,120 @@
+"""The bulk reader of RDB studies (sensitivity.sweep.trial_rows) gives the same trial table as Optuna's own
+objects, on SQLite and on a real PostgreSQL; synthetic studies read back through plain Optuna; the cached
+copy of a study's trials is used while the study is unchanged, and only then."""
+import math
+import os
+import uuid
+
+import optuna
+import pandas as pd
+import pytest
+import sqlalchemy
+from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+from optuna.trial import TrialState
+
+from sensitivity.analysis.table import trials_table
+from sensitivity.sweep import synthetic, trial_rows
+from sensitivity.sweep.storage import open_storage
+from sensitivity.sweep.studies import trials_frame
+
+POSTGRES = os.environ.get("SENSITIVITY_TEST_POSTGRES_URL")
+RDB = ["sqlite", pytest.param("postgresql", marks=pytest.mark.skipif(
+    not POSTGRES and os.environ.get("SENSITIVITY_REQUIRE_POSTGRES") != "1",
+    reason="no PostgreSQL server (set SENSITIVITY_TEST_POSTGRES_URL)"))]
+
+
+@pytest.fixture(params=RDB)
+def storage_url(request, tmp_path):
+    return f"sqlite:///{tmp_path}/s.db" if request.param == "sqlite" else POSTGRES
+
+
+@pytest.fixture
+def study_name(storage_url):
+    name = f"fast-{uuid.uuid4().hex[:8]}"
+    yield name
+    try:
+        optuna.delete_study(study_name=name, storage=storage_url)
+    except KeyError:
+        pass
+
+
+def through_optuna(study, monkeypatch):
+    """The table as Optuna's FrozenTrials give it (the path of journal and in-memory storages)."""
+    with monkeypatch.context() as m:
+        m.setenv("SENSITIVITY_TRIAL_CACHE", "off")
+        m.setattr(trial_rows, "_from_rdb", lambda engine, study_id, keys: [
+            trial_rows._from_frozen(t, keys) for t in study.get_trials(deepcopy=False)])
+        return trials_table(study), trials_frame(study)
+
+
+def assert_same(study, monkeypatch):
+    fast, fast_frame = trials_table(study), trials_frame(study)
+    slow, slow_frame = through_optuna(study, monkeypatch)
+    pd.testing.assert_frame_equal(fast, slow)
+    pd.testing.assert_frame_equal(fast_frame, slow_frame)
+    assert fast.attrs == slow.attrs
+    return fast
+
+
+def test_every_kind_of_trial_reads_the_same(storage_url, study_name, monkeypatch):
+    study = optuna.create_study(study_name=study_name, storage=open_storage(storage_url),
+                                directions=["maximize", "minimize"])
+    study.set_user_attr("space", {"dataset": "digits"})
+    dists = {"framework": CategoricalDistribution(["torch", "jax"]), "lr": FloatDistribution(1e-4, 1, log=True),
+             "batch_size": CategoricalDistribution([32, 64]), "epochs": IntDistribution(1, 5),
+             "flag": CategoricalDistribution([True, False, None])}
+    for i, (state, values) in enumerate([(TrialState.COMPLETE, [0.9, 12.5]), (TrialState.COMPLETE, [0.1, math.inf]),
+                                         (TrialState.FAIL, None), (TrialState.PRUNED, None),
+                                         (TrialState.RUNNING, None), (TrialState.COMPLETE, [0.5, -math.inf])]):
+        trial = study.ask(dists)
+        trial.set_user_attr("status", {TrialState.FAIL: "failed", TrialState.PRUNED: "pruned"}.get(state, "ok"))
+        trial.set_user_attr("seed", i % 2)
+        trial.set_user_attr("curve", [{"epoch": 1, "val_accuracy": 0.5 + i / 100}])
+        trial.set_user_attr("env", {"framework_version": "1.0", "python": "3.11", "semantics": {"regime": "native"}})
+        trial.set_user_attr("spec", {"semantics": "canonical" if i == 1 else "native"})
+        trial.set_user_attr("stderr_tail", "x" * 500)
+        if i == 2:
+            trial.set_user_attr("orphaned", True)
+        if state != TrialState.RUNNING:
+            study.tell(trial, values, state=None if values else state)
+    study.enqueue_trial({"framework": "jax"}, user_attrs={"seed": 1})  # WAITING
+    table = assert_same(study, monkeypatch)
+    assert sorted(table["number"]) == [0, 1, 3, 5]  # final trials, the orphan left out
+    assert table.set_index("number").loc[1, "value_1"] == math.inf
+    assert table.set_index("number").loc[1, "semantics"] == "canonical"
+    assert "stderr_tail" not in table
+
+
+def test_a_synthetic_study_reads_back_through_plain_optuna(storage_url, study_name, monkeypatch):
+    assert synthetic.write_study(storage_url, study_name, 40) == 40
+    study = optuna.load_study(study_name=study_name, storage=storage_url)
+    trials = study.get_trials()
+    assert [t.number for t in trials] == list(range(40))
+    done = [t for t in trials if t.state == TrialState.COMPLETE]
+    assert done and all(len(t.intermediate_values) == synthetic.EPOCHS and t.values == [t.user_attrs["val_accuracy"]]
+                        for t in done)
+    assert {"curve", "env", "spec", "stderr_tail", "config_id", "driver"} <= set(trials[0].user_attrs)
+    assert trials[0].user_attrs["is_default"] and trials[0].params["framework"] == "torch"
+    assert study.best_trial.value == max(t.value for t in done)
+    table = assert_same(study, monkeypatch)
+    assert len(table) == 40 and table["curve"].map(len).max() == synthetic.EPOCHS
+    assert synthetic.write_study(storage_url, study_name, 10) == 50  # appends, numbered on
+
+
+def test_the_cached_trials_serve_an_unchanged_study_only(storage_url, study_name, monkeypatch):
+    synthetic.write_study(storage_url, study_name, 12)
+    study = optuna.load_study(study_name=study_name, storage=storage_url)
+    first = trials_table(study)
+    with monkeypatch.context() as m:
+        m.setattr(trial_rows, "_from_rdb", lambda *args: pytest.fail("read again though unchanged"))
+        pd.testing.assert_frame_equal(trials_table(study), first)
+    with study._storage._backend.engine.begin() as connection:  # a change in place (Optuna refuses one)
+        connection.execute(sqlalchemy.text("UPDATE trial_user_attributes SET value_json = '\"diverged\"' "
+                                           "WHERE key = 'status' AND trial_id = :t"), {"t": study.trials[3]._trial_id})
+    changed = trials_table(study)
+    assert changed.set_index("number").loc[3, "outcome"] == "diverged"
+    trial = study.ask()
+    study.tell(trial, 0.5)
+    assert len(trials_table(study)) == 13
+    study.set_user_attr("robustness:0", {"white": 0.5})  # study attributes are read afresh, never cached
+    assert trials_table(study).attrs["robustness"] == {0: {"white": 0.5}}

@@ -1,0 +1,85 @@
+"""Every scripts/bench_*.py exits 1 when a target or its check is missed, and 0 when all are met.
+
+The measurements are replaced by given figures (they take minutes), so what is tested is the verdict and
+the exit; one real run of bench_analysis, from storage, shows a missed target exits 1 end to end."""
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+
+
+def script(name: str):
+    sys.path.insert(0, str(SCRIPTS))  # bench_adapters imports plain_loops from beside it
+    try:
+        spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(str(SCRIPTS))
+
+
+def test_every_bench_script_is_covered_here():
+    assert {p.stem for p in SCRIPTS.glob("bench_*.py")} == {"bench_adapters", "bench_analysis", "bench_dispatch",
+                                                            "bench_scale"}
+
+
+@pytest.mark.parametrize("gap, speedup, code", [(0.1, 1.9, 0), (0.5, 1.9, 1), (0.1, 1.5, 1)])
+def test_bench_dispatch_exits_1_on_a_missed_target(monkeypatch, gap, speedup, code):
+    bench = script("bench_dispatch")
+    monkeypatch.setattr(bench, "overhead", lambda folder, count: [gap] * 5)
+    monkeypatch.setattr(bench, "trials_per_hour", lambda folder, count, parallel, epochs:
+                        (100.0 * (speedup if parallel == 2 else 1), 100.0 * (speedup if parallel == 2 else 1), 10.0))
+    assert bench.main([]) == code
+
+
+def adapter_result(adapter_s: float, accuracy: float) -> dict:
+    return {"framework": "torch", "regimes": ["native"], "times": {"native": [adapter_s], "plain": [1.0]},
+            "others": 0.0, "dropped": 0, "agreement": {"native": 2.0, "plain": 2.0, "rtol": 0.0}, "version": "x",
+            "costs": {}, "losses": {"native": [2.0, 1.0], "plain": [2.0, 1.0]},
+            "accuracy": {"native": accuracy, "plain": 0.95}, "steps": 62, "data": "given"}
+
+
+@pytest.mark.parametrize("adapter_s, accuracy, code", [(1.05, 0.95, 0), (1.5, 0.95, 1), (1.05, 0.2, 1)])
+def test_bench_adapters_exits_1_on_a_missed_target_or_learning_check(monkeypatch, adapter_s, accuracy, code):
+    bench = script("bench_adapters")
+    monkeypatch.setattr(bench, "run_child", lambda name, argv: adapter_result(adapter_s, accuracy))
+    assert bench.main(["--frameworks", "torch"]) == code
+
+
+def analysis_results(tmp_path, report_s: float, exported: int) -> dict:
+    import pandas as pd
+    report, export = tmp_path / "r.html", tmp_path / "t.parquet"
+    report.write_text("<html></html>")
+    pd.DataFrame({"number": range(exported)}).to_parquet(export)
+    return {"report": (report_s, "report: r.html\n"), "findings": (1.0, "Findings of s: ...\n"),
+            "export": (1.0, str(export)), "dashboard": (1.0, "200 OK True 1\n"), "files": (report, export)}
+
+
+@pytest.mark.parametrize("report_s, exported, met", [(5.0, 100, True), (50.0, 100, False), (5.0, 99, False)])
+def test_bench_analysis_verdict(tmp_path, report_s, exported, met):
+    bench = script("bench_analysis")
+    assert bench.verdict(analysis_results(tmp_path, report_s, exported), 100, bench.target_for(100)) is met
+
+
+@pytest.mark.slow
+def test_bench_analysis_from_storage_exits_1_on_an_impossible_target():
+    proc = subprocess.run([sys.executable, str(SCRIPTS / "bench_analysis.py"), "--trials", "30", "--target-s", "0.01"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "(target 0.01 s: MISSED)" in proc.stdout
+    assert "NO" not in proc.stdout.replace("MISSED", ""), proc.stdout  # every check passed: only the time failed
+
+
+@pytest.mark.parametrize("rate, code", [(60.0, 0), (10.0, 1)])
+def test_bench_scale_exits_1_on_a_missed_target(monkeypatch, rate, code):
+    bench = script("bench_scale")
+    monkeypatch.setattr(bench, "open_study", lambda url, name, size, sampler, folder: (None, None, 0.0))
+    monkeypatch.setattr(bench, "drive", lambda *args: {"open_s": 0.1, "burst_s": 1.0, "rate": rate,
+                                                       "cpu_per_1000_s": 5.0, "rss_per_1000_mb": 1.0, "rss_mb": 300.0})
+    assert bench.main(["--storage", "postgresql://h/db", "--samplers", "tpe", "--sizes", "10000"]) == code
+    assert bench.main(["--storage", "sqlite:///x.db", "--samplers", "tpe", "--sizes", "10000"]) == 0  # no target
