@@ -245,14 +245,14 @@ def private_postgres():
         time.sleep(seconds)
         ctl("-l", f"{folder}/server.log", "-w", "-o", f"-p {port} -k {folder} -c listen_addresses=127.0.0.1", "start")
 
-    yield url, restart_after
+    yield url, restart_after, folder
     subprocess.run([*run_as, pg_ctl, "-D", f"{folder}/data", "stop", "-m", "immediate"], capture_output=True)
     shutil.rmtree(folder, ignore_errors=True)
 
 
 @needs_torch
 def test_a_10_s_postgresql_outage_mid_sweep_loses_nothing(tmp_path, private_postgres):
-    url, restart_after = private_postgres
+    url, restart_after, _ = private_postgres
     log = tmp_path / "driver.log"
     n = 6
     driver = subprocess.Popen(command(tmp_path, "sweep", space(tmp_path, epochs=2), "--trials", n, "--parallel", 2,
@@ -267,6 +267,38 @@ def test_a_10_s_postgresql_outage_mid_sweep_loses_nothing(tmp_path, private_post
     trials = optuna.load_study(study_name="f", storage=url).get_trials()
     assert len(final(trials)) == n and not [t for t in trials if t.state == TrialState.RUNNING]
     assert all(t.state == TrialState.COMPLETE for t in final(trials))
+
+
+def test_the_password_comes_from_pgpassword_or_pgpass_not_the_url(tmp_path, monkeypatch, private_postgres):
+    """A server that asks for a password (scram-sha-256): a URL without one opens with libpq's PGPASSWORD or
+    ~/.pgpass, and without either fails in one line."""
+    from urllib.parse import urlparse
+
+    url, _, folder = private_postgres
+    port = urlparse(url).port
+    bin_dir = sorted(Path("/usr/lib/postgresql").glob("*/bin/psql"))[-1].parent
+    run_as = ["runuser", "-u", "postgres", "--"] if os.getuid() == 0 else []
+    subprocess.run([*run_as, str(bin_dir / "psql"), "-h", folder, "-p", str(port), "-U", "postgres", "-d",
+                    "sensitivity", "-c", f"ALTER USER postgres PASSWORD '{PASSWORD}'"], check=True, capture_output=True)
+    (Path(folder) / "data" / "pg_hba.conf").write_text("local all all trust\n"
+                                                       "host all all 127.0.0.1/32 scram-sha-256\n")
+    subprocess.run([*run_as, str(bin_dir / "pg_ctl"), "-D", f"{folder}/data", "reload"], check=True,
+                   capture_output=True)
+    time.sleep(1)  # the postmaster rereads pg_hba.conf on SIGHUP
+    monkeypatch.delenv("PGPASSWORD", raising=False)
+    monkeypatch.delenv("PGPASSFILE", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with pytest.raises(StorageError) as caught:
+        open_storage(url)
+    assert len(str(caught.value).splitlines()) == 1 and "password" in str(caught.value)
+
+    monkeypatch.setenv("PGPASSWORD", PASSWORD)
+    optuna.create_study(study_name="from-pgpassword", storage=open_storage(url))
+    monkeypatch.delenv("PGPASSWORD")
+    pgpass = tmp_path / ".pgpass"
+    pgpass.write_text(f"127.0.0.1:{port}:*:postgres:{PASSWORD}\n")
+    pgpass.chmod(0o600)
+    assert "from-pgpassword" in optuna.get_all_study_names(storage=open_storage(url))
 
 
 # the trial log and the pickled searcher, without Ray ----------------------------------------------------
