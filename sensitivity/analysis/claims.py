@@ -83,7 +83,9 @@ def importance_html(table: pd.DataFrame) -> str:
         rank_note = "" if agree.empty or agree.iloc[0]["spearman"] != agree.iloc[0]["spearman"] else (
             f"; rank agreement of fANOVA and PED-ANOVA: Spearman {agree.iloc[0]['spearman']:.2f}, Kendall "
             f"{agree.iloc[0]['kendall']:.2f} over {int(agree.iloc[0]['n_parameters'])} parameters")
-        parts.append(f"<h3>{html.escape(title)} (n={rows['n_trials'].max()} sampled trials{html.escape(rank_note)})"
+        used = importance.attrs.get("subsample", {}).get(block)
+        n = f"a random subsample of {used[0]} of {used[1]}" if used else f"n={rows['n_trials'].max()}"
+        parts.append(f"<h3>{html.escape(title)} ({n} sampled trials{html.escape(rank_note)})"
                      f"</h3>" + table_html(ranks))
     parts += [missing_html(f"{block}: {reason}") for block, reason in importance.attrs.get("missing", {}).items()]
     listed = planned_trials(table)

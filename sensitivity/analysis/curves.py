@@ -29,10 +29,12 @@ def learning_curves(table) -> pd.DataFrame:
     if rows.empty:
         raise NotEnoughData("learning curves need trials with a per-epoch curve")
     lengths = rows["curve"].map(len).to_numpy()
-    points = pd.DataFrame([point for curve in rows["curve"] for point in curve])
+    points = [point for curve in rows["curve"] for point in curve]
     out = pd.DataFrame({c: np.repeat(rows[c].to_numpy(), lengths) for c in TRIAL_COLUMNS})
-    for field in ("epoch",) + CURVE_FIELDS:
-        out[field] = pd.to_numeric(points[field], errors="coerce") if field in points else np.nan
+    for field in ("epoch",) + CURVE_FIELDS:  # a column at a time: a frame of a million dicts takes seconds
+        values = [point.get(field) for point in points]
+        out[field] = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce") if any(
+            v is not None for v in values) else np.nan
     return out
 
 

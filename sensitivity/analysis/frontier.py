@@ -18,8 +18,8 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from sensitivity.analysis.table import (REGIME, NotEnoughData, defaults_of, grouped, regime_position, trained,
-                                        trials_table)
+from sensitivity.analysis.table import (REGIME, NotEnoughData, defaults_of, derived, grouped, regime_position,
+                                        trained, trials_table)
 
 REFERENCE_TIME_MARGIN = 1.1
 ALL = "all"
@@ -52,7 +52,10 @@ def hypervolume(accuracy: np.ndarray, train_time: np.ndarray, reference_point: t
 
 
 def runtime_accuracy_frontier(table) -> Frontier:
-    table = trials_table(table)
+    return derived(trials_table(table), _frontier)
+
+
+def _frontier(table: pd.DataFrame) -> Frontier:
     points = trained(table).dropna(subset=["accuracy", "train_time_s"])
     ok = points["outcome"] == "ok"
     if not ok.any():

@@ -7,7 +7,10 @@ Planned trials (framework defaults and their transfers, `table.planned_of`) are 
 are left out; `planned_trials` lists them apart. Where the study tunes the regime as a parameter, a further
 block "all" ranks it among the others over every sampled trial. PED-ANOVA minimises its target, so the trials
 are given the negated accuracy. fANOVA with Optuna's defaults (64 trees, depth 64) takes minutes on 10,000
-trials; 16 trees of depth 8 take seconds and rank alike.
+trials; 16 trees of depth 8 take seconds and rank alike. Past SUBSAMPLE_MAX (2,000) sampled trials in a
+block, both evaluators run on a random subsample of that many (seeded; attrs `subsample` says N of M, and the
+report says so), and the intervals are those of the subsample (wider than all trials would give): on
+100,000 trials the bootstrap would take minutes.
 
 Intervals (95%, bootstrap over trials; `low`, `high`):
 - PED-ANOVA is run again on RESAMPLES resamples of the trials drawn with replacement (at most BOOTSTRAP_MAX
@@ -45,6 +48,7 @@ ALL = "all"  # the block over every trial, the regime among the parameters
 COLUMNS = [REGIME, "evaluator", "parameter", "importance", "low", "high", "rank", "n_trials", "defaults"]
 FANOVA_TREES, FANOVA_DEPTH = 16, 8
 RESAMPLES, BOOTSTRAP_MAX = 50, 500
+SUBSAMPLE_MAX = 2_000
 TRIALS_PER_PARAMETER = 10
 NEEDS = "importance needs at least 2 complete trials with varied parameters"
 ONLY_PLANNED = ("importance needs sampled trials; this study's trials are all planned (framework defaults), "
@@ -69,7 +73,9 @@ def parameter_importance(table, evaluators=EVALUATORS, seed: int = 0, resamples:
     its interval `low`-`high`, rank (1 = most important), n_trials (sampled), and the framework defaults'
     values of the parameter where known. attrs: `missing` ({block: reason}), `agreement` (records of
     `rank_agreement`: block, n_parameters, spearman, kendall), `warnings` ([(block, sentence)]), `planned`
-    (trials left out). Attributes hold plain values, so that pandas can compare them when frames meet."""
+    (trials left out), `subsample` ({block: [n used, n sampled trials]} where a block had more than
+    SUBSAMPLE_MAX; n_trials is then the n used). Attributes hold plain values, so that pandas can compare them
+    when frames meet."""
     table = trials_table(table)
     everything = trained(table).dropna(subset=["accuracy"])
     planned = planned_of(everything)
@@ -79,8 +85,11 @@ def parameter_importance(table, evaluators=EVALUATORS, seed: int = 0, resamples:
     blocks = [(regime, rows[rows[REGIME].eq(regime)]) for regime in regimes_of(rows)]
     if PARAM + REGIME in rows and rows[PARAM + REGIME].nunique() > 1:
         blocks.append((ALL, rows))
-    parts, missing = [], {}
+    parts, missing, subsample = [], {}, {}
     for name, block in blocks:
+        if len(block) > SUBSAMPLE_MAX:
+            subsample[name] = [SUBSAMPLE_MAX, len(block)]
+            block = block.sample(SUBSAMPLE_MAX, random_state=seed).sort_index()
         try:
             part = block_importance(block, evaluators, seed, regime=name == ALL, resamples=resamples)
         except NotEnoughData as reason:
@@ -92,7 +101,7 @@ def parameter_importance(table, evaluators=EVALUATORS, seed: int = 0, resamples:
     if not parts:
         raise NotEnoughData(NEEDS)
     out = pd.concat(parts, ignore_index=True)[COLUMNS]
-    out.attrs.update(missing=missing, planned=int(planned.sum()),
+    out.attrs.update(missing=missing, planned=int(planned.sum()), subsample=subsample,
                      agreement=rank_agreement(out).to_dict("records"), warnings=importance_warnings(out))
     return out
 

@@ -227,20 +227,20 @@ def seeds_needed(effect: float, sd: Optional[float], alpha: float = 0.05, power:
     """Seeds per group for a two-sided two-sample t test at `alpha` to detect a true difference of `effect`
     with `power`, the groups' standard deviation `sd`; at least MIN_FOR_INTERVAL, None when `sd` is unknown
     or more than MAX_SEEDS would be needed."""
-    from scipy import stats
+    from scipy import special  # its ufuncs: scipy.stats's norm, t and nct, without seconds of importing it
 
     if sd is None or sd != sd or effect <= 0:
         return None
     if sd == 0:
         return MIN_FOR_INTERVAL
-    normal = 2 * ((stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)) * sd / effect) ** 2
+    normal = 2 * ((special.ndtri(1 - alpha / 2) + special.ndtri(power)) * sd / effect) ** 2
     if normal > MAX_SEEDS:
         return None
     for n in range(max(MIN_FOR_INTERVAL, int(normal) - 1), MAX_SEEDS + 1):  # t needs a little more than normal
         df = 2 * n - 2
-        critical = stats.t.ppf(1 - alpha / 2, df)
+        critical = _t_quantile(1 - alpha / 2, df)
         shift = effect / (sd * math.sqrt(2 / n))
-        lower_tail = float(np.nan_to_num(stats.nct.cdf(-critical, df, shift)))  # NaN far out in scipy: 0
-        if float(stats.nct.sf(critical, df, shift)) + lower_tail >= power:
+        lower_tail = float(np.nan_to_num(special.nctdtr(df, shift, -critical)))  # NaN far out: 0
+        if 1.0 - float(special.nctdtr(df, shift, critical)) + lower_tail >= power:
             return n
     return None

@@ -5,6 +5,11 @@ writes one figure from a study or a trial table.
 Every figure keeps the regimes (`semantics`) apart: one trace per framework and regime (the framework's
 colour; the regime's dash and marker), the regime in the legend where a figure holds both and in the title
 always.
+
+A scattered cloud draws at most POINTS_MAX points per trace, and learning curves at most CURVES_MAX curves per
+trace: beyond that a random subsample (seeded), said in the trace's name ("drawn: 3,000 of 40,000"). Every
+number the figure states (counts, frontiers, medians, hypervolumes) is computed from all the trials; a page of
+100,000 points per trace would not open.
 """
 from __future__ import annotations
 
@@ -33,6 +38,21 @@ from sensitivity.analysis.style import (add_default_marks, colours, dash, finish
 from sensitivity.analysis.table import (REGIME, format_value, numeric_sort_key, regime_position, regimes_of,
                                         trials_table)
 from sensitivity.analysis.transfer import plot_transfer, transfer_matrix
+
+
+POINTS_MAX, CURVES_MAX = 3_000, 300
+
+
+def drawn(rows: pd.DataFrame, limit=None, keep=None, seed: int = 0) -> tuple:
+    """(the rows a trace draws, a note for its name): all of them up to `limit` (POINTS_MAX), else a seeded
+    random subsample of `limit`, always with the rows of `keep` (a mask: a frontier's points)."""
+    limit = POINTS_MAX if limit is None else limit
+    if len(rows) <= limit:
+        return rows, ""
+    kept = rows[keep] if keep is not None else rows.iloc[:0]
+    rest = rows.drop(kept.index)
+    chosen = pd.concat([kept, rest.sample(max(0, limit - len(kept)), random_state=seed)]).sort_index()
+    return chosen, f"; drawn: {len(chosen):,} of {len(rows):,}"
 
 
 def _grid(titles, cols: int = 3, height_per_row: int = 320):
@@ -64,11 +84,12 @@ def plot_frontier(frontier: Frontier):
     ok = _series(points[points["outcome"] == "ok"])
     for framework, regime, rows in ok:  # every cloud first, so that no cloud hides a frontier
         s, name = summary.loc[(framework, regime)], series_name(framework, regime, regimes)
-        fig.add_trace(go.Scattergl(x=rows["train_time_s"], y=rows["accuracy"], mode="markers", legendgroup=name,
+        cloud, note = drawn(rows, keep=rows["on_framework_frontier"] | rows["on_frontier"])
+        fig.add_trace(go.Scattergl(x=cloud["train_time_s"], y=cloud["accuracy"], mode="markers", legendgroup=name,
                                    name=framework_label(name, s["n_trials"], s["n_seeds"])
-                                   + f", hypervolume {s['hypervolume']:.3g}",
+                                   + f", hypervolume {s['hypervolume']:.3g}{note}",
                                    marker=dict(color=palette[framework], size=6, opacity=0.45, symbol=symbol(regime)),
-                                   hovertext=hover[rows.index], hoverinfo="text"))
+                                   hovertext=hover[cloud.index], hoverinfo="text"))
     for framework, regime, rows in ok:
         front, name = rows[rows["on_framework_frontier"]], series_name(framework, regime, regimes)
         fig.add_trace(go.Scatter(x=front["train_time_s"], y=front["accuracy"], mode="lines+markers",
@@ -82,10 +103,11 @@ def plot_frontier(frontier: Frontier):
                                            shape="hv"),
                                  name=f"overall frontier{'' if len(regimes) < 2 else ', ' + regime} (hypervolume "
                                       f"{summary.loc[(ALL, regime), 'hypervolume']:.3g})"))
-    diverged = points[points["outcome"] == "diverged"]
+    diverged, n_diverged = points[points["outcome"] == "diverged"], (points["outcome"] == "diverged").sum()
     if len(diverged):
+        diverged, note = drawn(diverged)
         fig.add_trace(go.Scattergl(x=diverged["train_time_s"], y=diverged["accuracy"], mode="markers",
-                                   name=f"diverged (n={len(diverged)}, never on a frontier)",
+                                   name=f"diverged (n={n_diverged}, never on a frontier{note})",
                                    marker=dict(symbol="x", color="grey", size=6), hovertext=hover[diverged.index],
                                    hoverinfo="text"))
     defaults = points[points["is_default"]]
@@ -195,20 +217,23 @@ def plot_slice(points: pd.DataFrame):
     for name, (row, col) in zip(names, positions):
         rows = points[points["parameter"] == name]
         scale = rows["scale"].iloc[0]
+        text = (lambda part: part.assign(value=part["value"].map(format_value))) if scale == "category" else (
+            lambda part: part)  # category labels for the drawn points only
         if scale == "category":
             _ordered_axis(fig, [format_value(v) for v in sorted(rows["value"].unique().tolist(), key=numeric_sort_key)],
                           row, col)
-            rows = rows.assign(value=rows["value"].map(format_value))
         for framework, regime, part in _series(rows):
             series = series_name(framework, regime, regimes)
+            part, note = drawn(part)
+            part = text(part)
             fig.add_trace(go.Scattergl(
                 x=part["value"].to_numpy(), y=part["accuracy"].to_numpy(), mode="markers",
-                name=f"{series} (n={counts[(framework, regime)]} trials)", legendgroup=series,
+                name=f"{series} (n={counts[(framework, regime)]} trials{note})", legendgroup=series,
                 showlegend=(row, col) == (1, 1),
                 marker=dict(color=palette[framework], size=5, opacity=0.5, symbol=symbol(regime)),
                 hovertext="#" + part["number"].astype(str) + " " + part["outcome"], hoverinfo="text+x+y"),
                 row=row, col=col)
-        marked = rows[rows["is_default"]]
+        marked = text(rows[rows["is_default"]])
         add_default_marks(fig, marked["value"], marked["accuracy"], marked["framework"] + " (" + marked[REGIME]
                           + ") default", row, col)
         if scale == "log":
@@ -258,15 +283,19 @@ def plot_curves(curves: pd.DataFrame):
     metric = curve_metric(curves)
     palette, regimes, fig = colours(curves["framework"]), regimes_of(curves), go.Figure()
     series = _series(curves.sort_values(["number", "epoch"]))
-    for framework, regime, rows in series:  # every trial's curve, faint where there are many
-        breaks = np.flatnonzero(np.diff(rows["number"].to_numpy())) + 1  # a gap between trials
-        x = np.insert(rows["epoch"].to_numpy(float), breaks, np.nan)
-        y = np.insert(rows[metric].to_numpy(float), breaks, np.nan)
-        n_trials, name = rows["number"].nunique(), series_name(framework, regime, regimes)
-        fig.add_trace(go.Scattergl(x=x, y=y, mode="lines", name=framework_label(name, n_trials, rows["seed"].nunique()),
-                                   legendgroup=name, line=dict(color=palette[framework], width=1, dash=dash(regime)),
-                                   opacity=min(0.35, max(0.02, 30 / n_trials)), hoverinfo="skip"))
-    for framework, regime, rows in series:  # then the medians on top (WebGL too: it draws above svg traces)
+    for framework, regime, rows in series:  # each trial's curve (at most CURVES_MAX), faint where there are many
+        numbers = pd.Series(rows["number"].unique())
+        shown, note = drawn(numbers, CURVES_MAX)
+        lines = rows[rows["number"].isin(shown)] if note else rows
+        breaks = np.flatnonzero(np.diff(lines["number"].to_numpy())) + 1  # a gap between trials
+        x = np.insert(lines["epoch"].to_numpy(float), breaks, np.nan)
+        y = np.insert(lines[metric].to_numpy(float), breaks, np.nan)
+        n_trials, name = len(numbers), series_name(framework, regime, regimes)
+        fig.add_trace(go.Scattergl(x=x, y=y, mode="lines", name=framework_label(name, n_trials, rows["seed"].nunique())
+                                   + note.replace("drawn", "curves drawn"), legendgroup=name,
+                                   line=dict(color=palette[framework], width=1, dash=dash(regime)),
+                                   opacity=min(0.35, max(0.02, 30 / len(shown))), hoverinfo="skip"))
+    for framework, regime, rows in series:  # then the medians on top, of every trial (WebGL too: it draws above svg traces)
         median, name = rows.groupby("epoch")[metric].median(), series_name(framework, regime, regimes)
         fig.add_trace(go.Scattergl(x=median.index, y=median.to_numpy(), mode="lines+markers", legendgroup=name,
                                    name=f"{name} median",

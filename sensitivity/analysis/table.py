@@ -47,20 +47,41 @@ def trials_table(source) -> pd.DataFrame:
     """
     if isinstance(source, pd.DataFrame):
         return source if "outcome" in source.columns else _normalise(source.copy())
-    return _normalise(_from_study(source))
+    return _from_study(source)
 
 
 def _from_study(study) -> pd.DataFrame:
+    """The study's table, normalised, from the cache of `trial_rows.cached_frame` while the study is unchanged."""
     from sensitivity.sweep.trial_rows import cached_frame
 
     space = study.user_attrs.get("space") or {}
-    frame = cached_frame(study, _trials_of, depends_on=[space.get("dataset"), len(study.directions)])
+
+    def build(study):
+        frame = _trials_of(study)
+        frame.attrs["dataset"] = space.get("dataset")
+        return _compact(_normalise(frame))
+    frame = cached_frame(study, build, depends_on=[space.get("dataset"), len(study.directions)])
     frame.attrs.update(study=study.study_name, storage=storage_description(study), dataset=space.get("dataset"),
                        directions=[d.name.lower() for d in study.directions],
                        ablation=study.user_attrs.get("ablation"),
                        robustness={int(k.split(":", 1)[1]): v for k, v in study.user_attrs.items()
                                    if k.startswith("robustness:") and v is not None})
     return frame
+
+
+def _compact(table: pd.DataFrame) -> pd.DataFrame:
+    """Equal env `semantics` records made one object and the curves' keys one string each, so that a cached
+    copy pickles each once: half the size, and faster to read (the table is read only, never changed in place)."""
+    import sys
+
+    if "env_semantics" in table:
+        same = {}
+        table["env_semantics"] = [same.setdefault(json.dumps(r, sort_keys=True, default=str), r)
+                                  if isinstance(r, dict) else r for r in table["env_semantics"]]
+    intern = sys.intern
+    table["curve"] = [[{intern(k): v for k, v in point.items()} if isinstance(point, dict) else point
+                       for point in curve] for curve in table["curve"]]
+    return table
 
 
 def _trials_of(study) -> pd.DataFrame:
@@ -164,6 +185,23 @@ def _parse_curve(curve) -> list:
     if isinstance(curve, str):
         return json.loads(curve) if curve else []
     return list(curve) if isinstance(curve, (list, tuple, np.ndarray)) else []
+
+
+_DERIVED: dict = {}
+
+
+def derived(table: pd.DataFrame, compute):
+    """`compute(table)`, computed once per table object: the report and its findings both ask for the same
+    frontier of the same table. Kept while the table lives; a table is never changed in place once made."""
+    import weakref
+
+    key = (id(table), compute)
+    hit = _DERIVED.get(key)
+    if hit is not None and hit[0]() is table:
+        return hit[1]
+    value = compute(table)
+    _DERIVED[key] = (weakref.ref(table, lambda _, key=key: _DERIVED.pop(key, None)), value)
+    return value
 
 
 HEAVY_ATTRS = ("robustness", "ablation")  # records read from the table itself, never from its slices
@@ -351,10 +389,17 @@ def format_value(value) -> str:
 
 def configuration_label(rows: pd.DataFrame, names) -> pd.Series:
     """A readable label of each row's parameters `names` ("lr=0.01, batch_size=64"); "default" for none."""
-    columns = [rows[PARAM + n].tolist() for n in names]
-    labels = [", ".join(f"{n}={format_value(v)}" for n, v in zip(names, values) if not _missing(v)) or "default"
-              for values in zip(*columns)] if names else ["default"] * len(rows)
+    columns = [_formatted(rows[PARAM + n], n) for n in names]
+    labels = [", ".join(filter(None, parts)) or "default" for parts in zip(*columns)] if names else (
+        ["default"] * len(rows))
     return pd.Series(labels, index=rows.index, dtype=object)
+
+
+def _formatted(values: pd.Series, name: str) -> list:
+    """Each value as "name=value" ("" where missing), each distinct value formatted once."""
+    codes, uniques = pd.factorize(values.astype(object), use_na_sentinel=True)
+    texts = np.array([f"{name}={format_value(v)}" if not _missing(v) else "" for v in uniques] + [""], dtype=object)
+    return texts[codes].tolist()  # code -1 (missing) takes the last, empty text
 
 
 def _missing(value) -> bool:

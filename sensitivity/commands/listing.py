@@ -41,14 +41,14 @@ def _cmd_frameworks(args) -> int:
     from sensitivity.frameworks import gpu
 
     driver = gpu.driver()
-    print(f"{'framework':<12} {'environment':<12} {'version':<12} {'usable':<34} GPU")
+    print(f"{'framework':<12} {'environment':<12} {'version':<12} {'usable':<37} GPU")
     for name, info in frameworks.FRAMEWORKS.items():
         version, usable, why, gpu_build = frameworks.gpu_probe(name)
         backends = f" (--backend {'|'.join(info.backends)})" if info.backends and usable else ""
-        print(f"{name:<12} {info.env:<12} {version or '-':<12} {'yes' + backends if usable else 'no: ' + why:<34} "
+        print(f"{name:<12} {info.env:<12} {version or '-':<12} {'yes' + backends if usable else 'no: ' + why:<37} "
               f"{gpu.column(usable, gpu_build, driver)}")
     for name, why in frameworks.CONFIGURATION_ONLY.items():
-        print(f"{name:<12} {'-':<12} {'-':<12} {'no: ' + why:<34} -")
+        print(f"{name:<12} {'-':<12} {'-':<12} {'no: ' + why:<37} -")
     return EXIT_OK
 
 

@@ -272,7 +272,8 @@ def make_sampler(name: str, space: Space, seed: Optional[int]):
         return s.NSGAIISampler(seed=seed)
     if name == "grid":
         return s.GridSampler(_grid(space), seed=seed)
-    return s.TPESampler(seed=seed, multivariate=True)
+    from sensitivity.sweep.windowed_tpe import WindowedTPESampler
+    return WindowedTPESampler(seed=seed, multivariate=True)
 
 
 def _grid(space: Space) -> dict:

@@ -1,32 +1,38 @@
 """The sweep's progress bar: done, running, pruned and failed trials (orphans and surplus trials left out),
-and the best so far, or the size of the Pareto set with several objectives."""
+and the best so far, or the size of the Pareto set with several objectives. It reads every trial, so it is
+redrawn at most once per REFRESH_S seconds (and at the start and end), not on each of the sweep's changes."""
 from __future__ import annotations
 
 import sys
+import time
 
 from sensitivity.sweep.records import is_final
+
+REFRESH_S = 1.0
 
 
 class Progress:
     def __init__(self, study, total: int, enabled: bool = True):
         self.study, self.total, self.enabled = study, total, enabled
         self.bar = None
+        self.drawn = float("-inf")  # time.monotonic() of the last redraw
 
     def __enter__(self) -> "Progress":
         if self.enabled:
             from tqdm import tqdm
             self.bar = tqdm(total=self.total, file=sys.stderr, unit="trial", dynamic_ncols=True)
-            self.refresh()
+            self.refresh(force=True)
         return self
 
     def __exit__(self, *exc) -> None:
         if self.bar is not None:
-            self.refresh()
+            self.refresh(force=True)
             self.bar.close()
 
-    def refresh(self) -> None:
-        if self.bar is None:
+    def refresh(self, force: bool = False) -> None:
+        if self.bar is None or not force and time.monotonic() - self.drawn < REFRESH_S:
             return
+        self.drawn = time.monotonic()
         from optuna.trial import TrialState
         trials = self.study.get_trials(deepcopy=False)
         counts = {state: sum(t.state == state for t in trials) for state in TrialState}

@@ -13,6 +13,15 @@ Each final trial is appended to the study's trial log (`trial_log`) before it is
 storage call that fails beyond the storage's retry window marks the storage lost: the trial stays in the
 log, no trial starts, and Tune is stopped (`StopOnLostStorage`); the driver then ends with one line, exit 1.
 
+The counts an ask needs (trials that count towards N, trials waiting in the queue) are kept here: read
+from the study once, at the first ask (after recovery), then updated on each ask, surplus and interruption,
+so that an ask reads the storage O(1) times besides Optuna's own reads. Each ask also reads the drivers'
+heartbeats (one small query): while another live driver shares the study, the counts are read from the
+study again before each ask and the surplus check reads the trials (one full read each), since only the
+storage knows what the others asked; a driver alone reads no trials per ask. A driver that starts after
+an ask beats before its own first ask, so it asks only trials numbered after it, which the surplus check of
+the trial before does not need.
+
 The searcher is pickled by Tune (its tuner.pkl): the study, and with it the storage URL and its password,
 is left out of that state and found again by the driver's id in this process (`_STUDIES`).
 """
@@ -31,7 +40,7 @@ from ray.tune.search import Searcher
 from sensitivity.spaces import Space
 from sensitivity.spec import TrialSpec
 from sensitivity.sweep import storage as storage_health
-from sensitivity.sweep.records import QUEUED_ATTRS, RESULT_FIELDS, counts_towards_target
+from sensitivity.sweep.records import QUEUED_ATTRS, RESULT_FIELDS, counts_towards_target, driver_alive, heartbeats
 from sensitivity.sweep.trial_log import log_trial
 
 log = logging.getLogger(__name__)
@@ -68,10 +77,13 @@ class StudySearcher(Searcher):
         self.live: dict = {}  # Tune trial id -> Optuna trial
         self.reported: dict = {}  # Optuna trial number -> {epoch: intermediate value recorded}
         self.last_curve: dict = {}
+        self.taken: Optional[int] = None  # trials counting towards N (final or running); None: not read yet
+        self.waiting = 0  # trials waiting in the queue
+        self.shared = False  # another live driver beat at the last ask: the counts are read before each ask
 
     def __getstate__(self) -> dict:
         """What Tune pickles: no study (its storage holds the URL), no live trials, no callback."""
-        return {**self.__dict__, "study": None, "on_change": None, "live": {}}
+        return {**self.__dict__, "study": None, "on_change": None, "live": {}, "taken": None}
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
@@ -85,7 +97,20 @@ class StudySearcher(Searcher):
 
     def open_slots(self) -> int:
         """How many more trials may start: N minus the final trials and those running now."""
-        return self.target - sum(counts_towards_target(t) for t in self.study.get_trials(deepcopy=False))
+        if self.taken is None:
+            self._count()
+        return self.target - self.taken
+
+    def _count(self, trials=None) -> None:
+        """Read the counts from the study's trials (`trials`, else read now)."""
+        trials = self.study.get_trials(deepcopy=False) if trials is None else trials
+        self.taken = sum(counts_towards_target(t) for t in trials)
+        self.waiting = sum(t.state == TrialState.WAITING for t in trials)
+
+    def _others_alive(self) -> bool:
+        """Whether another driver beats on this study (one read of the study's system attributes)."""
+        from sensitivity.sweep.recovery import STALE_AFTER_S
+        return any(driver_alive(b, STALE_AFTER_S) for d, b in heartbeats(self.study).items() if d != self.driver_id)
 
     def suggest(self, trial_id: str) -> Optional[dict]:
         if storage_health.lost_reason() is not None:
@@ -106,10 +131,15 @@ class StudySearcher(Searcher):
 
     def _suggest(self, trial_id: str) -> Optional[dict]:
         while True:  # a configuration that cannot run is told FAIL (it counts towards N) and the next asked
+            if self.shared:
+                self._count()
             if self.open_slots() <= 0:
                 return Searcher.FINISHED if not self.live else None
             trial = self.study.ask(self.distributions)
+            self.taken += 1
+            self.waiting -= "fixed_params" in trial._cached_frozen_trial.system_attrs  # popped from the queue
             trial.set_user_attr("driver", self.driver_id)
+            self.shared = self._others_alive()  # read after the ask: a driver beating later asks later trials
             if self._is_surplus(trial):
                 return Searcher.FINISHED if not self.live else None
             try:
@@ -133,6 +163,7 @@ class StudySearcher(Searcher):
             trial.set_user_attr("config_id", config_id)
             for sibling_seed in range(1, min(self.space.seeds, 1 + self._room_for_siblings())):
                 self.study.enqueue_trial(trial.params, user_attrs={"config_id": config_id, "seed": sibling_seed})
+                self.waiting += 1
         trial.set_user_attr("seed", seed)
         spec = self.space.trial_spec(trial.params, seed, **self.run_options)
         if attrs.get("planned"):  # a planned configuration (a framework default) overrides the space's
@@ -148,25 +179,27 @@ class StudySearcher(Searcher):
     def _room_for_siblings(self) -> int:
         """Trials N leaves after those final, running (this one included) and queued: seed siblings beyond
         N are not queued, so with N not a multiple of the seeds the last configuration has fewer seeds."""
-        trials = self.study.get_trials(deepcopy=False)
-        taken = sum(counts_towards_target(t) or t.state == TrialState.WAITING for t in trials)
-        return max(0, self.target - taken)
+        return max(0, self.target - self.taken - self.waiting)
 
     def _is_surplus(self, trial) -> bool:
         """Another driver asked at the same time and the N-th trial has a lower number than this one:
-        tell this one FAIL as a surplus, before it runs, and queue its parameters again if queued."""
-
-        earlier = [t for t in self.study.get_trials(deepcopy=False)
-                   if t.number < trial.number and counts_towards_target(t)]
-        if len(earlier) < self.target:
+        tell this one FAIL as a surplus, before it runs, and queue its parameters again if queued. A driver
+        alone cannot have one (open_slots was positive before the ask): it reads nothing."""
+        if not self.shared:
+            return False
+        trials = self.study.get_trials(deepcopy=False)
+        self._count(trials)
+        if sum(t.number < trial.number and counts_towards_target(t) for t in trials) < self.target:
             return False
         queued = {k: v for k, v in trial.user_attrs.items() if k in QUEUED_ATTRS}
         trial.set_user_attr("surplus", True)
         trial.set_user_attr("status", "failed")
         trial.set_user_attr("reason", f"not run: the study already had {self.target} trials")
         self.study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
+        self._uncount()
         if queued:
             self.study.enqueue_trial(trial.params, user_attrs=queued)
+            self.waiting += 1
         return True
 
     def on_trial_result(self, trial_id: str, result: dict) -> None:
@@ -178,6 +211,7 @@ class StudySearcher(Searcher):
             self._record_epoch(trial, result)
         except UpdateFinishedTrialError:  # finished by another driver that thought this one dead
             log.warning("trial %s was finished elsewhere; its results here are dropped", trial.number)
+            self.taken = None  # an orphan now, and queued again: read the counts at the next ask
         except Exception as exc:
             self._storage_failed(exc, f"recording an epoch of trial {trial.number}")
 
@@ -205,6 +239,7 @@ class StudySearcher(Searcher):
             self._tell(trial, result, error, curve)
         except UpdateFinishedTrialError:  # finished by another driver that thought this one dead
             log.warning("trial %s was finished elsewhere; its result here is dropped", trial.number)
+            self.taken = None
         except Exception as exc:  # Tune would swallow it, and the trial would stay RUNNING unnoticed
             self._storage_failed(exc, f"writing trial {trial.number}")
         self.reported.pop(trial.number, None)
@@ -273,6 +308,7 @@ class StudySearcher(Searcher):
         if numbers:
             requeue_orphans(self.study)
             self.on_change()
+        self.taken = None  # orphans queued again: read the counts at the next ask
         return numbers
 
     def _interrupt(self, trial, reason: str) -> None:
@@ -280,3 +316,9 @@ class StudySearcher(Searcher):
         for name, value in (("orphaned", True), ("interrupted", True), ("status", "failed"), ("reason", reason)):
             trial.set_user_attr(name, value)
         self.study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
+        self._uncount()
+
+    def _uncount(self) -> None:
+        """One trial this driver asked no longer counts towards N (an orphan, a surplus)."""
+        if self.taken is not None:
+            self.taken -= 1

@@ -102,7 +102,7 @@ class _Distributions:
         return dist.to_external_repr(internal), normal
 
 
-CACHE_FORMAT = 1  # raise when what is cached changes shape
+CACHE_FORMAT = 2  # raise when what is cached changes shape (2: the normalised trial table)
 
 
 def cache_dir():

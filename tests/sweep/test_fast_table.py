@@ -118,3 +118,18 @@ def test_the_cached_trials_serve_an_unchanged_study_only(storage_url, study_name
     assert len(trials_table(study)) == 13
     study.set_user_attr("robustness:0", {"white": 0.5})  # study attributes are read afresh, never cached
     assert trials_table(study).attrs["robustness"] == {0: {"white": 0.5}}
+
+
+def test_the_cache_holds_the_normalised_table_with_equal_records_shared(storage_url, study_name, monkeypatch):
+    from sensitivity.analysis import table as table_module
+
+    synthetic.write_study(storage_url, study_name, 30)
+    study = optuna.load_study(study_name=study_name, storage=storage_url)
+    first = trials_table(study)
+    with monkeypatch.context() as m:
+        m.setattr(table_module, "_normalise", lambda frame: pytest.fail("normalised again though cached"))
+        cached = trials_table(study)
+    pd.testing.assert_frame_equal(cached, first)
+    records = [r for r in cached["env_semantics"] if isinstance(r, dict)]
+    assert len(records) == 30 and len({id(r) for r in records}) == len({repr(r) for r in records}) < 30
+    assert all(isinstance(point, dict) for curve in cached["curve"] for point in curve)

@@ -128,3 +128,46 @@ def test_asha_max_t_is_the_largest_epoch_count_of_the_space():
 def test_shipped_search_spaces_load(path):
     loaded = load_space(REPO / "search_spaces" / path)
     assert loaded.objectives and all(o.metric != "accuracy" for o in loaded.objectives)
+
+
+class CountingStorage(optuna.storages.InMemoryStorage):
+    """An in-memory storage that counts the reads of every trial (get_all_trials without a state filter)."""
+    reads = 0
+
+    def get_all_trials(self, study_id, deepcopy=True, states=None):
+        self.reads += states is None
+        return super().get_all_trials(study_id, deepcopy=deepcopy, states=states)
+
+
+def test_an_ask_does_not_read_every_trial():
+    storage = CountingStorage()
+    study = optuna.create_study(storage=storage, direction="maximize", sampler=optuna.samplers.RandomSampler(seed=0))
+    s = StudySearcher(study, space(seeds=2), "me", 200, {"timeout": None, "threads": 1})
+    final = {**epoch(3, 0.9), "final": True, "result_json": json.dumps({"status": "ok", "val_accuracy": 0.9})}
+    for i in range(50):
+        assert s.suggest(f"t{i}")
+        s.on_trial_complete(f"t{i}", result=final)
+    assert storage.reads == 1  # the counts, once, at the first ask
+    trials = study.get_trials()
+    assert len(trials) == 50 and all(t.state == TrialState.COMPLETE for t in trials)  # each sibling ran
+    assert len({t.user_attrs["config_id"] for t in trials}) == 25 and s.open_slots() == 150 and s.waiting == 0
+
+
+def test_a_driver_sharing_the_study_counts_the_others_trials_and_tells_the_surplus():
+    from sensitivity.sweep.records import beat
+    a = searcher(target=3)
+    b = StudySearcher(optuna.load_study(study_name=a.study.study_name, storage=a.study._storage,
+                                        sampler=optuna.samplers.RandomSampler(seed=1)),
+                      a.space, "other", 3, {"timeout": None, "threads": 1})
+    beat(a.study, "me"), beat(a.study, "other")
+    assert a.suggest("a0") and a.suggest("a1")
+    ask = a.study.ask
+
+    def asked_meanwhile(*args):  # the other driver asks the 3rd trial between this one's count and its ask
+        assert b.suggest("b0")
+        return ask(*args)
+    a.study.ask = asked_meanwhile
+    assert a.suggest("a2") is None  # the 4th trial is a surplus, told FAIL before it ran
+    trials = a.study.get_trials()
+    assert [t.state for t in trials] == [TrialState.RUNNING] * 3 + [TrialState.FAIL]
+    assert trials[3].user_attrs["surplus"] and a.open_slots() == 0 and b.suggest("b1") is None
