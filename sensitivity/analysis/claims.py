@@ -32,7 +32,8 @@ def findings_html(table: pd.DataFrame, others=()) -> str:
               "tested comparisons (none here: no comparison has 3 or more seeds a side)")
     parts = [note_html(
         f"What the data of {studies} says about each claim, per regime. Each comparison is a difference of means "
-        f"over seeds with its 95% Welch interval; its p-value is corrected by Holm over all {tested}; a difference "
+        f"over seeds with its 95% Welch interval (for that comparison alone); its p-value is corrected by Holm over all "
+        f"{tested}, so an interval clear of 0 at Holm p above {ALPHA:g} is not an effect; a difference "
         f"is an effect at Holm p < {ALPHA:g}, and no effect where its interval lies within +-0.02 (accuracy, or "
         "accuracy relative to clean); otherwise the verdict is inconclusive, with the seeds per side a two-sample t "
         "test would need to detect 0.02 with 80% power. Under 3 seeds a side there is no interval and no test.")]

@@ -195,11 +195,13 @@ def _signed(x) -> str:
 
 
 def _numbers(row: dict) -> str:
-    """"-0.104 [-0.128, -0.080] (Holm p=0.003; 5 and 5 seeds)" or "-0.104 (2 and 2 seeds: no interval, no test)"."""
+    """"-0.104 [-0.128, -0.080] (95% interval, uncorrected; Holm p=0.003; 5 and 5 seeds)" or "-0.104 (2 and 2
+    seeds: no interval, no test)". The interval is one comparison's, the p-value corrected over all of them: an
+    interval clear of 0 with Holm p above 0.05 is not an effect."""
     if _none(row["low"]) is None:
         return f"{_signed(row['estimate'])} ({row['n_a']} and {row['n_b']} seeds: no interval, no test)"
     return (f"{_signed(row['estimate'])} [{_signed(row['low'])}, {_signed(row['high'])}] "
-            f"(Holm p={row['p_holm']:.2g}; {row['n_a']} and {row['n_b']} seeds)")
+            f"(95% interval, uncorrected; Holm p={row['p_holm']:.2g}; {row['n_a']} and {row['n_b']} seeds)")
 
 
 def _needed(row: dict, effect: float) -> str:

@@ -38,7 +38,8 @@ def _cmd_findings(args) -> int:
         return EXIT_OK
     tests = int(found.comparisons["p_holm"].notna().sum())
     print(f"Findings of {args.study}" + (f" with {', '.join(args.with_study)}" if args.with_study else "")
-          + f": {tests} tested comparisons, Holm-corrected; no effect within +-{args.effect:g}")
+          + f": {tests} tested comparisons, Holm-corrected (the 95% intervals are not); equivalent where an "
+          f"interval lies within +-{args.effect:g}")
     for regime, claims in found.claims.groupby(REGIME, sort=False):
         print(f"\n{regime}")
         for row in claims.to_dict("records"):
