@@ -66,6 +66,7 @@ def open_study(url: str, name: str, size: int, sampler: str, folder: Path):
     from sensitivity.spaces import Space
     from sensitivity.sweep import synthetic
     from sensitivity.sweep.driver import make_sampler
+    from sensitivity.sweep.driver_storage import driver_view
     from sensitivity.sweep.storage import open_storage
 
     space = Space.model_validate({**synthetic.SPACE, "study": name})
@@ -77,7 +78,7 @@ def open_study(url: str, name: str, size: int, sampler: str, folder: Path):
     elif (synthetic.trial_count(url, name) or 0) < size:
         synthetic.write_study(url, name, size - (synthetic.trial_count(url, name) or 0))
     begin = time.perf_counter()
-    study = optuna.create_study(study_name=name, storage=open_storage(url), direction="maximize",
+    study = optuna.create_study(study_name=name, storage=driver_view(open_storage(url)), direction="maximize",
                                 sampler=make_sampler(sampler, space, 0), load_if_exists=True)
     return study, space, time.perf_counter() - begin
 

@@ -26,6 +26,7 @@ from sensitivity.sweep.plans import default_plan, enqueue_plan
 from sensitivity.sweep import storage as st
 from sensitivity.sweep.records import SPACE_HASH, beat, count_final, counts_towards_target, is_final
 from sensitivity.sweep.recovery import recover
+from sensitivity.sweep.driver_storage import driver_view, flush
 from sensitivity.sweep.storage import StorageLost, default_url, describe, open_storage
 from sensitivity.sweep.trial_log import log_study
 
@@ -105,6 +106,7 @@ def run_space(space: Space, options: SweepOptions, plan: list = (), keep_ray: bo
                 started = time.monotonic()
                 if missing > 0:
                     run_tune(study, space, options, driver_id, missing)
+                    flush(study)
                 budget_out = options.time_budget is not None and time.monotonic() - started >= options.time_budget
                 summary["final_trials"] = _check_final(study, options.trials, url, driver_id, budget_out)
                 return summary
@@ -236,8 +238,8 @@ def _open_study(space: Space, storage, options: SweepOptions):
     name = options.study or space.study
     directions = [o.direction for o in space.objectives]
     sampler = make_sampler(options.sampler, space, options.seed)
-    study = optuna.create_study(study_name=name, storage=storage, directions=directions, sampler=sampler,
-                                load_if_exists=True)
+    study = optuna.create_study(study_name=name, storage=driver_view(storage), directions=directions,
+                                sampler=sampler, load_if_exists=True)
     if [d.name.lower() for d in study.directions] != directions:
         raise SweepError(f"study {name} exists with other objectives' directions; use --study to name a new one")
     metrics = [o.metric for o in space.objectives]  # optuna-dashboard shows these, not "Objective 0"
@@ -302,6 +304,7 @@ def _start_heartbeat(study, driver_id: str, url: str):
                 st.check_intact(url)
                 with st.single_attempt():
                     beat(study, driver_id)
+                    flush(study)  # the intermediate values held since the last write
                 if failures:
                     log.warning("storage %s: heartbeat written again after %d failures", describe(url), failures)
                 failures, last_ok = 0, time.monotonic()

@@ -40,6 +40,7 @@ from ray.tune.search import Searcher
 from sensitivity.spaces import Space
 from sensitivity.spec import TrialSpec
 from sensitivity.sweep import storage as storage_health
+from sensitivity.sweep.driver_storage import flush
 from sensitivity.sweep.records import QUEUED_ATTRS, RESULT_FIELDS, counts_towards_target, driver_alive, heartbeats
 from sensitivity.sweep.trial_log import log_trial
 
@@ -151,6 +152,7 @@ class StudySearcher(Searcher):
                 self.on_change()
                 continue
             self.live[trial_id] = trial
+            flush(self.study)  # its parameters and attributes in the study before it runs
             self.on_change()
             return {"spec": spec.model_dump(mode="json"), "optuna_trial": trial.number}
 

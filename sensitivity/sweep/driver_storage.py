@@ -1,0 +1,352 @@
+"""The driver's view of an RDB study: Optuna's cache, with the trials this driver runs kept in memory and
+their writes grouped into few transactions.
+
+Optuna's `_CachedStorage` reads every unfinished trial again, whole, on each `get_all_trials`, which the
+trial queue and the sampler call about twice per ask; with 1,000 trials running that is 2,000 trials read
+per ask, and a driver falls to about one completion a second. It also writes each parameter, attribute
+and intermediate value in a transaction of its own: about 45 per trial.
+
+A running trial this driver asked is written by this driver alone (another driver finishes it only once
+this one stopped beating, and then this one's next write is refused), so `DriverStorage` keeps it current
+in memory: each write is applied to the cached trial at once, and reads skip it. Other drivers' trials,
+new trials and the queue are read as Optuna reads them.
+
+Writes to such a trial are held, and written together in one transaction:
+- when the searcher hands the trial to Tune (`flush`): its parameters and attributes are then in the
+  study, so a killed driver's trial is found RUNNING and requeued with its parameters, as before;
+- with its final state: the result's attributes, values and state in one transaction, so a final trial
+  never lacks an attribute;
+- otherwise (intermediate values) at the first write `FLUSH_EVERY_S` after the last transaction, and at
+  each heartbeat. A driver killed loses at most the epochs recorded in the seconds since then; its trial
+  keeps the curve up to there.
+A trial another driver finished meanwhile is not written: its held writes are dropped, with a warning,
+and a final state for it raises UpdateFinishedTrialError as Optuna's storage does.
+"""
+from __future__ import annotations
+
+import copy
+import datetime
+import importlib
+import logging
+import threading
+import time
+
+from optuna.distributions import check_distribution_compatibility, distribution_to_json
+from optuna.exceptions import UpdateFinishedTrialError
+from optuna.storages._cached_storage import _CachedStorage, _StudyInfo
+from optuna.storages._rdb.storage import _create_scoped_session
+from optuna.trial import TrialState
+
+from sensitivity.sweep.storage import _retried
+
+FLUSH_EVERY_S = 1.0
+UPSERT_DIALECTS = ("postgresql", "sqlite", "mysql")
+ROWS_PER_STATEMENT = 200  # SQLite's bound on variables per statement, with room
+log = logging.getLogger(__name__)
+
+
+def driver_view(storage):
+    """`DriverStorage` over an RDB storage whose database it can write in bulk; any other storage as it is."""
+    import optuna
+    if isinstance(storage, optuna.storages.RDBStorage) and storage.engine.name in UPSERT_DIALECTS:
+        return DriverStorage(storage)
+    return storage
+
+
+def flush(study) -> None:
+    """Write what the study's driver storage holds (nothing to do for another storage)."""
+    if isinstance(study._storage, DriverStorage):
+        study._storage.flush()
+
+
+class _Held:
+    """Writes held for one trial."""
+
+    def __init__(self):
+        self.params, self.user_attrs, self.system_attrs, self.intermediate = [], {}, {}, {}
+
+
+class DriverStorage(_CachedStorage):
+    def __init__(self, backend) -> None:
+        super().__init__(backend)
+        self.url = backend.url  # for the retry's log line
+        self._lock = threading.RLock()  # Optuna's lock, reentrant: a write may flush
+        self._owned: dict = {}  # trial id -> the cached trial: running, asked by this driver, current here
+        self._final_here: set = set()  # trials made final here, above the study's read mark
+        self._held: dict = {}  # trial id -> _Held
+        self._last_write = 0.0
+        self._ordered: dict = {}  # study id -> its cached trials by number (None: to sort again)
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        self._lock = threading.RLock()
+
+    # Reads ------------------------------------------------------------------------------------------
+
+    def get_all_trials(self, study_id: int, deepcopy: bool = True, states=None) -> list:
+        """Optuna's answer, from an ordered list kept as trials are cached (Optuna sorts every trial on each
+        call); the unfinished states (the queue) are looked up among the unfinished trials only."""
+        self._read_trials_from_remote_storage(study_id)
+        with self._lock:
+            study = self._studies[study_id]
+            if states is not None and all(not s.is_finished() for s in states):
+                unfinished = study.unfinished_trial_ids | {i for i in self._owned
+                                                           if self._trial_id_to_study_id_and_number[i][0] == study_id}
+                trials = sorted((t for t in map(self._cached, unfinished) if t.state in states),
+                                key=lambda t: t.number)
+            else:
+                if self._ordered.get(study_id) is None:
+                    self._ordered[study_id] = sorted(study.trials.values(), key=lambda t: t.number)
+                trials = self._ordered[study_id]
+                trials = trials if states is None else [t for t in trials if t.state in states]
+            return copy.deepcopy(trials) if deepcopy else list(trials)
+
+    def _add_trials_to_cache(self, study_id: int, trials: list) -> None:
+        super()._add_trials_to_cache(study_id, trials)
+        ordered = self._ordered.get(study_id)
+        for trial in trials:  # numbers come in order, mostly: replace or append, else sort at the next call
+            if ordered is None:
+                break
+            if trial.number < len(ordered) and ordered[trial.number].number == trial.number:
+                ordered[trial.number] = trial
+            elif trial.number == len(ordered):
+                ordered.append(trial)
+            else:
+                self._ordered[study_id] = ordered = None
+
+    def get_trial(self, trial_id: int):
+        with self._lock:
+            trial = self._owned.get(trial_id)
+            if trial is not None:
+                return _copy(trial)
+        return super().get_trial(trial_id)
+
+    def _read_trials_from_remote_storage(self, study_id: int) -> None:
+        """Optuna's read (trials above the mark of the last finished one, and the unfinished ones below it)
+        less what the cache holds current: the trials this driver runs or made final, and the unfinished
+        trials of the queue and of other drivers whose state has not changed (read whole again once it has)."""
+        with self._lock:
+            study = self._studies.setdefault(study_id, _StudyInfo())
+            mark = study.last_finished_trial_id
+            self._final_here = {i for i in self._final_here if i > mark}
+            skipped = self._final_here | {i for i in self._owned if i > mark}
+            others = study.unfinished_trial_ids - self._owned.keys()
+            trials = self._read(study_id, self._changed(others), mark, skipped | others)
+            self._add_trials_to_cache(study_id, trials)
+            for trial in trials:
+                if trial.state.is_finished():
+                    study.unfinished_trial_ids.discard(trial._trial_id)
+                else:
+                    study.unfinished_trial_ids.add(trial._trial_id)
+            # every trial above the mark was read or skipped as current: the mark moves as Optuna's does
+            study.last_finished_trial_id = max([mark, *self._final_here,
+                                                *(t._trial_id for t in trials if t.state.is_finished())])
+
+    def _changed(self, trial_ids: set) -> set:
+        """Those of `trial_ids` whose state in the storage is not the cached one's, or running but with no
+        parameters in the cached copy (another driver writes them just after asking)."""
+        if not trial_ids:
+            return set()
+        cached = {i: self._cached(i) for i in trial_ids if i in self._trial_id_to_study_id_and_number}
+        return {i for i, state in self._states(trial_ids)
+                if i not in cached or cached[i].state != state
+                or (state == TrialState.RUNNING and not cached[i].params)}
+
+    @_retried
+    def _states(self, trial_ids: set) -> list:
+        from optuna.storages._rdb import models
+        with _create_scoped_session(self._backend.scoped_session) as session:
+            return session.query(models.TrialModel.trial_id, models.TrialModel.state).filter(
+                models.TrialModel.trial_id.in_(trial_ids)).all()
+
+    @_retried
+    def _read(self, study_id: int, included: set, mark: int, skipped: set) -> list:
+        """The trials in `included` and those above `mark` not in `skipped`, as Optuna reads them."""
+        import sqlalchemy
+        from optuna.storages._rdb import models
+        from sqlalchemy import orm
+
+        trial_model = models.TrialModel
+        wanted = trial_model.trial_id > mark
+        if skipped:
+            wanted = sqlalchemy.and_(wanted, trial_model.trial_id.notin_(skipped))
+        if included:
+            wanted = sqlalchemy.or_(trial_model.trial_id.in_(included), wanted)
+        with _create_scoped_session(self._backend.scoped_session) as session:
+            query = session.query(trial_model).options(
+                *(orm.selectinload(getattr(trial_model, name)) for name in
+                  ("params", "values", "user_attributes", "system_attributes", "intermediate_values"))
+            ).filter(trial_model.study_id == study_id, wanted)
+            return [self._backend._build_frozen_trial_from_trial_model(t)
+                    for t in query.order_by(trial_model.trial_id).all()]
+
+    # Writes -----------------------------------------------------------------------------------------
+
+    def create_new_trial(self, study_id: int, template_trial=None) -> int:
+        trial_id = super().create_new_trial(study_id, template_trial)
+        with self._lock:
+            trial = self._cached(trial_id)
+            if trial.state == TrialState.RUNNING:
+                self._owned[trial_id] = trial
+        return trial_id
+
+    def set_trial_param(self, trial_id: int, param_name: str, param_value_internal: float, distribution) -> None:
+        with self._lock:
+            trial = self._owned.get(trial_id)
+            study_id, _ = self._trial_id_to_study_id_and_number[trial_id]
+            known = self._studies[study_id].param_distribution.get(param_name)
+            if trial is None or known is None:  # the first of its name is checked against the study, now
+                super().set_trial_param(trial_id, param_name, param_value_internal, distribution)
+            else:
+                check_distribution_compatibility(known, distribution)
+                self._hold(trial_id).params.append((param_name, param_value_internal, distribution))
+            if trial is not None:
+                trial.params[param_name] = distribution.to_external_repr(param_value_internal)
+                trial.distributions[param_name] = distribution
+            self._write_if_due()
+
+    def set_trial_user_attr(self, trial_id: int, key: str, value) -> None:
+        if not self._held_write(trial_id, "user_attrs", key, value):
+            super().set_trial_user_attr(trial_id, key, value)
+
+    def set_trial_system_attr(self, trial_id: int, key: str, value) -> None:
+        if not self._held_write(trial_id, "system_attrs", key, value):
+            super().set_trial_system_attr(trial_id, key, value)
+
+    def set_trial_intermediate_value(self, trial_id: int, step: int, intermediate_value: float) -> None:
+        if not self._held_write(trial_id, "intermediate", step, intermediate_value):
+            super().set_trial_intermediate_value(trial_id, step, intermediate_value)
+
+    def _held_write(self, trial_id: int, kind: str, key, value) -> bool:
+        """Hold a write to a trial this driver runs and apply it to the cached trial; False for another trial."""
+        with self._lock:
+            trial = self._owned.get(trial_id)
+            if trial is None:
+                return False
+            getattr(self._hold(trial_id), kind)[key] = value
+            cached = trial.intermediate_values if kind == "intermediate" else getattr(trial, kind)
+            cached[key] = value
+            self._write_if_due()
+            return True
+
+    def set_trial_state_values(self, trial_id: int, state: TrialState, values=None) -> bool:
+        with self._lock:
+            trial = self._owned.get(trial_id)
+            if trial is not None and state.is_finished():
+                self._write({trial_id}, final=(trial_id, state, values))
+                return True
+        done = super().set_trial_state_values(trial_id, state=state, values=values)
+        if done and state == TrialState.RUNNING:  # popped from the queue by this driver: its own now
+            with self._lock:
+                trial = self._cached(trial_id)
+                trial.state, trial.datetime_start = state, datetime.datetime.now()
+                self._studies[self._trial_id_to_study_id_and_number[trial_id][0]].unfinished_trial_ids.discard(trial_id)
+                self._owned[trial_id] = trial
+        return done
+
+    def flush(self) -> None:
+        """Write every held write now, in one transaction."""
+        with self._lock:
+            self._write(set(self._held))
+
+    def _write_if_due(self) -> None:
+        if time.monotonic() - self._last_write >= FLUSH_EVERY_S:
+            self._write(set(self._held))
+
+    def _hold(self, trial_id: int) -> _Held:
+        return self._held.setdefault(trial_id, _Held())
+
+    def _cached(self, trial_id: int):
+        study_id, number = self._trial_id_to_study_id_and_number[trial_id]
+        return self._studies[study_id].trials[number]
+
+    @_retried
+    def _write(self, trial_ids: set, final=None) -> None:
+        """The held writes of `trial_ids`, and `final` (trial id, state, values), in one transaction. Held
+        writes are dropped only once committed, so a retry writes them again."""
+        from optuna.storages._rdb import models
+
+        self._last_write = time.monotonic()
+        trial_ids = {i for i in trial_ids if i in self._held} | ({final[0]} if final else set())
+        if not trial_ids:
+            return
+        now = datetime.datetime.now()
+        with _create_scoped_session(self._backend.scoped_session) as session:
+            rows = {row.trial_id: row for row in session.query(models.TrialModel).filter(
+                models.TrialModel.trial_id.in_(trial_ids)).with_for_update()}
+            finished_elsewhere = {i for i, row in rows.items() if row.state.is_finished()}
+            writing = [i for i in trial_ids if i not in finished_elsewhere]
+            self._insert_held(session, writing)
+            if final and final[0] not in finished_elsewhere:
+                trial_id, state, values = final
+                for objective, value in enumerate(values or []):
+                    self._backend._set_trial_value_without_commit(session, rows[trial_id], objective, value)
+                rows[trial_id].state, rows[trial_id].datetime_complete = state, now
+        for trial_id in trial_ids:
+            self._held.pop(trial_id, None)
+        for trial_id in finished_elsewhere:  # read again at the next read
+            log.warning("trial %s was finished by another driver; its writes here are dropped",
+                        self._cached(trial_id).number)
+            self._owned.pop(trial_id, None)
+            self._studies[self._trial_id_to_study_id_and_number[trial_id][0]].unfinished_trial_ids.add(trial_id)
+        if final and final[0] in finished_elsewhere:
+            raise UpdateFinishedTrialError(f"trial {self._cached(final[0]).number} was finished by another driver")
+        if final:
+            trial_id, state, values = final
+            trial = self._owned.pop(trial_id)
+            trial.state, trial.datetime_complete = state, now
+            trial._values = None if values is None else list(values)
+            self._final_here.add(trial_id)
+
+    def _insert_held(self, session, trial_ids: list) -> None:
+        """The held parameters, attributes and intermediate values of `trial_ids`: a few bulk statements."""
+        from optuna.storages._rdb import models
+
+        held = [(i, self._held[i]) for i in trial_ids if i in self._held]
+        params = [{"trial_id": i, "param_name": name, "param_value": value,
+                   "distribution_json": distribution_to_json(distribution)}
+                  for i, h in held for name, value, distribution in h.params]
+        for chunk in _chunks(params):
+            session.execute(models.TrialParamModel.__table__.insert(), chunk)
+        for model, kind in ((models.TrialUserAttributeModel, "user_attrs"),
+                            (models.TrialSystemAttributeModel, "system_attrs")):
+            rows = [{"trial_id": i, "key": key, "value_json": _json(value)}
+                    for i, h in held for key, value in getattr(h, kind).items()]
+            self._upsert(session, model, rows, ("trial_id", "key"), ("value_json",))
+        stored = models.TrialIntermediateValueModel.intermediate_value_to_stored_repr
+        rows = [{"trial_id": i, "step": step, **dict(zip(("intermediate_value", "intermediate_value_type"),
+                                                          stored(value)))}
+                for i, h in held for step, value in h.intermediate.items()]
+        self._upsert(session, models.TrialIntermediateValueModel, rows, ("trial_id", "step"),
+                     ("intermediate_value", "intermediate_value_type"))
+
+    def _upsert(self, session, model, rows: list, keys: tuple, columns: tuple) -> None:
+        """Insert `rows`, or update `columns` where a row with the same `keys` exists."""
+        dialect = self._backend.engine.name
+        insert = importlib.import_module(f"sqlalchemy.dialects.{dialect}").insert
+        for chunk in _chunks(rows):
+            statement = insert(model).values(chunk)
+            if dialect == "mysql":
+                statement = statement.on_duplicate_key_update({c: statement.inserted[c] for c in columns})
+            else:
+                statement = statement.on_conflict_do_update(index_elements=list(keys),
+                                                            set_={c: statement.excluded[c] for c in columns})
+            session.execute(statement)
+
+
+def _chunks(rows: list):
+    for start in range(0, len(rows), ROWS_PER_STATEMENT):
+        yield rows[start:start + ROWS_PER_STATEMENT]
+
+
+def _json(value) -> str:
+    import json
+    return json.dumps(value)
+
+
+def _copy(trial):
+    """A copy of a cached trial whose dictionaries a caller may change without changing the cache."""
+    copied = copy.copy(trial)
+    for name in ("_params", "_distributions", "_user_attrs", "_system_attrs", "intermediate_values"):
+        setattr(copied, name, dict(getattr(trial, name)))
+    return copied
