@@ -41,7 +41,6 @@ from sensitivity.sweep.storage import _retried
 
 FLUSH_EVERY_S = 1.0
 UPSERT_DIALECTS = ("postgresql", "sqlite", "mysql")
-ROWS_PER_STATEMENT = 200  # SQLite's bound on variables per statement, with room
 log = logging.getLogger(__name__)
 
 
@@ -72,7 +71,8 @@ class DriverStorage(_CachedStorage):
         self.url = backend.url  # for the retry's log line
         self._lock = threading.RLock()  # Optuna's lock, reentrant: a write may flush
         self._owned: dict = {}  # trial id -> the cached trial: running, asked by this driver, current here
-        self._final_here: set = set()  # trials made final here, above the study's read mark
+        self._created_here: set = set()  # trials made here since the last read (current in the cache)
+        self._seen: dict = {}  # study id -> the highest trial id read or made here
         self._held: dict = {}  # trial id -> _Held
         self._last_write = 0.0
         self._ordered: dict = {}  # study id -> its cached trials by number (None: to sort again)
@@ -122,25 +122,24 @@ class DriverStorage(_CachedStorage):
         return super().get_trial(trial_id)
 
     def _read_trials_from_remote_storage(self, study_id: int) -> None:
-        """Optuna's read (trials above the mark of the last finished one, and the unfinished ones below it)
-        less what the cache holds current: the trials this driver runs or made final, and the unfinished
-        trials of the queue and of other drivers whose state has not changed (read whole again once it has)."""
+        """The trials made since the last read, and the unfinished trials (the queue, other drivers') whose
+        state changed. Optuna reads every trial above the last finished one, and every unfinished one, whole.
+
+        Trials of a study are made one at a time under a lock on the study's row, so trial ids come, and are
+        committed, in order: a read that saw trial N has seen every trial of the study before it."""
         with self._lock:
             study = self._studies.setdefault(study_id, _StudyInfo())
-            mark = study.last_finished_trial_id
-            self._final_here = {i for i in self._final_here if i > mark}
-            skipped = self._final_here | {i for i in self._owned if i > mark}
-            others = study.unfinished_trial_ids - self._owned.keys()
-            trials = self._read(study_id, self._changed(others), mark, skipped | others)
+            seen = self._seen.get(study_id, -1)
+            made_here = {i for i in self._created_here if i > seen}
+            trials = self._read(study_id, self._changed(study.unfinished_trial_ids), seen, made_here)
             self._add_trials_to_cache(study_id, trials)
             for trial in trials:
                 if trial.state.is_finished():
                     study.unfinished_trial_ids.discard(trial._trial_id)
                 else:
                     study.unfinished_trial_ids.add(trial._trial_id)
-            # every trial above the mark was read or skipped as current: the mark moves as Optuna's does
-            study.last_finished_trial_id = max([mark, *self._final_here,
-                                                *(t._trial_id for t in trials if t.state.is_finished())])
+            self._seen[study_id] = max([seen, *made_here, *(t._trial_id for t in trials)])
+            self._created_here.clear()  # all at or below the new mark
 
     def _changed(self, trial_ids: set) -> set:
         """Those of `trial_ids` whose state in the storage is not the cached one's, or running but with no
@@ -160,14 +159,14 @@ class DriverStorage(_CachedStorage):
                 models.TrialModel.trial_id.in_(trial_ids)).all()
 
     @_retried
-    def _read(self, study_id: int, included: set, mark: int, skipped: set) -> list:
-        """The trials in `included` and those above `mark` not in `skipped`, as Optuna reads them."""
+    def _read(self, study_id: int, included: set, seen: int, skipped: set) -> list:
+        """The trials in `included` and those above `seen` not in `skipped`, as Optuna reads them."""
         import sqlalchemy
         from optuna.storages._rdb import models
         from sqlalchemy import orm
 
         trial_model = models.TrialModel
-        wanted = trial_model.trial_id > mark
+        wanted = trial_model.trial_id > seen
         if skipped:
             wanted = sqlalchemy.and_(wanted, trial_model.trial_id.notin_(skipped))
         if included:
@@ -183,12 +182,56 @@ class DriverStorage(_CachedStorage):
     # Writes -----------------------------------------------------------------------------------------
 
     def create_new_trial(self, study_id: int, template_trial=None) -> int:
-        trial_id = super().create_new_trial(study_id, template_trial)
+        trial = self._create(study_id, template_trial)
         with self._lock:
-            trial = self._cached(trial_id)
+            study = self._studies.setdefault(study_id, _StudyInfo())
+            self._add_trials_to_cache(study_id, [trial])
+            self._created_here.add(trial._trial_id)
             if trial.state == TrialState.RUNNING:
-                self._owned[trial_id] = trial
-        return trial_id
+                self._owned[trial._trial_id] = trial
+            elif not trial.state.is_finished():  # queued: another process may take it
+                study.unfinished_trial_ids.add(trial._trial_id)
+        return trial._trial_id
+
+    @_retried
+    def _create(self, study_id: int, template=None):
+        """Optuna's trial creation, in a few statements: the number is the previous trial's plus one (Optuna
+        counts the study's earlier trials, a scan of the whole study), under the same lock on the study."""
+        from optuna.storages._rdb import models
+        from optuna.trial import FrozenTrial
+
+        trial_model = models.TrialModel
+        with _create_scoped_session(self._backend.scoped_session) as session:
+            models.StudyModel.find_or_raise_by_id(study_id, session, for_update=True)
+            row = trial_model(study_id=study_id, number=None, state=TrialState.RUNNING,
+                              datetime_start=datetime.datetime.now() if template is None else template.datetime_start,
+                              datetime_complete=None if template is None else template.datetime_complete)
+            session.add(row)
+            session.flush()
+            previous = session.query(trial_model.number).filter(
+                trial_model.study_id == study_id, trial_model.trial_id < row.trial_id).order_by(
+                trial_model.trial_id.desc()).limit(1).scalar()
+            row.number = 0 if previous is None else previous + 1
+            if template is not None:
+                for objective, value in enumerate(template.values or []):
+                    self._backend._set_trial_value_without_commit(session, row, objective, value)
+                for name, value in template.params.items():  # checked against the study's distributions
+                    distribution = template.distributions[name]
+                    self._backend._set_trial_param_without_commit(session, row.trial_id, name,
+                                                                  distribution.to_internal_repr(value), distribution)
+                held = _Held()
+                held.user_attrs, held.system_attrs = template.user_attrs, template.system_attrs
+                held.intermediate = template.intermediate_values
+                self._insert(session, [(row.trial_id, held)])
+                row.state = template.state
+            if template is None:
+                return FrozenTrial(number=row.number, state=row.state, value=None, values=None,
+                                   datetime_start=row.datetime_start, datetime_complete=None, params={},
+                                   distributions={}, user_attrs={}, system_attrs={}, intermediate_values={},
+                                   trial_id=row.trial_id)
+            trial = copy.deepcopy(template)
+            trial.number, trial.datetime_start, trial._trial_id = row.number, row.datetime_start, row.trial_id
+            return trial
 
     def set_trial_param(self, trial_id: int, param_name: str, param_value_internal: float, distribution) -> None:
         with self._lock:
@@ -235,14 +278,30 @@ class DriverStorage(_CachedStorage):
             if trial is not None and state.is_finished():
                 self._write({trial_id}, final=(trial_id, state, values))
                 return True
-        done = super().set_trial_state_values(trial_id, state=state, values=values)
-        if done and state == TrialState.RUNNING:  # popped from the queue by this driver: its own now
+        if state != TrialState.RUNNING:
+            return super().set_trial_state_values(trial_id, state=state, values=values)
+        started = self._start(trial_id)
+        if started is not None:  # popped from the queue by this driver: its own now
             with self._lock:
                 trial = self._cached(trial_id)
-                trial.state, trial.datetime_start = state, datetime.datetime.now()
+                trial.state, trial.datetime_start = TrialState.RUNNING, started
                 self._studies[self._trial_id_to_study_id_and_number[trial_id][0]].unfinished_trial_ids.discard(trial_id)
                 self._owned[trial_id] = trial
-        return done
+        return started is not None
+
+    @_retried
+    def _start(self, trial_id: int):
+        """A queued trial made RUNNING, as Optuna does it: its start time, or None if another process took it
+        first (UpdateFinishedTrialError if it is finished)."""
+        from optuna.storages._rdb import models
+
+        with _create_scoped_session(self._backend.scoped_session) as session:
+            row = models.TrialModel.find_or_raise_by_id(trial_id, session, for_update=True)
+            self._backend.check_trial_is_updatable(trial_id, row.state)
+            if row.state != TrialState.WAITING:
+                return None
+            row.state, row.datetime_start = TrialState.RUNNING, datetime.datetime.now()
+            return row.datetime_start
 
     def flush(self) -> None:
         """Write every held write now, in one transaction."""
@@ -276,7 +335,7 @@ class DriverStorage(_CachedStorage):
                 models.TrialModel.trial_id.in_(trial_ids)).with_for_update()}
             finished_elsewhere = {i for i, row in rows.items() if row.state.is_finished()}
             writing = [i for i in trial_ids if i not in finished_elsewhere]
-            self._insert_held(session, writing)
+            self._insert(session, [(i, self._held[i]) for i in writing if i in self._held])
             if final and final[0] not in finished_elsewhere:
                 trial_id, state, values = final
                 for objective, value in enumerate(values or []):
@@ -296,18 +355,17 @@ class DriverStorage(_CachedStorage):
             trial = self._owned.pop(trial_id)
             trial.state, trial.datetime_complete = state, now
             trial._values = None if values is None else list(values)
-            self._final_here.add(trial_id)
 
-    def _insert_held(self, session, trial_ids: list) -> None:
-        """The held parameters, attributes and intermediate values of `trial_ids`: a few bulk statements."""
+    def _insert(self, session, held: list) -> None:
+        """The parameters, attributes and intermediate values of `held`, [(trial id, _Held)]: a statement
+        for each kind."""
         from optuna.storages._rdb import models
 
-        held = [(i, self._held[i]) for i in trial_ids if i in self._held]
         params = [{"trial_id": i, "param_name": name, "param_value": value,
                    "distribution_json": distribution_to_json(distribution)}
                   for i, h in held for name, value, distribution in h.params]
-        for chunk in _chunks(params):
-            session.execute(models.TrialParamModel.__table__.insert(), chunk)
+        if params:
+            session.execute(models.TrialParamModel.__table__.insert(), params)
         for model, kind in ((models.TrialUserAttributeModel, "user_attrs"),
                             (models.TrialSystemAttributeModel, "system_attrs")):
             rows = [{"trial_id": i, "key": key, "value_json": _json(value)}
@@ -321,22 +379,18 @@ class DriverStorage(_CachedStorage):
                      ("intermediate_value", "intermediate_value_type"))
 
     def _upsert(self, session, model, rows: list, keys: tuple, columns: tuple) -> None:
-        """Insert `rows`, or update `columns` where a row with the same `keys` exists."""
+        """Insert `rows`, or update `columns` where a row with the same `keys` exists (one statement, run for
+        many rows: SQLAlchemy sends them in batches)."""
+        if not rows:
+            return
         dialect = self._backend.engine.name
-        insert = importlib.import_module(f"sqlalchemy.dialects.{dialect}").insert
-        for chunk in _chunks(rows):
-            statement = insert(model).values(chunk)
-            if dialect == "mysql":
-                statement = statement.on_duplicate_key_update({c: statement.inserted[c] for c in columns})
-            else:
-                statement = statement.on_conflict_do_update(index_elements=list(keys),
-                                                            set_={c: statement.excluded[c] for c in columns})
-            session.execute(statement)
-
-
-def _chunks(rows: list):
-    for start in range(0, len(rows), ROWS_PER_STATEMENT):
-        yield rows[start:start + ROWS_PER_STATEMENT]
+        statement = importlib.import_module(f"sqlalchemy.dialects.{dialect}").insert(model.__table__)
+        if dialect == "mysql":
+            statement = statement.on_duplicate_key_update({c: statement.inserted[c] for c in columns})
+        else:
+            statement = statement.on_conflict_do_update(index_elements=list(keys),
+                                                        set_={c: statement.excluded[c] for c in columns})
+        session.execute(statement, rows)
 
 
 def _json(value) -> str:

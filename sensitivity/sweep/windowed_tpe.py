@@ -26,7 +26,14 @@ class _Window:
         return getattr(self._study, name)
 
     def _get_trials(self, deepcopy=True, states=None, use_cache=False):
-        trials = self._study._get_trials(deepcopy=False, states=states, use_cache=use_cache)[-self._size:]
+        """The last `size` trials in `states`, found walking back from the newest: O(size), not O(study)."""
+        trials = []
+        for trial in reversed(self._study._get_trials(deepcopy=False, use_cache=use_cache)):
+            if len(trials) == self._size:
+                break
+            if states is None or trial.state in states:
+                trials.append(trial)
+        trials.reverse()
         return copy.deepcopy(trials) if deepcopy else trials
 
 
@@ -38,5 +45,12 @@ class WindowedTPESampler(TPESampler):
         super().__init__(*args, **kwargs)
         self.window = window
 
+    def _sample_relative(self, study, trial, search_space):
+        return super()._sample_relative(_window(study, self.window), trial, search_space)
+
     def _sample(self, study, trial, search_space):
-        return super()._sample(_Window(study, self.window), trial, search_space)
+        return super()._sample(_window(study, self.window), trial, search_space)
+
+
+def _window(study, size: int) -> _Window:
+    return study if isinstance(study, _Window) else _Window(study, size)

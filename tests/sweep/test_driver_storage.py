@@ -72,7 +72,8 @@ def test_what_the_driver_writes_is_what_plain_optuna_reads(url):
     assert [t.state for t in theirs] == [TrialState.COMPLETE] * 3 + [TrialState.FAIL]
     assert theirs[2].intermediate_values == {1: 0.3, 2: 0.6, 3: 0.9} and theirs[2].user_attrs["curve"][-1] == {"epoch": 3}
     # the storage's datetimes are the driver's
-    assert [t.datetime_complete for t in mine] == [t.datetime_complete for t in theirs]
+    assert [(t.datetime_start, t.datetime_complete) for t in mine] == \
+        [(t.datetime_start, t.datetime_complete) for t in theirs]
 
 
 def test_held_writes_reach_the_storage_at_the_flush_and_with_the_final_state(url):
