@@ -39,13 +39,23 @@ objectives: [{{metric: val_accuracy, direction: maximize}}]
 """
 
 
-def run_sweep(folder: Path, study: str, fixed: str, trials: int, parallel: int) -> list:
+def sweep_command(folder: Path, study: str, fixed: str, trials: int, parallel: int) -> list:
+    """Write the study's space file into `folder`; the sweep's command line, to run in `folder`."""
     (folder / f"{study}.yaml").write_text(SPACE.format(study=study, fixed=fixed))
-    proc = subprocess.run([sys.executable, "-m", "sensitivity.cli", "sweep", f"{study}.yaml", "--trials",
-                           str(trials), "--parallel", str(parallel), "--no-progress"], cwd=folder,
-                          capture_output=True, text=True)
-    if proc.returncode != 0:
-        sys.exit(f"sweep failed:\n{proc.stderr[-3000:]}")
+    return [sys.executable, "-m", "sensitivity.cli", "sweep", f"{study}.yaml", "--trials", str(trials),
+            "--parallel", str(parallel), "--no-progress"]
+
+
+def run_sweep(folder: Path, study: str, fixed: str, trials: int, parallel: int) -> list:
+    proc = subprocess.run(sweep_command(folder, study, fixed, trials, parallel), cwd=folder, capture_output=True,
+                          text=True)
+    return finished_trials(folder, study, proc.returncode, proc.stderr)
+
+
+def finished_trials(folder: Path, study: str, returncode: int, stderr: str) -> list:
+    """The sweep's trials in order of completion; exits 1 if it failed or left a trial not COMPLETE."""
+    if returncode != 0:
+        sys.exit(f"sweep failed:\n{stderr[-3000:]}")
     storage = f"sqlite:///{folder}/results/optuna.db"
     trials = optuna.load_study(study_name=study, storage=storage).get_trials()
     bad = [t.number for t in trials if t.state.name != "COMPLETE"]
@@ -56,8 +66,14 @@ def run_sweep(folder: Path, study: str, fixed: str, trials: int, parallel: int) 
 
 def overhead(folder: Path, count: int) -> list:
     trials = run_sweep(folder, "overhead", "{iterations: 1, threads: 1}", count, 1)
+    return gaps(trials[1:])  # from the third on: both workers warm
+
+
+def gaps(trials: list) -> list:
+    """Dispatch overhead of each trial after the first of `trials` (one slot's, in order of completion): the
+    seconds between its completion and the one before's, less its own time in the worker (wall_time_s)."""
     return [(b.datetime_complete - a.datetime_complete).total_seconds() - b.user_attrs["wall_time_s"]
-            for a, b in zip(trials[1:], trials[2:])]  # from the third on: both workers warm
+            for a, b in zip(trials, trials[1:])]
 
 
 def trials_per_hour(folder: Path, count: int, parallel: int, epochs: int) -> tuple:

@@ -8,11 +8,17 @@ framework is ended first, so that no idle framework holds GPU memory. The traina
 per epoch and a final one carrying the whole TrialResult, whose spec is the one that ran (`device: gpu:N`,
 N the node's GPU Ray assigned); a trial stopped by a scheduler ends its worker. A metric without a value
 (a failed trial, a diverged epoch) is left out of the result, never reported as None.
+
+Ray Tune keeps every trial of a run in the driver's memory until the run ends (ray-project/ray#64231): its
+last result and statistics of each of its metrics. `ForgetFinished` drops both once a trial is told to the
+study, which holds all of it.
 """
 from __future__ import annotations
 
 import json
 import os
+
+from ray.tune import Callback
 
 from sensitivity.spec import TrialSpec
 
@@ -91,3 +97,17 @@ def trainable(config: dict) -> None:
     metrics = without_none({k: payload.get(k) for k in ("val_accuracy", "accuracy", "loss", "train_time_s")})
     # as JSON text: Tune flattens nested dicts in results ("result/status")
     tune.report({**metrics, "epoch": len(payload["curve"]), "final": True, "result_json": json.dumps(payload)})
+
+
+class ForgetFinished(Callback):
+    """Once a trial has completed (the searcher has told the study: Tune calls it first), Tune keeps of it
+    only the scalars of its last result: not the TrialResult's JSON nor the curve, and no statistics of its
+    metrics (max, min, averages: about 1 KiB a metric, which no part of the sweep reads)."""
+
+    BULKY = ("result_json", "curve_json")
+
+    def on_trial_complete(self, iteration, trials, trial, **info) -> None:
+        metadata = trial.run_metadata
+        metadata.last_result = {k: v for k, v in metadata.last_result.items() if k not in self.BULKY}
+        metadata.metric_analysis.clear()
+        metadata.metric_n_steps.clear()

@@ -111,7 +111,7 @@ def run_tune(study, space, options, driver_id: str, missing: int) -> None:
 
     from sensitivity.sweep import ray_processes
 
-    from sensitivity.sweep.dispatch import trainable
+    from sensitivity.sweep.dispatch import ForgetFinished, trainable
     from sensitivity.sweep.progress import Progress
     from sensitivity.sweep.searcher import StopOnLostStorage, StudySearcher
     from sensitivity.sweep.trial_log import log_path
@@ -139,7 +139,7 @@ def run_tune(study, space, options, driver_id: str, missing: int) -> None:
                                             reuse_actors=True, time_budget_s=options.time_budget),
                 run_config=tune.RunConfig(name=f"{study.study_name}-{driver_id}", verbose=0,
                                           storage_path=ray_processes.tune_dir(), log_to_file=True,
-                                          callbacks=[JsonLoggerCallback()], stop=StopOnLostStorage(),
+                                          callbacks=[JsonLoggerCallback(), ForgetFinished()], stop=StopOnLostStorage(),
                                           failure_config=tune.FailureConfig(max_failures=0)),
             )
             try:
