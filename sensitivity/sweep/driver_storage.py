@@ -27,6 +27,7 @@ from __future__ import annotations
 import copy
 import datetime
 import importlib
+import json
 import logging
 import threading
 import time
@@ -40,6 +41,8 @@ from optuna.trial import TrialState
 from sensitivity.sweep.storage import _retried
 
 FLUSH_EVERY_S = 1.0
+SHARED_ATTRS = ("env",)  # user attributes equal across most trials: one object in memory for each value
+SHARED_MAX = 10_000
 UPSERT_DIALECTS = ("postgresql", "sqlite", "mysql")
 log = logging.getLogger(__name__)
 
@@ -76,6 +79,7 @@ class DriverStorage(_CachedStorage):
         self._held: dict = {}  # trial id -> _Held
         self._last_write = 0.0
         self._ordered: dict = {}  # study id -> its cached trials by number (None: to sort again)
+        self._shared: dict = {}  # JSON text -> its decoded object, shared by the cached trials
 
     def __setstate__(self, state: dict) -> None:
         super().__setstate__(state)
@@ -160,24 +164,84 @@ class DriverStorage(_CachedStorage):
 
     @_retried
     def _read(self, study_id: int, included: set, seen: int, skipped: set) -> list:
-        """The trials in `included` and those above `seen` not in `skipped`, as Optuna reads them."""
-        import sqlalchemy
+        """The trials in `included` and those above `seen` not in `skipped`, as Optuna builds them, read by
+        SQL: a statement per table, no ORM object (Optuna's read takes 35 s for 10,000 trials here)."""
+        import sqlalchemy as sa
         from optuna.storages._rdb import models
-        from sqlalchemy import orm
 
-        trial_model = models.TrialModel
-        wanted = trial_model.trial_id > seen
+        trials = models.TrialModel.__table__
+        wanted = trials.c.trial_id > seen
         if skipped:
-            wanted = sqlalchemy.and_(wanted, trial_model.trial_id.notin_(skipped))
+            wanted = sa.and_(wanted, trials.c.trial_id.notin_(skipped))
         if included:
-            wanted = sqlalchemy.or_(trial_model.trial_id.in_(included), wanted)
+            wanted = sa.or_(trials.c.trial_id.in_(included), wanted)
+        where = sa.and_(trials.c.study_id == study_id, wanted)
         with _create_scoped_session(self._backend.scoped_session) as session:
-            query = session.query(trial_model).options(
-                *(orm.selectinload(getattr(trial_model, name)) for name in
-                  ("params", "values", "user_attributes", "system_attributes", "intermediate_values"))
-            ).filter(trial_model.study_id == study_id, wanted)
-            return [self._backend._build_frozen_trial_from_trial_model(t)
-                    for t in query.order_by(trial_model.trial_id).all()]
+            rows = session.execute(sa.select(trials.c.trial_id, trials.c.number, trials.c.state,
+                                             trials.c.datetime_start, trials.c.datetime_complete)
+                                   .where(where).order_by(trials.c.trial_id)).all()
+            if not rows:
+                return []
+            ids = sa.select(trials.c.trial_id).where(where)
+
+            def children(model, *columns, order=None):
+                table = model.__table__
+                query = sa.select(table.c.trial_id, *(table.c[c] for c in columns)).where(table.c.trial_id.in_(ids))
+                return session.execute(query.order_by(table.c[order]) if order else query).all()
+
+            read = {"params": children(models.TrialParamModel, "param_name", "param_value", "distribution_json",
+                                       order="param_id"),
+                    "values": children(models.TrialValueModel, "objective", "value", "value_type"),
+                    "user_attrs": children(models.TrialUserAttributeModel, "key", "value_json"),
+                    "system_attrs": children(models.TrialSystemAttributeModel, "key", "value_json"),
+                    "intermediate": children(models.TrialIntermediateValueModel, "step", "intermediate_value",
+                                             "intermediate_value_type")}
+        return self._build(rows, read)
+
+    def _build(self, rows: list, read: dict) -> list:
+        """FrozenTrials from the rows of `_read`, as Optuna's `_build_frozen_trial_from_trial_model`."""
+        from optuna.distributions import json_to_distribution
+        from optuna.storages._rdb import models
+        from optuna.trial import FrozenTrial
+
+        parts = {row.trial_id: {"params": {}, "distributions": {}, "values": {}, "user_attrs": {},
+                                "system_attrs": {}, "intermediate": {}} for row in rows}
+        for trial_id, name, value, distribution_json in read["params"]:
+            if trial_id in parts:
+                distribution = self._decoded(distribution_json, json_to_distribution)
+                parts[trial_id]["params"][name] = distribution.to_external_repr(value)
+                parts[trial_id]["distributions"][name] = distribution
+        for trial_id, objective, value, value_type in read["values"]:
+            if trial_id in parts:
+                parts[trial_id]["values"][objective] = models.TrialValueModel.stored_repr_to_value(value, value_type)
+        for kind in ("user_attrs", "system_attrs"):
+            for trial_id, key, value_json in read[kind]:
+                if trial_id in parts:
+                    parts[trial_id][kind][key] = (self._decoded(value_json, json.loads) if key in SHARED_ATTRS
+                                                  else json.loads(value_json))
+        for trial_id, step, value, value_type in read["intermediate"]:
+            if trial_id in parts:
+                parts[trial_id]["intermediate"][step] = \
+                    models.TrialIntermediateValueModel.stored_repr_to_intermediate_value(value, value_type)
+        built = []
+        for row in rows:
+            p = parts[row.trial_id]
+            values = [p["values"][i] for i in range(len(p["values"]))] if p["values"] else None
+            built.append(FrozenTrial(number=row.number, state=row.state, value=None, values=values,
+                                     datetime_start=_local(row.datetime_start),
+                                     datetime_complete=_local(row.datetime_complete), params=p["params"],
+                                     distributions=p["distributions"], user_attrs=p["user_attrs"],
+                                     system_attrs=p["system_attrs"], intermediate_values=p["intermediate"],
+                                     trial_id=row.trial_id))
+        return built
+
+    def _decoded(self, text: str, decode):
+        """`decode(text)`, one object for equal texts: a distribution, or an attribute most trials share."""
+        if text not in self._shared:
+            if len(self._shared) >= SHARED_MAX:
+                self._shared.clear()
+            self._shared[text] = decode(text)
+        return self._shared[text]
 
     # Writes -----------------------------------------------------------------------------------------
 
@@ -266,6 +330,8 @@ class DriverStorage(_CachedStorage):
             trial = self._owned.get(trial_id)
             if trial is None:
                 return False
+            if kind == "user_attrs" and key in SHARED_ATTRS:
+                value = self._decoded(json.dumps(value), json.loads)
             getattr(self._hold(trial_id), kind)[key] = value
             cached = trial.intermediate_values if kind == "intermediate" else getattr(trial, kind)
             cached[key] = value
@@ -368,7 +434,7 @@ class DriverStorage(_CachedStorage):
             session.execute(models.TrialParamModel.__table__.insert(), params)
         for model, kind in ((models.TrialUserAttributeModel, "user_attrs"),
                             (models.TrialSystemAttributeModel, "system_attrs")):
-            rows = [{"trial_id": i, "key": key, "value_json": _json(value)}
+            rows = [{"trial_id": i, "key": key, "value_json": json.dumps(value)}
                     for i, h in held for key, value in getattr(h, kind).items()]
             self._upsert(session, model, rows, ("trial_id", "key"), ("value_json",))
         stored = models.TrialIntermediateValueModel.intermediate_value_to_stored_repr
@@ -393,9 +459,9 @@ class DriverStorage(_CachedStorage):
         session.execute(statement, rows)
 
 
-def _json(value) -> str:
-    import json
-    return json.dumps(value)
+def _local(utc):
+    """A naive UTC time from the database as the naive local time Optuna gives."""
+    return None if utc is None else utc.replace(tzinfo=datetime.timezone.utc).astimezone().replace(tzinfo=None)
 
 
 def _copy(trial):

@@ -108,14 +108,17 @@ def test_an_ask_reads_none_of_the_trials_the_driver_runs(url, monkeypatch):
     running = [driver.ask(DISTRIBUTIONS) for _ in range(20)]
     driver_storage.flush(driver)
     read = []
-    build = driver._storage._backend._build_frozen_trial_from_trial_model
-    monkeypatch.setattr(driver._storage._backend, "_build_frozen_trial_from_trial_model",
-                        lambda model: read.append(model.number) or build(model))
+    build = driver._storage._build
+    monkeypatch.setattr(driver._storage, "_build", lambda rows, parts: read.extend(r.number for r in rows) or
+                        build(rows, parts))
     for trial in running[:5]:
         driver.tell(trial, 0.5)
     driver.ask(DISTRIBUTIONS)
     assert read == []  # Optuna's cache would have read the 15 running trials again, twice
-    assert len(driver.get_trials(states=(TrialState.RUNNING,))) == 16
+    run_trial(optuna.load_study(study_name=driver.study_name, storage=open_storage(url)))  # another process's
+    driver.ask(DISTRIBUTIONS)
+    assert read == [21]  # read once, whole
+    assert len(driver.get_trials(states=(TrialState.RUNNING,))) == 17
 
 
 def test_other_processes_trials_and_the_queue_are_seen(url):
@@ -161,3 +164,30 @@ def test_trials_come_sorted_by_number_whatever_order_they_arrive_in(url):
 def test_other_storages_are_left_as_they_are(tmp_path):
     journal = open_storage(f"journal:{tmp_path}/s.journal")
     assert driver_view(journal) is journal
+
+
+def test_a_study_read_by_the_driver_is_the_study_plain_optuna_reads(url):
+    """The driver reads by SQL, not through Optuna's ORM objects: every field of every kind of trial the same."""
+    _, other = studies(url)
+    for value in (0.5, float("inf"), float("-inf")):
+        trial = other.ask(DISTRIBUTIONS)
+        trial.report(float("nan"), step=1)
+        trial.report(value, step=2)
+        trial.set_user_attr("env", {"host": "h", "threads": 1})
+        trial.storage.set_trial_system_attr(trial._trial_id, "note", [1, "two"])
+        other.tell(trial, value)
+    pruned = other.ask(DISTRIBUTIONS)
+    pruned.report(0.1, step=1)
+    other.tell(pruned, state=TrialState.PRUNED)
+    other.tell(other.ask(DISTRIBUTIONS), state=TrialState.FAIL)
+    other.ask(DISTRIBUTIONS)  # running
+    other.enqueue_trial({"lr": 0.01}, user_attrs={"seed": 3})
+    fields = ("number", "state", "values", "params", "distributions", "user_attrs", "system_attrs",
+              "datetime_start", "datetime_complete", "_trial_id")
+    storage = driver_view(open_storage(url))
+    theirs = optuna.load_study(study_name=other.study_name, storage=open_storage(url)).get_trials()
+    mine = optuna.load_study(study_name=other.study_name, storage=storage).get_trials()
+    assert [[getattr(t, f) for f in fields] for t in mine] == [[getattr(t, f) for f in fields] for t in theirs]
+    nan_free = [{k: (v if v == v else "nan") for k, v in t.intermediate_values.items()} for t in mine]
+    assert nan_free == [{k: (v if v == v else "nan") for k, v in t.intermediate_values.items()} for t in theirs]
+    assert mine[0].user_attrs["env"] is mine[1].user_attrs["env"]  # equal values shared in memory
