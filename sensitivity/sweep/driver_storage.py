@@ -94,8 +94,10 @@ class DriverStorage(_CachedStorage):
         with self._lock:
             study = self._studies[study_id]
             if states is not None and all(not s.is_finished() for s in states):
-                unfinished = study.unfinished_trial_ids | {i for i in self._owned
-                                                           if self._trial_id_to_study_id_and_number[i][0] == study_id}
+                unfinished = study.unfinished_trial_ids  # the queue and other drivers' trials; then this one's
+                if TrialState.RUNNING in states:
+                    unfinished = unfinished | {i for i in self._owned
+                                               if self._trial_id_to_study_id_and_number[i][0] == study_id}
                 trials = sorted((t for t in map(self._cached, unfinished) if t.state in states),
                                 key=lambda t: t.number)
             else:
