@@ -14,7 +14,7 @@ actors and the results' transport, which on this 2-core machine cannot host 1,00
 The driver is driven flat out (each completion handed over as soon as the previous one is served), so
 the rate measured is where rising completion rates make it fall behind. The studies are pre-filled to
 1,000, 10,000 or 100,000 trials with `sensitivity.sweep.synthetic` (not timed; a journal is pre-filled only
-to 1,000, by copying). Per storage, sampler and size: sustained completions/s, the driver's CPU seconds
+to 1,000, by copying; the samplers share a study, each run adding its trials). Per storage, sampler and size: sustained completions/s, the driver's CPU seconds
 and RSS growth per 1,000 completions, the time to open the study (recover, count), and the burst of asks that
 first fills the --concurrent slots. Target (the issue's): PostgreSQL, default sampler: >= 50/s at 10,000 trials, >= 20/s at
 100,000. Exits 1 when a target measured is missed.
@@ -72,7 +72,7 @@ def open_study(url: str, name: str, size: int, sampler: str, folder: Path):
     space = Space.model_validate({**synthetic.SPACE, "study": name})
     if url.startswith("journal:"):
         source = f"sqlite:///{folder}/prefill.db"
-        if size:
+        if size and name not in optuna.get_all_study_names(open_storage(url)):
             synthetic.write_study(source, name, size)
             optuna.copy_study(from_study_name=name, from_storage=source, to_storage=open_storage(url))
     elif (synthetic.trial_count(url, name) or 0) < size:
@@ -136,7 +136,8 @@ def main(argv=None) -> int:
     parser.add_argument("--sizes", default="1000,10000,100000", help="study sizes before the run")
     parser.add_argument("--completions", type=int, default=300, help="completions timed per run")
     parser.add_argument("--concurrent", type=int, default=1000, help="trials in flight")
-    parser.add_argument("--prefix", default="bench-scale", help="study names: PREFIX-SIZE-SAMPLER")
+    parser.add_argument("--prefix", default="bench-scale", help="study names: PREFIX-SIZE (the samplers share "
+                                                                 "it: each run adds its trials)")
     args = parser.parse_args(argv)
     import optuna
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -152,7 +153,7 @@ def main(argv=None) -> int:
                     print(f"{kind:<11}{'*':<8}{size:>8}  not run: a journal is pre-filled only to 1,000 trials")
                     continue
                 for sampler in args.samplers.split(","):
-                    name = f"{args.prefix}-{size}-{sampler}"
+                    name = f"{args.prefix}-{size}"
                     study, space, load_s = open_study(url, name, size, sampler, Path(tmp))
                     f = drive(url, study, space, args.completions, args.concurrent, Path(tmp))
                     target = TARGETS.get(size) if kind == "postgresql" and sampler == DEFAULT_SAMPLER else None

@@ -21,6 +21,11 @@ Writes to such a trial are held, and written together in one transaction:
   keeps the curve up to there.
 A trial another driver finished meanwhile is not written: its held writes are dropped, with a warning,
 and a final state for it raises UpdateFinishedTrialError as Optuna's storage does.
+
+The driver's copy of a trial leaves out the user attributes in NOT_CACHED (`curve`, `stderr_tail`, `spec`):
+they are written to the study, and read from it by the analysis, by Optuna and by optuna-dashboard, but the
+driver reads none of them, and at 100,000 trials they are most of its memory and of the time to open a
+study. Trials are read by SQL, a statement per table, and equal `env` records share one object.
 """
 from __future__ import annotations
 
@@ -42,6 +47,9 @@ from sensitivity.sweep.storage import _retried
 
 FLUSH_EVERY_S = 1.0
 SHARED_ATTRS = ("env",)  # user attributes equal across most trials: one object in memory for each value
+# the bulk of a finished trial's user attributes, which the driver writes but never reads: in the study, not
+# in the driver's memory (at 100,000 trials they would hold gigabytes and most of the time to open a study)
+NOT_CACHED = ("curve", "stderr_tail", "spec")
 SHARED_MAX = 10_000
 UPSERT_DIALECTS = ("postgresql", "sqlite", "mysql")
 log = logging.getLogger(__name__)
@@ -186,15 +194,17 @@ class DriverStorage(_CachedStorage):
                 return []
             ids = sa.select(trials.c.trial_id).where(where)
 
-            def children(model, *columns, order=None):
+            def children(model, *columns, order=None, leave_out=()):
                 table = model.__table__
                 query = sa.select(table.c.trial_id, *(table.c[c] for c in columns)).where(table.c.trial_id.in_(ids))
+                if leave_out:
+                    query = query.where(table.c.key.notin_(leave_out))
                 return session.execute(query.order_by(table.c[order]) if order else query).all()
 
             read = {"params": children(models.TrialParamModel, "param_name", "param_value", "distribution_json",
                                        order="param_id"),
                     "values": children(models.TrialValueModel, "objective", "value", "value_type"),
-                    "user_attrs": children(models.TrialUserAttributeModel, "key", "value_json"),
+                    "user_attrs": children(models.TrialUserAttributeModel, "key", "value_json", leave_out=NOT_CACHED),
                     "system_attrs": children(models.TrialSystemAttributeModel, "key", "value_json"),
                     "intermediate": children(models.TrialIntermediateValueModel, "step", "intermediate_value",
                                              "intermediate_value_type")}
@@ -335,8 +345,8 @@ class DriverStorage(_CachedStorage):
             if kind == "user_attrs" and key in SHARED_ATTRS:
                 value = self._decoded(json.dumps(value), json.loads)
             getattr(self._hold(trial_id), kind)[key] = value
-            cached = trial.intermediate_values if kind == "intermediate" else getattr(trial, kind)
-            cached[key] = value
+            if kind != "user_attrs" or key not in NOT_CACHED:
+                (trial.intermediate_values if kind == "intermediate" else getattr(trial, kind))[key] = value
             self._write_if_due()
             return True
 
