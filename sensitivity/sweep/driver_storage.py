@@ -121,9 +121,10 @@ class DriverStorage(_CachedStorage):
         for trial in trials:  # numbers come in order, mostly: replace or append, else sort at the next call
             if ordered is None:
                 break
-            if trial.number < len(ordered) and ordered[trial.number].number == trial.number:
+            contiguous = not ordered or ordered[-1].number == len(ordered) - 1  # position = number
+            if contiguous and trial.number < len(ordered):
                 ordered[trial.number] = trial
-            elif trial.number == len(ordered):
+            elif contiguous and trial.number == len(ordered):
                 ordered.append(trial)
             else:
                 self._ordered[study_id] = ordered = None

@@ -195,3 +195,18 @@ def test_a_study_read_by_the_driver_is_the_study_plain_optuna_reads(url):
     nan_free = [{k: (v if v == v else "nan") for k, v in t.intermediate_values.items()} for t in mine]
     assert nan_free == [{k: (v if v == v else "nan") for k, v in t.intermediate_values.items()} for t in theirs]
     assert mine[0].user_attrs["env"] is mine[1].user_attrs["env"]  # equal values shared in memory
+
+
+def test_a_trial_read_again_across_a_gap_in_the_numbers_is_listed_once(url):
+    driver, other = studies(url)
+    storage = driver._storage
+    for _ in range(4):
+        run_trial(other)
+    listed = driver.get_trials()
+    storage._studies[driver._study_id].trials.pop(2)  # as if trial 2 were not yet read
+    storage._ordered[driver._study_id] = None
+    assert [t.number for t in driver.get_trials()] == [0, 1, 3]
+    storage._add_trials_to_cache(driver._study_id, [listed[3]])  # read again
+    assert [t.number for t in driver.get_trials()] == [0, 1, 3]
+    storage._add_trials_to_cache(driver._study_id, [listed[2]])
+    assert [t.number for t in driver.get_trials()] == [0, 1, 2, 3]
