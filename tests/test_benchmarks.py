@@ -25,7 +25,7 @@ def script(name: str):
 
 def test_every_bench_script_is_covered_here():
     assert {p.stem for p in SCRIPTS.glob("bench_*.py")} == {"bench_adapters", "bench_analysis", "bench_dispatch",
-                                                            "bench_scale"}
+                                                            "bench_long_sweep", "bench_scale"}
 
 
 @pytest.mark.parametrize("gap, speedup, code", [(0.1, 1.9, 0), (0.5, 1.9, 1), (0.1, 1.5, 1)])
@@ -57,6 +57,7 @@ def analysis_results(tmp_path, report_s: float, exported: int) -> dict:
     report.write_text("<html></html>")
     pd.DataFrame({"number": range(exported)}).to_parquet(export)
     return {"report": (report_s, "report: r.html\n"), "findings": (1.0, "Findings of s: ...\n"),
+            "alone": (1.0, "Findings of s: ...\n"),
             "export": (1.0, str(export)), "dashboard": (1.0, "200 OK True 1\n"), "files": (report, export)}
 
 
@@ -64,6 +65,13 @@ def analysis_results(tmp_path, report_s: float, exported: int) -> dict:
 def test_bench_analysis_verdict(tmp_path, report_s, exported, met):
     bench = script("bench_analysis")
     assert bench.verdict(analysis_results(tmp_path, report_s, exported), 100, bench.target_for(100)) is met
+
+
+def test_bench_analysis_verdict_needs_the_findings_alone_to_print_the_same(tmp_path):
+    """`findings` after the report reads the findings it cached; computed afresh they must read the same."""
+    bench = script("bench_analysis")
+    results = {**analysis_results(tmp_path, 5.0, 100), "alone": (1.0, "Findings of s: other\n")}
+    assert bench.verdict(results, 100, bench.target_for(100)) is False
 
 
 @pytest.mark.slow
@@ -83,3 +91,31 @@ def test_bench_scale_exits_1_on_a_missed_target(monkeypatch, rate, code):
                                                        "cpu_per_1000_s": 5.0, "rss_per_1000_mb": 1.0, "rss_mb": 300.0})
     assert bench.main(["--storage", "postgresql://h/db", "--samplers", "tpe", "--sizes", "10000"]) == code
     assert bench.main(["--storage", "sqlite:///x.db", "--samplers", "tpe", "--sizes", "10000"]) == 0  # no target
+
+
+def long_sweep(overhead_growth: float, rss_per_trial_kib: float, fds_added: int, processes_added: int) -> tuple:
+    """300 trials of 0.1 s in one slot, each followed by a sample of the driver; the overhead grows by
+    `overhead_growth` over the sweep, the RSS by `rss_per_trial_kib` a trial, and from the middle on the
+    driver holds `fds_added` more open files and `processes_added` more Ray processes."""
+    import datetime
+    from types import SimpleNamespace
+    trials, samples, now = [], [], datetime.datetime(2026, 1, 1)
+    for i in range(300):
+        now += datetime.timedelta(seconds=0.1 + 0.05 * (1 + overhead_growth * i / 300))
+        trials.append(SimpleNamespace(datetime_start=now - datetime.timedelta(seconds=0.12), datetime_complete=now,
+                                      user_attrs={"wall_time_s": 0.1, "env": {"ray_actor_pid": 7}}))
+        late = i >= 150
+        ray = 9 + processes_added * late
+        samples.append({"time": now + datetime.timedelta(seconds=0.01), "rss": 2**28 + rss_per_trial_kib * 1024 * i,
+                        "fds": 35 + fds_added * late, "ray": ray, "workers": 1, "reaper": 1, "zombies": 0,
+                        "processes": ray + 2})
+    return trials, samples
+
+
+@pytest.mark.parametrize("growth, rss_kib, fds, processes, code", [
+    (0.0, 10.0, 2, 0, 0), (1.0, 10.0, 0, 0, 1), (0.0, 60.0, 0, 0, 1), (0.0, 10.0, 5, 0, 1), (0.0, 10.0, 0, 1, 1)])
+def test_bench_long_sweep_exits_1_on_a_missed_target(monkeypatch, growth, rss_kib, fds, processes, code):
+    bench = script("bench_long_sweep")
+    monkeypatch.setattr(bench, "measure", lambda folder, trials, parallel, epochs, interval_s:
+                        long_sweep(growth, rss_kib, fds, processes))
+    assert bench.main([]) == code

@@ -177,3 +177,13 @@ def test_import_sensitivity_imports_no_framework_ray_or_plotly():
             "if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.stdout.strip() == "[]", proc.stdout + proc.stderr
+
+
+def test_every_help_text_formats():
+    """argparse formats help texts with %: a bare "95% interval" made `sensitivity --help` raise."""
+    from sensitivity.cli import build_parser
+
+    parser = build_parser()
+    assert "findings" in parser.format_help()
+    for command in parser._subparsers._group_actions[0].choices.values():
+        assert command.format_help()

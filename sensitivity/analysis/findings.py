@@ -59,9 +59,18 @@ class Findings(NamedTuple):
 
 def findings(table, others=(), effect: float = EFFECT) -> Findings:
     """The findings of the main study `table` (its frontier) and of `others` (studies of `sensitivity transfer`
-    and robustness records), read together."""
+    and robustness records), read together. Those of a study alone are cached beside its table
+    (`trial_rows.cached_beside`): `sensitivity findings` after a report reads the report's."""
+    from sensitivity.sweep.trial_rows import cached_beside
+
     table = trials_table(table)
-    sources = [table, *[trials_table(o) for o in others]]
+    if others:
+        return _findings(table, [trials_table(o) for o in others], effect)
+    return cached_beside(table, f"findings-{effect!r}", lambda: _findings(table, [], effect))
+
+
+def _findings(table: pd.DataFrame, others: list, effect: float) -> Findings:
+    sources = [table, *others]
     comparisons = compare(sources, effect)
     # the main study's regimes and those any comparison has (an ablation study's knobs are not claims)
     regimes = regimes_of(pd.concat([table[[REGIME]], comparisons[[REGIME]]]))

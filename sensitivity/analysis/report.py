@@ -12,7 +12,11 @@ from, read from the rows it used; where it holds both, they are kept apart (rows
 from __future__ import annotations
 
 import datetime
+import gc
 import html
+import os
+import signal
+import threading
 from pathlib import Path
 
 import pandas as pd
@@ -45,28 +49,18 @@ def write_report(study, out_path, *, others=()) -> Path:
 
 
 def render_report(table: pd.DataFrame, others=()) -> str:
+    """The page. Hyper-parameter importance, its slowest section (scikit-learn's import, two evaluators with
+    their bootstrap), is drawn in a forked process beside the others (`drawn_beside`)."""
     from plotly.offline import get_plotlyjs
 
     name = table.attrs.get("study", "trial table")
-    sources = [table, *others]
-    sections = [("findings", "Findings", guarded(lambda: findings_html(table, others))),
-                ("study", "Study", study_section(table, others)),
-                ("environment", "Environment", _environment(table)),
-                ("summary", "Framework by dataset", guarded(lambda: _summary(table))),
-                ("frontier", "Runtime-accuracy frontier", guarded(lambda: _frontier(table))),
-                ("importance", "Hyper-parameter importance", guarded(lambda: importance_html(table))),
-                ("isolation", "Isolation of each parameter", _figure_section(table, "isolation")),
-                ("seeds", "Seeds: mean and interval", guarded(lambda: _seeds(table))),
-                ("resources", "Resource use", guarded(lambda: _resources(table))),
-                ("divergence", "Divergence", _figure_section(table, "divergence")),
-                ("curves", "Learning curves", _figure_section(table, "curves")),
-                ("slice", "Slice", _figure_section(table, "slice")),
-                ("contour", "Contour", _figure_section(table, "contour")),
-                ("transfer", "Transfer of defaults", _transfer(sources)),
-                ("robustness", "Robustness", _first_of(sources, robustness_curves, _robustness,
-                                                       "run sensitivity robustness")),
-                ("ablation", "Ablation path between set-ups", _first_of(sources, ablation_path, _ablation,
-                                                                        "run sensitivity ablate"))]
+    importance = drawn_beside(lambda: guarded(lambda: importance_html(table)))
+    try:
+        sections = _sections(table, others, importance)
+    except BaseException:
+        importance(stop=True)  # the child stopped, never left behind
+        raise
+    sections = [(anchor, title, content() if callable(content) else content) for anchor, title, content in sections]
     nav = " ".join(f'<a href="#{anchor}">{html.escape(title)}</a>' for anchor, title, _ in sections)
     body = "\n".join(f'<section id="{anchor}"><h2>{html.escape(title)}</h2>\n{content}\n</section>'
                      for anchor, title, content in sections)
@@ -74,6 +68,63 @@ def render_report(table: pd.DataFrame, others=()) -> str:
             f'{html.escape(name)}</title>\n<style>{STYLE}</style>\n<script type="text/javascript">{get_plotlyjs()}'
             f'</script></head>\n<body><h1>sensitivity report: {html.escape(name)}</h1>\n<nav>{nav}</nav>\n{body}\n'
             f'</body></html>\n')
+
+
+def _sections(table: pd.DataFrame, others, importance) -> list:
+    """[(anchor, title, HTML, or the function `importance` giving it)] in the page's order."""
+    sources = [table, *others]
+    return [("findings", "Findings", guarded(lambda: findings_html(table, others))),
+            ("study", "Study", study_section(table, others)),
+            ("environment", "Environment", _environment(table)),
+            ("summary", "Framework by dataset", guarded(lambda: _summary(table))),
+            ("frontier", "Runtime-accuracy frontier", guarded(lambda: _frontier(table))),
+            ("importance", "Hyper-parameter importance", importance),
+            ("isolation", "Isolation of each parameter", _figure_section(table, "isolation")),
+            ("seeds", "Seeds: mean and interval", guarded(lambda: _seeds(table))),
+            ("resources", "Resource use", guarded(lambda: _resources(table))),
+            ("divergence", "Divergence", _figure_section(table, "divergence")),
+            ("curves", "Learning curves", _figure_section(table, "curves")),
+            ("slice", "Slice", _figure_section(table, "slice")),
+            ("contour", "Contour", _figure_section(table, "contour")),
+            ("transfer", "Transfer of defaults", _transfer(sources)),
+            ("robustness", "Robustness", _first_of(sources, robustness_curves, _robustness,
+                                                   "run sensitivity robustness")),
+            ("ablation", "Ablation path between set-ups", _first_of(sources, ablation_path, _ablation,
+                                                                    "run sensitivity ablate"))]
+
+
+def drawn_beside(draw):
+    """Start `draw()` (a section's HTML) in a forked process, so that a second core draws it while this one
+    draws the others; returns the function that waits for its HTML (with `stop`, that ends the child instead).
+    Drawn here instead where forking is unsafe (other threads in this process) or unavailable, and again here
+    where the child failed, so that its error is raised here."""
+    if not hasattr(os, "fork") or threading.active_count() > 1:
+        text = draw()
+        return lambda stop=False: text
+    read, write = os.pipe()
+    gc.freeze()  # the parent's objects out of the child's garbage collection: it would copy every page it touched
+    pid = os.fork()
+    if pid == 0:  # the child: its HTML down the pipe, then out without running the parent's exit handlers
+        code = 1
+        try:
+            os.close(read)
+            text = draw().encode()
+            with os.fdopen(write, "wb") as pipe:
+                pipe.write(text)
+            code = 0
+        finally:
+            os._exit(code)
+    gc.unfreeze()
+    os.close(write)
+
+    def drawn(stop: bool = False) -> str:
+        if stop:
+            os.kill(pid, signal.SIGKILL)
+        with os.fdopen(read, "rb") as pipe:
+            text = pipe.read()
+        _, status = os.waitpid(pid, 0)
+        return text.decode() if stop or os.waitstatus_to_exitcode(status) == 0 else draw()
+    return drawn
 
 
 def study_section(table: pd.DataFrame, others=()) -> str:

@@ -25,7 +25,8 @@ import pandas as pd
 from sensitivity.analysis.intervals import CONFIDENCE, difference, group_intervals
 
 from sensitivity.analysis.style import colours, dash, finish, go, make_subplots, regime_title, series_name, symbol
-from sensitivity.analysis.table import REGIME, NotEnoughData, regime_sorted, regimes_of, trained, trials_table
+from sensitivity.analysis.table import (REGIME, NotEnoughData, derived, regime_sorted, regimes_of, trained,
+                                        trials_table)
 
 PREFIX = "robustness:"
 CLEAN_MARGIN = 0.02  # models compared under attack only where their clean accuracies agree this closely
@@ -33,8 +34,12 @@ NEEDS = "robustness needs trained weights attacked by sensitivity robustness (sw
 
 
 def robustness_rows(table) -> pd.DataFrame:
-    """One row per target model, attack, epsilon and source model (the target itself for white-box)."""
-    table = trials_table(table)
+    """One row per target model, attack, epsilon and source model (the target itself for white-box); computed
+    once per table (`table.derived`): the report's findings and its robustness section share it."""
+    return derived(trials_table(table), _robustness_rows)
+
+
+def _robustness_rows(table: pd.DataFrame) -> pd.DataFrame:
     records = table.attrs.get("robustness") or {}
     models = trained(table)
     info = {number: (framework, regime, dataset) for number, framework, regime, dataset in

@@ -70,26 +70,21 @@ def _from_study(study) -> pd.DataFrame:
 
 
 def _compact(table: pd.DataFrame) -> pd.DataFrame:
-    """Equal env `semantics` records made one object and the curves' keys one string each, so that a cached
-    copy pickles each once: half the size, and faster to read (the table is read only, never changed in place)."""
-    import sys
-
+    """Equal env `semantics` records made one object, so that a cached copy pickles each once (the curves'
+    keys are shared already: `_parse_curves`); the table is read only, never changed in place."""
     if "env_semantics" in table:
         same = {}
         table["env_semantics"] = [same.setdefault(json.dumps(r, sort_keys=True, default=str), r)
                                   if isinstance(r, dict) else r for r in table["env_semantics"]]
-    intern = sys.intern
-    table["curve"] = [[{intern(k): v for k, v in point.items()} if isinstance(point, dict) else point
-                       for point in curve] for curve in table["curve"]]
     return table
 
 
 def _trials_of(study) -> pd.DataFrame:
     """The study's trials (`trials_frame` and `_extra_fields`), their distributions in attrs."""
-    from sensitivity.sweep.studies import FRAME_ATTRS, trials_frame
+    from sensitivity.sweep.studies import FRAME_ATTRS, TEXT_ATTRS, trials_frame
     from sensitivity.sweep.trial_rows import trial_records
 
-    records = trial_records(study, FRAME_ATTRS + _EXTRA_ATTRS)  # read once, in bulk where the storage allows
+    records = trial_records(study, FRAME_ATTRS + _EXTRA_ATTRS, TEXT_ATTRS)  # once, in bulk where the storage allows
     frame = trials_frame(study, records)
     extras = pd.DataFrame([_extra_fields(t) for t in records], columns=_EXTRA_COLUMNS)
     if not frame.empty:
@@ -156,7 +151,7 @@ def _normalise(frame: pd.DataFrame) -> pd.DataFrame:
     frame["outcome"] = _outcomes(frame)
     for column in METRICS:
         frame[column] = pd.to_numeric(frame[column], errors="coerce") if column in frame else np.nan
-    frame["curve"] = [_parse_curve(c) for c in frame["curve"]] if "curve" in frame else [[]] * len(frame)
+    frame["curve"] = _parse_curves(frame["curve"]) if "curve" in frame else [[]] * len(frame)
     if "is_default" in frame and frame["is_default"].notna().any():
         frame["is_default"] = frame["is_default"].eq(True)
     else:
@@ -181,10 +176,16 @@ def _outcomes(frame: pd.DataFrame) -> pd.Series:
     return pd.Series(outcome, index=frame.index).where(lambda s: s.isin(OUTCOMES), "failed")
 
 
-def _parse_curve(curve) -> list:
-    if isinstance(curve, str):
-        return json.loads(curve) if curve else []
-    return list(curve) if isinstance(curve, (list, tuple, np.ndarray)) else []
+def _parse_curves(curves) -> list:
+    """Each curve as a list of per-epoch dicts, from its JSON text or its list. The texts are parsed in one
+    call: faster than one per curve, and json shares the epochs' keys (one string each) within a call, so
+    that a cached table pickles them once."""
+    curves = list(curves)
+    texts = [i for i, curve in enumerate(curves) if isinstance(curve, str) and curve]
+    out = [list(curve) if isinstance(curve, (list, tuple, np.ndarray)) else [] for curve in curves]
+    for i, curve in zip(texts, json.loads(f"[{','.join([curves[i] for i in texts])}]")):
+        out[i] = curve if curve is not None else []
+    return out
 
 
 _DERIVED: dict = {}

@@ -24,7 +24,8 @@ import numpy as np
 import pandas as pd
 
 from sensitivity.analysis.intervals import difference, group_intervals, interval_text, mean_interval
-from sensitivity.analysis.table import REGIME, NotEnoughData, regime_sorted, regimes_of, trained, trials_table
+from sensitivity.analysis.table import (REGIME, NotEnoughData, derived, regime_sorted, regimes_of, trained,
+                                        trials_table)
 
 KEYS = ["default", "default_source", "source_dataset", "framework", "dataset", REGIME]
 ORIGIN = {"mnist5k": "mnist"}  # a dataset drawn from another: a default tuned on the origin was tuned for it
@@ -38,7 +39,12 @@ def family(dataset) -> str:
 
 
 def transfer_matrix(table) -> pd.DataFrame:
-    runs = _default_runs(trials_table(table))
+    """Computed once per table (`table.derived`): the report's findings and its transfer section share it."""
+    return derived(trials_table(table), _transfer_matrix)
+
+
+def _transfer_matrix(table: pd.DataFrame) -> pd.DataFrame:
+    runs = _default_runs(table)
     cells = (runs.groupby(KEYS, dropna=False)
              .agg(accuracy=("accuracy", "mean"), train_time_s=("train_time_s", "mean"), n_seeds=("accuracy", "size"),
                   own=("own_default", "max"), diverged=("outcome", lambda o: int((o == "diverged").sum())),

@@ -9,7 +9,7 @@ from sensitivity.commands.common import EXIT_OK, load_study, number
 
 
 def add_parsers(commands) -> None:
-    p = commands.add_parser("findings", help="what the study's data says about each claim: verdict, effect, 95% "
+    p = commands.add_parser("findings", help="what the study's data says about each claim: verdict, effect, 95%% "
                                              "interval, Holm-corrected test, seeds (per regime)")
     p.add_argument("study")
     p.add_argument("--with-study", action="append", default=[], metavar="NAME",

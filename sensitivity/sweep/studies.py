@@ -1,7 +1,6 @@
 """Reading studies back: list them, show one, export its trials as CSV or Parquet, serve the dashboard."""
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -44,17 +43,19 @@ def load(name: str, storage_url=None):
 
 
 FRAME_ATTRS = EXPORT_ATTRS + ("env", "spec", "planned", "curve")  # the user attributes trials_frame reads
+TEXT_ATTRS = ("curve",)  # read as the JSON text stored (`trial_records`): the frame holds it as text
 
 
 def trials_frame(study, records=None):
     """One row per trial: number, state, values, parameters (param_*), results (the TrialResult fields).
-    `records` (of `trial_records`, with at least FRAME_ATTRS) are the trials, else read from the study."""
+    `records` (of `trial_records`, with at least FRAME_ATTRS, and TEXT_ATTRS as text) are the trials, else
+    read from the study."""
     import pandas as pd
 
     rows = []
     space_dataset = (study.user_attrs.get("space") or {}).get("dataset")
     no_values = [None] * len(study.directions)
-    for t in trial_records(study, FRAME_ATTRS) if records is None else records:
+    for t in trial_records(study, FRAME_ATTRS, TEXT_ATTRS) if records is None else records:
         attrs = t.user_attrs
         row = {"number": t.number, "state": t.state, "duration_s": t.duration_s}
         for i, value in enumerate(t.values or no_values):
@@ -64,7 +65,7 @@ def trials_frame(study, records=None):
         row["framework_version"] = (attrs.get("env") or {}).get("framework_version")
         row["semantics"] = _regime(attrs)
         row["dataset"] = (attrs.get("planned") or {}).get("dataset") or space_dataset
-        row["curve"] = json.dumps(attrs.get("curve") or [])
+        row["curve"] = attrs.get("curve") if attrs.get("curve") not in (None, "null") else "[]"
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -3,8 +3,10 @@
 Optuna's `get_trials` builds a FrozenTrial per trial, with every attribute, through its ORM: about 2 ms a
 trial here, so minutes for a study of 100,000. On an RDB storage (SQLite, PostgreSQL) `trial_records` reads
 instead one query per table of Optuna's schema, and only the user attributes asked for (a trial's
-`stderr_tail`, for one, is never read by the analysis). Other storages (a journal, memory) go through
-Optuna. Both give the same records (tests/sweep/test_fast_table.py).
+`stderr_tail`, for one, is never read by the analysis), their JSON parsed in one call per batch (a call per
+value costs more than the parsing). Attributes asked for as `texts` stay the JSON text Optuna stored (a
+curve: the export writes it as it is, and the trial table parses all curves at once). Other storages (a
+journal, memory) go through Optuna. Both give the same records (tests/sweep/test_fast_table.py).
 """
 from __future__ import annotations
 
@@ -24,25 +26,26 @@ class TrialRecord:
     user_attrs: dict
 
 
-def trial_records(study, keys=None) -> list:
-    """The trials of `study` by number; `keys` limits the user attributes read (None: all of them)."""
+def trial_records(study, keys=None, texts=()) -> list:
+    """The trials of `study` by number; `keys` limits the user attributes read (None: all of them); those
+    named in `texts` are given as their JSON text."""
     backend = getattr(study._storage, "_backend", study._storage)  # RDB storages come wrapped in a cache
     from optuna.storages import RDBStorage
     if isinstance(backend, RDBStorage):
-        return _from_rdb(backend.engine, study._study_id, None if keys is None else tuple(keys))
-    return [_from_frozen(t, keys) for t in study.get_trials(deepcopy=False)]
+        return _from_rdb(backend.engine, study._study_id, None if keys is None else tuple(keys), tuple(texts))
+    return [_from_frozen(t, keys, texts) for t in study.get_trials(deepcopy=False)]
 
 
-def _from_frozen(trial, keys) -> TrialRecord:
+def _from_frozen(trial, keys, texts=()) -> TrialRecord:
     from optuna.distributions import distribution_to_json
 
-    attrs = trial.user_attrs if keys is None else {k: v for k, v in trial.user_attrs.items() if k in keys}
+    attrs = {k: json.dumps(v) if k in texts else v for k, v in trial.user_attrs.items() if keys is None or k in keys}
     return TrialRecord(trial.number, trial.state.name, trial.duration.total_seconds() if trial.duration else None,
                        list(trial.values) if trial.values is not None else None, dict(trial.params),
-                       {k: distribution_to_json(d) for k, d in trial.distributions.items()}, dict(attrs))
+                       {k: distribution_to_json(d) for k, d in trial.distributions.items()}, attrs)
 
 
-def _from_rdb(engine, study_id: int, keys) -> list:
+def _from_rdb(engine, study_id: int, keys, texts=()) -> list:
     import sqlalchemy as sa
     from optuna.storages._rdb import models
 
@@ -59,12 +62,13 @@ def _from_rdb(engine, study_id: int, keys) -> list:
             by_id[trial_id] = TrialRecord(number, state.name, duration, None, {}, {}, {})
             records.append(by_id[trial_id])
         joined = sa.join(params, trials, params.c.trial_id == trials.c.trial_id)
-        distributions = _Distributions()
-        for trial_id, name, internal, text in connection.execute(
-                sa.select(params.c.trial_id, params.c.param_name, params.c.param_value, params.c.distribution_json)
+        distributions = {}  # each distinct distribution JSON parsed once: a study of 100,000 trials holds a handful
+        for trial_id, name, internal, text in _driver_rows(connection, sa.select(
+                params.c.trial_id, params.c.param_name, params.c.param_value, params.c.distribution_json)
                 .select_from(joined).where(mine).order_by(params.c.param_id)):
+            dist, normal = distributions.get(text) or distributions.setdefault(text, _distribution(text))
             record = by_id[trial_id]
-            record.params[name], record.distributions[name] = distributions.external(text, internal)
+            record.params[name], record.distributions[name] = dist.to_external_repr(internal), normal
         joined = sa.join(values, trials, values.c.trial_id == trials.c.trial_id)
         for trial_id, objective, value, kind in connection.execute(
                 sa.select(values.c.trial_id, values.c.objective, values.c.value, values.c.value_type)
@@ -75,34 +79,40 @@ def _from_rdb(engine, study_id: int, keys) -> list:
         query = sa.select(attrs.c.trial_id, attrs.c.key, attrs.c.value_json).select_from(joined).where(mine)
         if keys is not None:
             query = query.where(attrs.c.key.in_(keys))
-        loads = json.loads
-        for trial_id, key, text in connection.execute(query.order_by(attrs.c.trial_user_attribute_id)):
-            by_id[trial_id].user_attrs[key] = loads(text)
+        rows = _driver_rows(connection, query.order_by(attrs.c.trial_user_attribute_id))
+    for trial_id, key, text in rows:
+        by_id[trial_id].user_attrs[key] = text  # parsed below, unless asked for as text
+    parsed = [row for row in rows if row[1] not in texts]
+    for start in range(0, len(parsed), BATCH):
+        batch = parsed[start:start + BATCH]
+        for (trial_id, key, _), value in zip(batch, json.loads(f"[{','.join([row[2] for row in batch])}]")):
+            by_id[trial_id].user_attrs[key] = value
     return records
+
+
+BATCH = 100_000  # user attribute values parsed per json.loads call
 
 
 def _value(value, kind: str) -> float:
     return {"INF_POS": float("inf"), "INF_NEG": float("-inf")}.get(kind, value)
 
 
-class _Distributions:
-    """Each distinct distribution JSON parsed once: a study of 100,000 trials holds a handful."""
-
-    def __init__(self):
-        self.known = {}
-
-    def external(self, text: str, internal: float) -> tuple:
-        """(the parameter's value as suggested, the distribution's JSON as Optuna writes it)."""
-        from optuna.distributions import distribution_to_json, json_to_distribution
-
-        if text not in self.known:
-            dist = json_to_distribution(text)
-            self.known[text] = (dist, distribution_to_json(dist))
-        dist, normal = self.known[text]
-        return dist.to_external_repr(internal), normal
+def _driver_rows(connection, query) -> list:
+    """The rows of `query` as tuples from the database driver, without SQLAlchemy's Row objects and result
+    processing (seconds for millions of rows): only for columns of numbers and text, which need none."""
+    return connection.execute(query).cursor.fetchall()
 
 
-CACHE_FORMAT = 2  # raise when what is cached changes shape (2: the normalised trial table)
+def _distribution(text: str) -> tuple:
+    """(the distribution, its JSON as Optuna writes it)."""
+    from optuna.distributions import distribution_to_json, json_to_distribution
+
+    dist = json_to_distribution(text)
+    return dist, distribution_to_json(dist)
+
+
+CACHE_FORMAT = 3  # raise when what is cached changes shape (3: (key, value) pickles, results beside the table)
+CODE = ("analysis", "sweep/trial_rows.py", "sweep/studies.py")  # what builds them, in the package
 
 
 def cache_dir():
@@ -114,44 +124,88 @@ def cache_dir():
     return None if os.environ.get("SENSITIVITY_TRIAL_CACHE") == "off" else cache_root() / "trials"
 
 
+_BESIDE: dict = {}  # id(frame) -> (weak reference to it, its cache file, its key): for `cached_beside`
+
+
 def cached_frame(study, build, depends_on=()):
     """`build(study)`, a DataFrame of the study's trials, or the copy cached by an earlier call while the study
     is unchanged since (RDB storages only). Unchanged means the same trials, states, completion times and
     user attributes (their count, last id and total length): a driver's every write changes one of them;
-    and the same `depends_on` (JSON-able: what else `build` reads of the study)."""
+    and the same `depends_on` (JSON-able: what else `build` reads of the study) and code (`code_version`)."""
     import hashlib
-    import pickle
-    import uuid
-
-    import pandas as pd
+    import weakref
 
     backend = getattr(study._storage, "_backend", study._storage)
     folder = cache_dir()
     from optuna.storages import RDBStorage
     if folder is None or not isinstance(backend, RDBStorage):
         return build(study)
-    key = _state_key(backend.engine, study._study_id) + [json.dumps(depends_on, sort_keys=True, default=str)]
+    key = _state_key(backend.engine, study._study_id) + [json.dumps(depends_on, sort_keys=True, default=str),
+                                                         code_version()]
     place = hashlib.sha256(f"{backend.url}|{study._study_id}|{study.study_name}".encode()).hexdigest()[:24]
     path = folder / f"{place}.pkl"
-    try:
-        cached = pd.read_pickle(path)
-        if cached.attrs.get("cache_key") == key:
-            cached.attrs.pop("cache_key")
-            return cached
-    except (OSError, ValueError, EOFError, AttributeError, ImportError, pickle.UnpicklingError):
-        pass  # no copy yet, or one this code cannot read
-    frame = build(study)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f"{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-        frame.attrs["cache_key"] = key
-        frame.to_pickle(partial)
-        partial.replace(path)  # whole or not at all, also with readers beside
-    except OSError:
-        pass  # a read-only home: uncached
-    finally:
-        frame.attrs.pop("cache_key", None)
+    frame = _cached(path, key, lambda: build(study))
+    _BESIDE[id(frame)] = (weakref.ref(frame, lambda _, i=id(frame): _BESIDE.pop(i, None)), path, key)
     return frame
+
+
+def cached_beside(frame, name: str, compute):
+    """`compute()`, a result derived from `frame` (of `cached_frame`) alone, or the copy an earlier process
+    cached beside the frame's own (file NAME beside it) while the study, the frame's attrs (the study's own
+    attributes: robustness records, ablation, read afresh) and the code are unchanged: a report computes the
+    findings, and `sensitivity findings` after it reads them. `compute()` for other frames."""
+    import hashlib
+
+    entry = _BESIDE.get(id(frame))
+    if entry is None or entry[0]() is not frame:
+        return compute()
+    _, path, key = entry
+    attrs = hashlib.sha256(json.dumps(frame.attrs, sort_keys=True, default=str).encode()).hexdigest()
+    return _cached(path.with_name(f"{path.stem}-{name}.pkl"), key + [name, attrs], compute)
+
+
+def _cached(path, key: list, compute):
+    """The value pickled at `path` with `key`, else `compute()` pickled there with it (whole or not at all,
+    also with readers beside; uncached where the folder cannot be written)."""
+    import pickle
+    import uuid
+
+    try:
+        with open(path, "rb") as file:
+            stored, value = pickle.load(file)
+        if stored == key:
+            return value
+    except (OSError, ValueError, TypeError, EOFError, AttributeError, ImportError, pickle.UnpicklingError):
+        pass  # no copy yet, or one this code cannot read
+    value = compute()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f"{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+        with open(partial, "wb") as file:
+            pickle.dump((key, value), file, protocol=pickle.HIGHEST_PROTOCOL)
+        partial.replace(path)
+    except OSError:
+        pass
+    return value
+
+
+_CODE: list = []
+
+
+def code_version() -> str:
+    """A digest of the code that builds the cached tables and results (CODE, and CACHE_FORMAT): a copy made
+    by other code is never served."""
+    if not _CODE:
+        import hashlib
+        from pathlib import Path
+
+        package = Path(__file__).resolve().parents[1]
+        digest = hashlib.sha256(str(CACHE_FORMAT).encode())
+        for part in CODE:
+            for path in sorted((package / part).glob("*.py")) if (package / part).is_dir() else [package / part]:
+                digest.update(path.name.encode() + path.read_bytes())
+        _CODE.append(digest.hexdigest()[:16])
+    return _CODE[0]
 
 
 def _state_key(engine, study_id: int) -> list:

@@ -69,3 +69,22 @@ def test_another_study_fills_the_transfer_and_robustness_sections(tmp_path):
     assert text.count("From study defaults-study.") == 2
     assert "defaults-study: 5 final trials" in text
     assert "one model per framework: no interval" in text  # each framework has one attacked model
+
+
+def test_a_section_drawn_beside_comes_back_whole_and_its_error_is_raised_here():
+    import os
+    import threading
+    import time
+
+    from sensitivity.analysis.report import drawn_beside
+
+    here, alone = os.getpid(), threading.active_count() == 1  # with other threads, drawn here
+    text = drawn_beside(lambda: f"{os.getpid()} " + "x" * 300_000)()  # more than a pipe holds at once
+    pid, body = text.split(" ")
+    assert (int(pid) != here) is alone and body == "x" * 300_000
+    with pytest.raises(ZeroDivisionError):
+        drawn_beside(lambda: 1 / 0)()
+    if alone:  # a child still drawing is ended at once
+        started = time.monotonic()
+        assert drawn_beside(lambda: time.sleep(60) or "late")(stop=True) == ""
+        assert time.monotonic() - started < 10
