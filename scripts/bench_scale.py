@@ -122,10 +122,22 @@ def drive(url: str, study, space, completions: int, concurrent: int, log_dir: Pa
                    "cpu_per_1000_s": 1000 * (used.user + used.system - cpu.user - cpu.system) / completions,
                    "rss_per_1000_mb": 1000 * (me.memory_info().rss - rss) / completions / 2**20,
                    "rss_mb": me.memory_info().rss / 2**20}
-        searcher.interrupt_live("interrupted: the benchmark ended")
+        end_live(study, searcher)
         return figures
     finally:
         stop_beating()
+
+
+def end_live(study, searcher) -> None:
+    """The trials still in flight told FAIL as surplus: not counted, and not queued again as a driver's
+    interrupted trials are, so the next run (another sampler on the same study) samples rather than pops."""
+    from optuna.trial import TrialState
+
+    for trial in searcher.live.values():
+        trial.set_user_attr("surplus", True)
+        trial.set_user_attr("reason", "not run: the benchmark ended")
+        study.tell(trial, state=TrialState.FAIL)
+    searcher.live.clear()
 
 
 def main(argv=None) -> int:
