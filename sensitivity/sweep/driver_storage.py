@@ -8,8 +8,8 @@ and intermediate value in a transaction of its own: about 45 per trial.
 
 A running trial this driver asked is written by this driver alone (another driver finishes it only once
 this one stopped beating, and then this one's next write is refused), so `DriverStorage` keeps it current
-in memory: each write is applied to the cached trial at once, and reads skip it. Other drivers' trials,
-new trials and the queue are read as Optuna reads them.
+in memory: each write is applied to the cached trial at once, and reads skip it. Other trials (other
+drivers', the queue's) are read once, and again only when their state changes.
 
 Writes to such a trial are held, and written together in one transaction:
 - when the searcher hands the trial to Tune (`flush`): its parameters and attributes are then in the
