@@ -26,7 +26,6 @@ from sensitivity.sweep.plans import default_plan, enqueue_plan
 from sensitivity.sweep import storage as st
 from sensitivity.sweep.records import SPACE_HASH, beat, count_final, counts_towards_target, is_final
 from sensitivity.sweep.recovery import recover
-from sensitivity.sweep.driver_storage import driver_view, flush
 from sensitivity.sweep.storage import StorageLost, default_url, describe, open_storage
 from sensitivity.sweep.trial_log import log_study
 
@@ -105,8 +104,9 @@ def run_space(space: Space, options: SweepOptions, plan: list = (), keep_ray: bo
                 summary = {"study": study.study_name, "storage": describe(url), "orphans_requeued": orphans}
                 started = time.monotonic()
                 if missing > 0:
+                    from sensitivity.sweep.driver_storage import flush
                     run_tune(study, space, options, driver_id, missing)
-                    flush(study)
+                    flush(study)  # what the last seconds held
                 budget_out = options.time_budget is not None and time.monotonic() - started >= options.time_budget
                 summary["final_trials"] = _check_final(study, options.trials, url, driver_id, budget_out)
                 return summary
@@ -235,6 +235,8 @@ def _open_study(space: Space, storage, options: SweepOptions):
 
     import optuna
 
+    from sensitivity.sweep.driver_storage import driver_view
+
     name = options.study or space.study
     directions = [o.direction for o in space.objectives]
     sampler = make_sampler(options.sampler, space, options.seed)
@@ -298,6 +300,7 @@ def _start_heartbeat(study, driver_id: str, url: str):
     beat(study, driver_id)
 
     def loop() -> None:
+        from sensitivity.sweep.driver_storage import flush
         failures, last_ok = 0, time.monotonic()
         while not stop.wait(HEARTBEAT_S):
             try:
