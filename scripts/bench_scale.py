@@ -14,9 +14,9 @@ actors and the results' transport, which on this 2-core machine cannot host 1,00
 The driver is driven flat out (each completion handed over as soon as the previous one is served), so
 the rate measured is where rising completion rates make it fall behind. The studies are pre-filled to
 1,000, 10,000 or 100,000 trials with `sensitivity.sweep.synthetic` (not timed; a journal is pre-filled only
-to 1,000, by copying; the samplers share a study, each run adding its trials). Per storage, sampler and size: sustained completions/s, the driver's CPU seconds
-and RSS growth per 1,000 completions, the time to open the study (recover, count), and the burst of asks that
-first fills the --concurrent slots. Target (the issue's): PostgreSQL, default sampler: >= 50/s at 10,000 trials, >= 20/s at
+to 1,000, by copying; the samplers share a study, each run adding its trials). Per storage, sampler and
+size: sustained completions/s, the driver's CPU seconds and RSS growth per 1,000 completions, the time to
+open the study (recover, count), and the burst of asks that first fills the --concurrent slots. Target (the issue's): PostgreSQL, default sampler: >= 50/s at 10,000 trials, >= 20/s at
 100,000. Exits 1 when a target measured is missed.
 
     .venv/bin/python scripts/bench_scale.py --storage postgresql://... [--samplers tpe,random] [--sizes 1000,10000]

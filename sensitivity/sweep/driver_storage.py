@@ -364,7 +364,7 @@ class DriverStorage(_CachedStorage):
             with self._lock:
                 trial = self._cached(trial_id)
                 trial.state, trial.datetime_start = TrialState.RUNNING, started
-                self._studies[self._trial_id_to_study_id_and_number[trial_id][0]].unfinished_trial_ids.discard(trial_id)
+                self._study_of(trial_id).unfinished_trial_ids.discard(trial_id)
                 self._owned[trial_id] = trial
         return started is not None
 
@@ -393,6 +393,9 @@ class DriverStorage(_CachedStorage):
 
     def _hold(self, trial_id: int) -> _Held:
         return self._held.setdefault(trial_id, _Held())
+
+    def _study_of(self, trial_id: int) -> _StudyInfo:
+        return self._studies[self._trial_id_to_study_id_and_number[trial_id][0]]
 
     def _cached(self, trial_id: int):
         study_id, number = self._trial_id_to_study_id_and_number[trial_id]
@@ -426,7 +429,7 @@ class DriverStorage(_CachedStorage):
             log.warning("trial %s was finished by another driver; its writes here are dropped",
                         self._cached(trial_id).number)
             self._owned.pop(trial_id, None)
-            self._studies[self._trial_id_to_study_id_and_number[trial_id][0]].unfinished_trial_ids.add(trial_id)
+            self._study_of(trial_id).unfinished_trial_ids.add(trial_id)
         if final and final[0] in finished_elsewhere:
             raise UpdateFinishedTrialError(f"trial {self._cached(final[0]).number} was finished by another driver")
         if final:
