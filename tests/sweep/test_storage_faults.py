@@ -19,6 +19,7 @@ from optuna.trial import TrialState
 
 from sensitivity import frameworks
 from sensitivity.sweep.storage import StorageError, describe, open_storage, reason
+from test_sweep import SLOW_EPOCHS
 from test_sweep_faults import cli, write
 
 REPO = Path(__file__).resolve().parents[2]
@@ -186,8 +187,8 @@ def test_sqlite_file_deleted_mid_sweep_is_exit_1_and_rebuilt_from_the_log(tmp_pa
     db = tmp_path / "results" / "optuna.db"
     url = f"sqlite:///{db}"
     log = tmp_path / "driver.log"
-    driver = subprocess.Popen(command(tmp_path, "sweep", space(tmp_path, epochs=2), "--trials", 12, "--parallel", 2,
-                                      "--no-progress"), cwd=tmp_path, stdout=subprocess.PIPE,
+    driver = subprocess.Popen(command(tmp_path, "sweep", space(tmp_path, epochs=SLOW_EPOCHS), "--trials", 12,
+                                      "--parallel", 2, "--no-progress"), cwd=tmp_path, stdout=subprocess.PIPE,
                               stderr=log.open("w"), text=True)
     done = _wait_for(lambda: _completed(url), 300, driver, log)
     for suffix in ("", "-wal", "-shm"):
@@ -255,8 +256,8 @@ def test_a_10_s_postgresql_outage_mid_sweep_loses_nothing(tmp_path, private_post
     url, restart_after, _ = private_postgres
     log = tmp_path / "driver.log"
     n = 6
-    driver = subprocess.Popen(command(tmp_path, "sweep", space(tmp_path, epochs=2), "--trials", n, "--parallel", 2,
-                                      "--storage", url, "--no-progress"), cwd=tmp_path, stdout=subprocess.PIPE,
+    driver = subprocess.Popen(command(tmp_path, "sweep", space(tmp_path, epochs=SLOW_EPOCHS), "--trials", n,
+                                      "--parallel", 2, "--storage", url, "--no-progress"), cwd=tmp_path, stdout=subprocess.PIPE,
                               stderr=log.open("w"), text=True)
     _wait_for(lambda: _completed(url), 300, driver, log)
     restart_after(10)

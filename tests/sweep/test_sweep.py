@@ -30,6 +30,11 @@ seeds: {seeds}
 """
 
 
+# Epochs that keep a warm digits trial training for seconds, not tenths of one: a test that acts on the
+# sweep while one trial is done and others run needs that window to be wider than its polling.
+SLOW_EPOCHS = 100
+
+
 def write_space(tmp_path, study="t", epochs=2, seeds=1, extra=""):
     path = tmp_path / f"{study}.yaml"
     path.write_text(SPACE.format(study=study, epochs=epochs, seeds=seeds) + extra)
@@ -83,7 +88,7 @@ def test_failing_trials_are_recorded_and_the_sweep_goes_on(tmp_path):
 
 
 def test_kill_9_of_the_driver_then_resume_gives_exactly_n(tmp_path):
-    space = write_space(tmp_path, epochs=6)
+    space = write_space(tmp_path, epochs=SLOW_EPOCHS)
     args = [sys.executable, "-m", "sensitivity.cli", "sweep", str(space), "--trials", "6", "--parallel", "2",
             "--no-progress"]
     log = (tmp_path / "driver.log").open("w")
@@ -91,7 +96,7 @@ def test_kill_9_of_the_driver_then_resume_gives_exactly_n(tmp_path):
     storage = f"sqlite:///{tmp_path}/results/optuna.db"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:  # kill while one trial is done and others run
-        time.sleep(1)
+        time.sleep(0.5)
         assert driver.poll() is None, (tmp_path / "driver.log").read_text()[-3000:]
         try:
             trials = optuna.load_study(study_name="t", storage=open_storage(storage)).get_trials()
@@ -129,7 +134,7 @@ def test_kill_9_of_the_driver_then_resume_gives_exactly_n(tmp_path):
 
 
 def test_a_sweep_whose_local_ray_dies_ends_with_one_line_and_resumes(tmp_path):
-    space = write_space(tmp_path, epochs=6)
+    space = write_space(tmp_path, epochs=SLOW_EPOCHS)
     args = [sys.executable, "-m", "sensitivity.cli", "sweep", str(space), "--trials", "4", "--parallel", "2",
             "--no-progress"]
     driver = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
