@@ -6,18 +6,29 @@ timed out; 2 a usage error or bad input (one line on stderr, nothing run). The c
 """
 from __future__ import annotations
 
+import importlib
 import sys
 
-from sensitivity.commands import ablate, analysis, findings, listing, sweep, trial
 from sensitivity.commands.common import EXIT_USAGE, Parser, UsageError
 
+# The commands each module of sensitivity.commands adds, in the order of `sensitivity --help`.
+GROUPS = {"trial": ("trial",), "listing": ("frameworks", "datasets", "semantics", "import-caffe"),
+          "sweep": ("sweep", "defaults", "transfer", "studies", "export", "dashboard"),
+          "analysis": ("robustness", "plot", "report"), "findings": ("findings",), "ablate": ("ablate",)}
 
-def build_parser() -> Parser:
+
+def build_parser(command=None) -> Parser:
+    """The parser of every command, or, where `command` names one, of its module's commands only: a command
+    then imports what its own options need and no more (the trial options read TrialSpec, so pydantic)."""
     parser = Parser(prog="sensitivity", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-    for group in (trial, listing, sweep, analysis, findings, ablate):
-        group.add_parsers(commands)
+    for group, names in GROUPS.items():
+        if command is None or command not in _COMMANDS or command in names:
+            importlib.import_module(f"sensitivity.commands.{group}").add_parsers(commands)
     return parser
+
+
+_COMMANDS = {name for names in GROUPS.values() for name in names}
 
 
 def main(argv=None) -> int:
@@ -26,7 +37,7 @@ def main(argv=None) -> int:
         nul = [i for i, a in enumerate(argv, 1) if "\0" in a]  # possible in-process only, never from a shell
         if nul:
             raise UsageError(f"sensitivity: argument {nul[0]} holds a NUL character")
-        args = build_parser().parse_args(argv)
+        args = build_parser(argv[0] if argv else None).parse_args(argv)
         return args.handler(args)
     except UsageError as exc:
         print(str(exc).splitlines()[0], file=sys.stderr)

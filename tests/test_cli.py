@@ -187,3 +187,31 @@ def test_every_help_text_formats():
     assert "findings" in parser.format_help()
     for command in parser._subparsers._group_actions[0].choices.values():
         assert command.format_help()
+
+
+def test_each_command_is_parsed_by_its_own_module_alone():
+    """`sensitivity CMD` builds only the parsers of CMD's module (GROUPS): the names there must be the ones
+    each module adds, and a command's own parser parses as the full one does."""
+    import importlib
+
+    from sensitivity.cli import GROUPS, build_parser
+    from sensitivity.commands.common import Parser, UsageError
+
+    for group, names in GROUPS.items():
+        commands = Parser(prog="sensitivity").add_subparsers(dest="command", parser_class=Parser)
+        importlib.import_module(f"sensitivity.commands.{group}").add_parsers(commands)
+        assert tuple(commands.choices) == names, group
+    argv = ["findings", "s", "--storage", "sqlite:///x.db"]
+    assert vars(build_parser("findings").parse_args(argv)) == vars(build_parser().parse_args(argv))
+    with pytest.raises(UsageError) as caught:  # an unknown command gets the full parser's usage error
+        build_parser("no-such-command").parse_args(["no-such-command"])
+    assert all(f"'{name}'" in str(caught.value) for names in GROUPS.values() for name in names)
+
+
+def test_report_and_findings_parse_without_pydantic():
+    """The analysis commands import neither TrialSpec's pydantic nor the attacks: a second of startup each."""
+    code = ("import sys; from sensitivity.cli import build_parser; build_parser('report'); build_parser('findings'); "
+            "import sensitivity.analysis.report, sensitivity.analysis.findings, sensitivity.sweep.studies; "
+            "print(sorted(m for m in ('pydantic', 'sensitivity.spec', 'sensitivity.attacks') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.stdout.strip() == "[]", proc.stdout + proc.stderr

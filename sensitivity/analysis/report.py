@@ -32,7 +32,6 @@ from sensitivity.analysis.robustness import robustness_curves
 from sensitivity.analysis.seeds import NEEDS_SEEDS, has_intervals, seed_intervals
 from sensitivity.analysis.summary import framework_summary
 from sensitivity.analysis.table import OUTCOMES, REGIME, NotEnoughData, regime_sorted, regimes_of, trials_table
-from sensitivity.attacks import PGD_STEPS
 
 ENVIRONMENT = (("host", "env_host"), ("CPU", "env_cpu"), ("GPU", "gpu_name"), ("device", "env_device"),
                ("python", "env_python"), ("numpy", "env_numpy"), ("git revision", "env_git_revision"),
@@ -262,4 +261,6 @@ def _ablation(path: pd.DataFrame, source=None) -> str:
 
 
 def _robustness(curves: pd.DataFrame, source: pd.DataFrame) -> str:
+    from sensitivity.attacks import PGD_STEPS  # here: the attacks module imports TrialSpec, so pydantic
+
     return robustness_html(curves, source, PGD_STEPS)

@@ -23,15 +23,15 @@ QUEUED_ATTRS = ("seed", "config_id", "retry_of", "planned", "plan_key", "is_defa
 SPACE_HASH = "space_fingerprint"
 
 
-def _result_fields() -> tuple:
+def result_fields() -> tuple:
+    """The TrialResult fields a finished trial records, each as a user attribute of its name (`spec`: as it
+    ran). A function: TrialResult's module imports pydantic, which the analysis does not need."""
     from dataclasses import fields
 
     from sensitivity.spec import TrialResult
     return tuple(f.name for f in fields(TrialResult))
 
 
-# the TrialResult fields a finished trial records, each as a user attribute of its name (`spec`: as it ran)
-RESULT_FIELDS = _result_fields()
 # A spec recorded before TrialSpec had `semantics` ran the canonical formulas with the init it names.
 REGIME_BEFORE_SEMANTICS = {"semantics": "canonical"}
 

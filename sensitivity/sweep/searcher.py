@@ -41,12 +41,13 @@ from sensitivity.spaces import Space
 from sensitivity.spec import TrialSpec
 from sensitivity.sweep import storage as storage_health
 from sensitivity.sweep.driver_storage import flush
-from sensitivity.sweep.records import QUEUED_ATTRS, RESULT_FIELDS, counts_towards_target, driver_alive, heartbeats
+from sensitivity.sweep.records import QUEUED_ATTRS, counts_towards_target, driver_alive, heartbeats, result_fields
 from sensitivity.sweep.trial_log import log_trial
 
 log = logging.getLogger(__name__)
 
 PRUNED_FIELDS = ("accuracy", "val_accuracy", "loss", "train_time_s")  # what each epoch's report carries
+RESULT_FIELDS = result_fields()
 _STUDIES: dict = {}  # driver id -> (study, on_change): what a pickled searcher leaves out
 
 

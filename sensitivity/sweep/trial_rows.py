@@ -79,7 +79,7 @@ def _from_rdb(engine, study_id: int, keys, texts=()) -> list:
         query = sa.select(attrs.c.trial_id, attrs.c.key, attrs.c.value_json).select_from(joined).where(mine)
         if keys is not None:
             query = query.where(attrs.c.key.in_(keys))
-        rows = _driver_rows(connection, query.order_by(attrs.c.trial_user_attribute_id))
+        rows = _driver_rows(connection, query)  # unordered: one row per trial and key; a sort costs half the read
     for trial_id, key, text in rows:
         by_id[trial_id].user_attrs[key] = text  # parsed below, unless asked for as text
     parsed = [row for row in rows if row[1] not in texts]

@@ -107,3 +107,12 @@ def test_image_export_without_a_browser_says_what_to_install(table, tmp_path, mo
     with pytest.raises(RuntimeError, match="install Debian's `chromium` package"):
         write_figure(table, "frontier", tmp_path / "frontier.png")
     assert not (tmp_path / "frontier.png").exists()
+
+
+@pytest.mark.parametrize("kind", list(STUDY_KINDS))
+def test_every_kind_is_drawn_in_the_white_template(figures, kind):
+    """plotly_white, taken as plotly's default (style.py) rather than validated again in each figure."""
+    import plotly.io as pio
+
+    layout = figures[kind].to_plotly_json()["layout"]
+    assert layout["template"]["layout"]["plot_bgcolor"] == pio.templates["plotly_white"].layout.plot_bgcolor == "white"
