@@ -15,6 +15,7 @@ from sensitivity.commands.common import EXIT_USAGE, Parser, UsageError
 GROUPS = {"trial": ("trial",), "listing": ("frameworks", "datasets", "semantics", "import-caffe"),
           "sweep": ("sweep", "defaults", "transfer", "studies", "export", "dashboard"),
           "analysis": ("robustness", "plot", "report"), "findings": ("findings",), "ablate": ("ablate",)}
+_COMMANDS = {name for names in GROUPS.values() for name in names}
 
 
 def build_parser(command=None) -> Parser:
@@ -26,9 +27,6 @@ def build_parser(command=None) -> Parser:
         if command is None or command not in _COMMANDS or command in names:
             importlib.import_module(f"sensitivity.commands.{group}").add_parsers(commands)
     return parser
-
-
-_COMMANDS = {name for names in GROUPS.values() for name in names}
 
 
 def main(argv=None) -> int:

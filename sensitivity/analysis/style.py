@@ -4,7 +4,7 @@ the regime; the mark of a framework default configuration (a black-edged star, o
 
 Every figure uses plotly's "plotly_white" template, set here as plotly's default: a figure made with the
 default takes it unvalidated, where naming it in each figure's layout validated a copy of it each time (about
-30 ms a figure, a second of a report)."""
+30 ms a figure, half a second of a report's CPU)."""
 from __future__ import annotations
 
 try:

@@ -257,8 +257,8 @@ def test_a_10_s_postgresql_outage_mid_sweep_loses_nothing(tmp_path, private_post
     log = tmp_path / "driver.log"
     n = 6
     driver = subprocess.Popen(command(tmp_path, "sweep", space(tmp_path, epochs=SLOW_EPOCHS), "--trials", n,
-                                      "--parallel", 2, "--storage", url, "--no-progress"), cwd=tmp_path, stdout=subprocess.PIPE,
-                              stderr=log.open("w"), text=True)
+                                      "--parallel", 2, "--storage", url, "--no-progress"), cwd=tmp_path,
+                              stdout=subprocess.PIPE, stderr=log.open("w"), text=True)
     _wait_for(lambda: _completed(url), 300, driver, log)
     restart_after(10)
     assert driver.poll() is None, log.read_text()[-3000:]  # the driver waited through the outage
