@@ -12,16 +12,13 @@ from, read from the rows it used; where it holds both, they are kept apart (rows
 from __future__ import annotations
 
 import datetime
-import gc
 import html
-import os
-import signal
-import threading
 from pathlib import Path
 
 import pandas as pd
 
 from sensitivity.analysis.ablation import ablation_path, plot_ablation
+from sensitivity.analysis.beside import Beside
 from sensitivity.analysis.claims import findings_html, importance_html, robustness_html, transfer_html
 from sensitivity.analysis.frontier import runtime_accuracy_frontier
 from sensitivity.analysis.pages import (STYLE, figure_html, guarded, missing_html, note_html, regime_html,
@@ -42,22 +39,48 @@ def write_report(study, out_path, *, others=()) -> Path:
     sections where `study` has none, such as the study of `sensitivity transfer`."""
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    text = render_report(trials_table(study), [trials_table(other) for other in others])
-    out.write_text(text, encoding="utf-8")
+    beside = Beside(_drawn_beside, warm=WARM)  # forked before the study is read: its imports overlap the read
+    try:
+        table = trials_table(study)
+        others = [trials_table(other) for other in others]
+    except BaseException:
+        beside.stop()
+        raise
+    out.write_text(render_report(table, others, beside), encoding="utf-8")
     return out
 
 
-def render_report(table: pd.DataFrame, others=()) -> str:
-    """The page. Hyper-parameter importance, its slowest section (scikit-learn's import, two evaluators with
-    their bootstrap), is drawn in a forked process beside the others (`drawn_beside`)."""
+BESIDE = ("importance", "isolation", "contour")  # the sections drawn in the process beside
+WARM = ("optuna.importance", "scipy.stats")  # what the importance imports (scikit-learn: 1.5 s here)
+
+
+def _drawn_beside(table: pd.DataFrame) -> dict:
+    """{anchor: HTML} of the sections in BESIDE: hyper-parameter importance, the slowest section (two evaluators
+    with their bootstrap), and figures that balance the two processes' time."""
+    return {anchor: guarded(lambda: importance_html(table)) if anchor == "importance"
+            else _figure_section(table, anchor) for anchor in BESIDE}
+
+
+def render_report(table: pd.DataFrame, others=(), beside=None) -> str:
+    """The page. The sections in BESIDE are drawn in a forked process beside this one (`beside.Beside`, forked
+    here unless `write_report` forked it before reading the study)."""
     from plotly.offline import get_plotlyjs
 
     name = table.attrs.get("study", "trial table")
-    importance = drawn_beside(lambda: guarded(lambda: importance_html(table)))
+    beside = beside or Beside(_drawn_beside, warm=WARM)
+    beside.hand_over(table)
+    drawn = {}
+
+    def drawn_beside(anchor: str):
+        def wait() -> str:
+            if not drawn:
+                drawn.update(beside.result())
+            return drawn[anchor]
+        return wait
     try:
-        sections = _sections(table, others, importance)
+        sections = _sections(table, others, drawn_beside)
     except BaseException:
-        importance(stop=True)  # the child stopped, never left behind
+        beside.stop()  # the child stopped, never left behind
         raise
     sections = [(anchor, title, content() if callable(content) else content) for anchor, title, content in sections]
     nav = " ".join(f'<a href="#{anchor}">{html.escape(title)}</a>' for anchor, title, _ in sections)
@@ -69,61 +92,28 @@ def render_report(table: pd.DataFrame, others=()) -> str:
             f'</body></html>\n')
 
 
-def _sections(table: pd.DataFrame, others, importance) -> list:
-    """[(anchor, title, HTML, or the function `importance` giving it)] in the page's order."""
+def _sections(table: pd.DataFrame, others, beside) -> list:
+    """[(anchor, title, HTML, or a function giving it)] in the page's order; `beside(anchor)` gives the
+    function that waits for a section of BESIDE."""
     sources = [table, *others]
     return [("findings", "Findings", guarded(lambda: findings_html(table, others))),
             ("study", "Study", study_section(table, others)),
             ("environment", "Environment", _environment(table)),
             ("summary", "Framework by dataset", guarded(lambda: _summary(table))),
             ("frontier", "Runtime-accuracy frontier", guarded(lambda: _frontier(table))),
-            ("importance", "Hyper-parameter importance", importance),
-            ("isolation", "Isolation of each parameter", _figure_section(table, "isolation")),
+            ("importance", "Hyper-parameter importance", beside("importance")),
+            ("isolation", "Isolation of each parameter", beside("isolation")),
             ("seeds", "Seeds: mean and interval", guarded(lambda: _seeds(table))),
             ("resources", "Resource use", guarded(lambda: _resources(table))),
             ("divergence", "Divergence", _figure_section(table, "divergence")),
             ("curves", "Learning curves", _figure_section(table, "curves")),
             ("slice", "Slice", _figure_section(table, "slice")),
-            ("contour", "Contour", _figure_section(table, "contour")),
+            ("contour", "Contour", beside("contour")),
             ("transfer", "Transfer of defaults", _transfer(sources)),
             ("robustness", "Robustness", _first_of(sources, robustness_curves, _robustness,
                                                    "run sensitivity robustness")),
             ("ablation", "Ablation path between set-ups", _first_of(sources, ablation_path, _ablation,
                                                                     "run sensitivity ablate"))]
-
-
-def drawn_beside(draw):
-    """Start `draw()` (a section's HTML) in a forked process, so that a second core draws it while this one
-    draws the others; returns the function that waits for its HTML (with `stop`, that ends the child instead).
-    Drawn here instead where forking is unsafe (other threads in this process) or unavailable, and again here
-    where the child failed, so that its error is raised here."""
-    if not hasattr(os, "fork") or threading.active_count() > 1:
-        text = draw()
-        return lambda stop=False: text
-    read, write = os.pipe()
-    gc.freeze()  # the parent's objects out of the child's garbage collection: it would copy every page it touched
-    pid = os.fork()
-    if pid == 0:  # the child: its HTML down the pipe, then out without running the parent's exit handlers
-        code = 1
-        try:
-            os.close(read)
-            text = draw().encode()
-            with os.fdopen(write, "wb") as pipe:
-                pipe.write(text)
-            code = 0
-        finally:
-            os._exit(code)
-    gc.unfreeze()
-    os.close(write)
-
-    def drawn(stop: bool = False) -> str:
-        if stop:
-            os.kill(pid, signal.SIGKILL)
-        with os.fdopen(read, "rb") as pipe:
-            text = pipe.read()
-        _, status = os.waitpid(pid, 0)
-        return text.decode() if stop or os.waitstatus_to_exitcode(status) == 0 else draw()
-    return drawn
 
 
 def study_section(table: pd.DataFrame, others=()) -> str:

@@ -1,5 +1,6 @@
 """The HTML report: one page, plotly.js once, every section present or saying what would fill it."""
 import re
+import sys
 
 import pytest
 from analysis_data import make_study
@@ -71,20 +72,31 @@ def test_another_study_fills_the_transfer_and_robustness_sections(tmp_path):
     assert "one model per framework: no interval" in text  # each framework has one attacked model
 
 
-def test_a_section_drawn_beside_comes_back_whole_and_its_error_is_raised_here():
+def test_work_done_beside_comes_back_whole_and_its_error_is_raised_here():
     import os
     import threading
     import time
 
-    from sensitivity.analysis.report import drawn_beside
+    from sensitivity.analysis.beside import Beside
 
-    here, alone = os.getpid(), threading.active_count() == 1  # with other threads, drawn here
-    text = drawn_beside(lambda: f"{os.getpid()} " + "x" * 300_000)()  # more than a pipe holds at once
-    pid, body = text.split(" ")
-    assert (int(pid) != here) is alone and body == "x" * 300_000
-    with pytest.raises(ZeroDivisionError):
-        drawn_beside(lambda: 1 / 0)()
-    if alone:  # a child still drawing is ended at once
+    here, alone = os.getpid(), threading.active_count() == 1  # with other threads, done here
+    beside = Beside(lambda table: (os.getpid(), table["x"] * 2, "json" in sys.modules), warm=("json",))
+    beside.hand_over({"x": "y" * 300_000})  # more than a pipe holds at once
+    pid, doubled, warmed = beside.result()
+    assert (pid != here) is alone and doubled == "y" * 600_000 and warmed
+    failing = Beside(lambda table: 1 / table)
+    failing.hand_over(0)
+    with pytest.raises(ZeroDivisionError):  # the child failed: the work is done here, and its error raised here
+        failing.result()
+    unpicklable = Beside(lambda table: table())
+    unpicklable.hand_over(lambda: os.getpid())  # a table that cannot travel is worked on here
+    assert unpicklable.result() == here
+    if alone:  # a child still working is ended at once, and reaped
         started = time.monotonic()
-        assert drawn_beside(lambda: time.sleep(60) or "late")(stop=True) == ""
+        slow = Beside(lambda table: time.sleep(60) or "late")
+        child = slow._pid
+        slow.hand_over(1)
+        slow.stop()
         assert time.monotonic() - started < 10
+        with pytest.raises(ChildProcessError):
+            os.waitpid(child, os.WNOHANG)
