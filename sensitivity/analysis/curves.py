@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from sensitivity.analysis.table import (PARAM, REGIME, NotEnoughData, bin_parameter, defaults_of, is_categorical,
-                                        is_numeric_choice, parameter_distributions, trained, trials_table)
+                                        is_numeric_choice, parameter_distributions, parse_curves, trained,
+                                        trials_table)
 
 CURVE_FIELDS = ("train_loss", "val_accuracy", "test_accuracy", "seconds")
 TRIAL_COLUMNS = ["number", "framework", REGIME, "config_id", "seed", "outcome", "is_default"]
@@ -25,11 +26,13 @@ def learning_curves(table) -> pd.DataFrame:
     train_loss, val_accuracy, test_accuracy, seconds."""
     table = trials_table(table)
     rows = table[table["outcome"].isin(("ok", "diverged", "pruned"))].assign(is_default=lambda t: defaults_of(t))
-    rows = rows[rows["curve"].map(len) > 0]
+    curves = parse_curves(rows["curve"])
+    lengths = np.array([len(curve or ()) for curve in curves], dtype=int)
+    rows = rows[lengths > 0]
     if rows.empty:
         raise NotEnoughData("learning curves need trials with a per-epoch curve")
-    lengths = rows["curve"].map(len).to_numpy()
-    points = [point for curve in rows["curve"] for point in curve]
+    points = [point for curve in curves if curve for point in curve]
+    lengths = lengths[lengths > 0]
     out = pd.DataFrame({c: np.repeat(rows[c].to_numpy(), lengths) for c in TRIAL_COLUMNS})
     for field in ("epoch",) + CURVE_FIELDS:  # a column at a time: a frame of a million dicts takes seconds
         values = [point.get(field) for point in points]

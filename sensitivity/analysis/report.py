@@ -50,7 +50,7 @@ def write_report(study, out_path, *, others=()) -> Path:
     return out
 
 
-BESIDE = ("importance", "isolation", "contour")  # the sections drawn in the process beside
+BESIDE = ("importance", "isolation", "curves")  # the sections drawn in the process beside
 WARM = ("optuna.importance", "scipy.stats")  # what the importance imports (scikit-learn: 1.5 s here)
 
 
@@ -106,9 +106,9 @@ def _sections(table: pd.DataFrame, others, beside) -> list:
             ("seeds", "Seeds: mean and interval", guarded(lambda: _seeds(table))),
             ("resources", "Resource use", guarded(lambda: _resources(table))),
             ("divergence", "Divergence", _figure_section(table, "divergence")),
-            ("curves", "Learning curves", _figure_section(table, "curves")),
+            ("curves", "Learning curves", beside("curves")),
             ("slice", "Slice", _figure_section(table, "slice")),
-            ("contour", "Contour", beside("contour")),
+            ("contour", "Contour", _figure_section(table, "contour")),
             ("transfer", "Transfer of defaults", _transfer(sources)),
             ("robustness", "Robustness", _first_of(sources, robustness_curves, _robustness,
                                                    "run sensitivity robustness")),

@@ -3,8 +3,9 @@
 `trials_table` gives one row per final trial (orphans and surplus trials left out) with an `outcome`:
 `ok` and `diverged` (Optuna COMPLETE; a diverged trial keeps its measured, chance-level accuracy),
 `pruned` (kept apart: never on a frontier) and `failed` (FAIL, timeouts included: counted, never scored).
-Parameters keep Optuna's `param_` prefix; `framework` repeats `param_framework`; `curve` is a list of
-per-epoch dicts; `gpu_*` and `env_*` flatten the result's `gpu` and `env` records (`env_semantics` is the
+Parameters keep Optuna's `param_` prefix; `framework` repeats `param_framework`; `curve` is the JSON
+text of the trial's per-epoch curve, as stored ("[]" where none; `parse_curves` gives the lists: the learning
+curves alone read them, and parsing every curve was a sixth of a report's table); `gpu_*` and `env_*` flatten the result's `gpu` and `env` records (`env_semantics` is the
 dict a result records of its regime: regime, knobs, rule, init, optimizer, schedule).
 
 `semantics` is each trial's regime (native or canonical; see `sensitivity.semantics`). Numbers of different
@@ -70,8 +71,7 @@ def _from_study(study) -> pd.DataFrame:
 
 
 def _compact(table: pd.DataFrame) -> pd.DataFrame:
-    """Equal env `semantics` records made one object, so that a cached copy pickles each once (the curves'
-    keys are shared already: `_parse_curves`); the table is read only, never changed in place. Equal by their
+    """Equal env `semantics` records made one object, so that a cached copy pickles each once; the table is read only, never changed in place. Equal by their
     repr (records written by the same code keep one key order): half the time of sorted JSON."""
     if "env_semantics" in table:
         same = {}
@@ -152,7 +152,8 @@ def _normalise(frame: pd.DataFrame) -> pd.DataFrame:
     frame["outcome"] = _outcomes(frame)
     for column in METRICS:
         frame[column] = pd.to_numeric(frame[column], errors="coerce") if column in frame else np.nan
-    frame["curve"] = _parse_curves(frame["curve"]) if "curve" in frame else [[]] * len(frame)
+    frame["curve"] = pd.Series(_curve_texts(frame["curve"]) if "curve" in frame else "[]", index=frame.index,
+                               dtype=object)  # opaque texts: as objects, they pickle at a third of Arrow's time
     if "is_default" in frame and frame["is_default"].notna().any():
         frame["is_default"] = frame["is_default"].eq(True)
     else:
@@ -177,16 +178,16 @@ def _outcomes(frame: pd.DataFrame) -> pd.Series:
     return pd.Series(outcome, index=frame.index).where(lambda s: s.isin(OUTCOMES), "failed")
 
 
-def _parse_curves(curves) -> list:
-    """Each curve as a list of per-epoch dicts, from its JSON text or its list. The texts are parsed in one
-    call: faster than one per curve, and json shares the epochs' keys (one string each) within a call, so
-    that a cached table pickles them once."""
-    curves = list(curves)
-    texts = [i for i, curve in enumerate(curves) if isinstance(curve, str) and curve]
-    out = [list(curve) if isinstance(curve, (list, tuple, np.ndarray)) else [] for curve in curves]
-    for i, curve in zip(texts, json.loads(f"[{','.join([curves[i] for i in texts])}]")):
-        out[i] = curve if curve is not None else []
-    return out
+def _curve_texts(curves) -> list:
+    """Each curve as JSON text: a text as it is, a list (a frame made by hand) written, none as "[]"."""
+    return [curve if isinstance(curve, str) and curve else json.dumps(list(curve))
+            if isinstance(curve, (list, tuple, np.ndarray)) else "[]" for curve in curves]
+
+
+def parse_curves(texts) -> list:
+    """The curves of a `curve` column as lists of per-epoch dicts, parsed in one call: faster than one per
+    curve, and json shares the epochs' keys (one string each) within a call."""
+    return json.loads(f"[{','.join(texts)}]")
 
 
 _DERIVED: dict = {}

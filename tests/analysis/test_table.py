@@ -9,7 +9,7 @@ from analysis_data import DISTRIBUTIONS, frame, make_study, tell
 from optuna.distributions import CategoricalDistribution, FloatDistribution
 
 from sensitivity.analysis.table import (bin_parameter, configuration_label, grouped, parameter_distributions,
-                                        storage_description, trained, trials_table)
+                                        parse_curves, storage_description, trained, trials_table)
 from sensitivity.sweep.studies import trials_frame
 
 
@@ -26,7 +26,7 @@ def test_study_table_keeps_final_trials_with_their_outcome():
     assert set(trained(table)["outcome"]) <= {"ok", "diverged"}
     assert (table["framework"] == table["param_framework"]).all()
     first = table[table["outcome"] == "ok"].iloc[0]
-    assert isinstance(first["curve"], list) and first["curve"][0]["epoch"] == 1
+    assert isinstance(first["curve"], str) and parse_curves([first["curve"]])[0][0]["epoch"] == 1
     assert first["env_host"] == "testhost" and first["framework_version"].endswith("-1.0")
     assert table.attrs["study"] == "analysis-test" and table.attrs["storage"] == "in memory"
     assert set(table.attrs["distributions"]) == set(DISTRIBUTIONS)
@@ -39,7 +39,7 @@ def test_a_table_from_an_exported_csv_reads_the_same(tmp_path):
     from_csv = trials_table(pd.read_csv(path))
     from_study = trials_table(study)
     assert from_csv["outcome"].tolist() == from_study["outcome"].tolist()
-    assert from_csv["curve"].map(len).tolist() == from_study["curve"].map(len).tolist()
+    assert parse_curves(from_csv["curve"]) == parse_curves(from_study["curve"])
     assert from_csv["accuracy"].fillna(-1).round(9).tolist() == from_study["accuracy"].fillna(-1).round(9).tolist()
     assert trials_table(from_csv) is from_csv  # already a table: returned as it is
 

@@ -12,7 +12,7 @@ import sqlalchemy
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 from optuna.trial import TrialState
 
-from sensitivity.analysis.table import trials_table
+from sensitivity.analysis.table import parse_curves, trials_table
 from sensitivity.sweep import synthetic, trial_rows
 from sensitivity.sweep.storage import open_storage
 from sensitivity.sweep.studies import trials_frame
@@ -97,7 +97,7 @@ def test_a_synthetic_study_reads_back_through_plain_optuna(storage_url, study_na
     assert trials[0].user_attrs["is_default"] and trials[0].params["framework"] == "torch"
     assert study.best_trial.value == max(t.value for t in done)
     table = assert_same(study, monkeypatch)
-    assert len(table) == 40 and table["curve"].map(len).max() == synthetic.EPOCHS
+    assert len(table) == 40 and max(map(len, parse_curves(table["curve"]))) == synthetic.EPOCHS
     assert synthetic.write_study(storage_url, study_name, 10) == 50  # appends, numbered on
 
 
@@ -132,4 +132,4 @@ def test_the_cache_holds_the_normalised_table_with_equal_records_shared(storage_
     pd.testing.assert_frame_equal(cached, first)
     records = [r for r in cached["env_semantics"] if isinstance(r, dict)]
     assert len(records) == 30 and len({id(r) for r in records}) == len({repr(r) for r in records}) < 30
-    assert all(isinstance(point, dict) for curve in cached["curve"] for point in curve)
+    assert all(isinstance(point, dict) for curve in parse_curves(cached["curve"]) for point in curve)
