@@ -215,3 +215,23 @@ def test_report_and_findings_parse_without_pydantic():
             "print(sorted(m for m in ('pydantic', 'sensitivity.spec', 'sensitivity.attacks') if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.stdout.strip() == "[]", proc.stdout + proc.stderr
+
+
+def test_a_read_only_command_ends_its_process_once_its_output_is_flushed(tmp_path):
+    from sensitivity.sweep import synthetic
+
+    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    synthetic.write_study(storage, "s", 12)
+    script = ("import atexit, sys; atexit.register(lambda: print('torn down', file=sys.stderr)); "
+              "from sensitivity.cli import main; sys.exit(main())")
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=300)
+    found = run("findings", "s", "--json", "--storage", storage)  # its whole output, then no teardown
+    assert found.returncode == 0 and json.loads(found.stdout)["study"] == "s", found.stderr[-2000:]
+    assert "torn down" not in found.stderr
+    missing = run("findings", "nosuch", "--storage", storage)  # the exit code kept
+    assert missing.returncode == 2 and missing.stderr.strip().splitlines()[0].startswith("sensitivity findings")
+    assert "torn down" not in missing.stderr
+    listed = run("studies", "list", "--storage", storage)  # other commands end as usual
+    assert listed.returncode == 0 and "s" in listed.stdout and "torn down" in listed.stderr

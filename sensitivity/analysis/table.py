@@ -3,10 +3,11 @@
 `trials_table` gives one row per final trial (orphans and surplus trials left out) with an `outcome`:
 `ok` and `diverged` (Optuna COMPLETE; a diverged trial keeps its measured, chance-level accuracy),
 `pruned` (kept apart: never on a frontier) and `failed` (FAIL, timeouts included: counted, never scored).
-Parameters keep Optuna's `param_` prefix; `framework` repeats `param_framework`; `curve` is the JSON
-text of the trial's per-epoch curve, as stored ("[]" where none; `parse_curves` gives the lists: the learning
-curves alone read them, and parsing every curve was a sixth of a report's table); `gpu_*` and `env_*` flatten the result's `gpu` and `env` records (`env_semantics` is the
-dict a result records of its regime: regime, knobs, rule, init, optimizer, schedule).
+Parameters keep Optuna's `param_` prefix; `framework` repeats `param_framework`; `curve` is the JSON text
+of the trial's per-epoch curve as stored, "[]" where none (`parse_curves` gives the lists: the learning curves
+alone read them, and parsing every curve was a sixth of the table's build); `gpu_*` and `env_*` flatten the
+result's `gpu` and `env` records (`env_semantics` is the dict a result records of its regime: regime, knobs,
+rule, init, optimizer, schedule).
 
 `semantics` is each trial's regime (native or canonical; see `sensitivity.semantics`). Numbers of different
 regimes are never aggregated together: `BY_FRAMEWORK`, the keys every per-framework analysis groups by,
@@ -71,8 +72,9 @@ def _from_study(study) -> pd.DataFrame:
 
 
 def _compact(table: pd.DataFrame) -> pd.DataFrame:
-    """Equal env `semantics` records made one object, so that a cached copy pickles each once; the table is read only, never changed in place. Equal by their
-    repr (records written by the same code keep one key order): half the time of sorted JSON."""
+    """Equal env `semantics` records made one object, so that a cached copy pickles each once; the table is
+    read only, never changed in place. Equal by their repr (records written by the same code keep one key
+    order): half the time of sorted JSON."""
     if "env_semantics" in table:
         same = {}
         table["env_semantics"] = [same.setdefault(repr(r), r) if isinstance(r, dict) else r
@@ -180,7 +182,7 @@ def _outcomes(frame: pd.DataFrame) -> pd.Series:
 
 def _curve_texts(curves) -> list:
     """Each curve as JSON text: a text as it is, a list (a frame made by hand) written, none as "[]"."""
-    return [curve if isinstance(curve, str) and curve else json.dumps(list(curve))
+    return [curve if isinstance(curve, str) and curve not in ("", "null") else json.dumps(list(curve))
             if isinstance(curve, (list, tuple, np.ndarray)) else "[]" for curve in curves]
 
 
