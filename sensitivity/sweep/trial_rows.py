@@ -80,9 +80,12 @@ def _from_rdb(engine, study_id: int, keys, texts=()) -> list:
         if keys is not None:
             query = query.where(attrs.c.key.in_(keys))
         rows = _driver_rows(connection, query)  # unordered: one row per trial and key; a sort costs half the read
-    for trial_id, key, text in rows:
-        by_id[trial_id].user_attrs[key] = text  # parsed below, unless asked for as text
-    parsed = [row for row in rows if row[1] not in texts]
+    parsed = []  # the rows whose JSON is parsed below; the others are kept as text
+    for row in rows:
+        if row[1] in texts:
+            by_id[row[0]].user_attrs[row[1]] = row[2]
+        else:
+            parsed.append(row)
     for start in range(0, len(parsed), BATCH):
         batch = parsed[start:start + BATCH]
         for (trial_id, key, _), value in zip(batch, json.loads(f"[{','.join([row[2] for row in batch])}]")):
