@@ -210,7 +210,7 @@ def plot_divergence(data: pd.DataFrame):
 
 
 def plot_slice(points: pd.DataFrame):
-    names = list(dict.fromkeys(points["parameter"]))
+    names = list(points["parameter"].unique())  # in order of appearance
     fig, positions, height = _grid(names)
     palette, regimes = colours(points["framework"]), regimes_of(points)
     counts = points.drop_duplicates("number").groupby(["framework", REGIME]).size()
@@ -226,12 +226,14 @@ def plot_slice(points: pd.DataFrame):
             series = series_name(framework, regime, regimes)
             part, note = drawn(part)
             part = text(part)
-            fig.add_trace(go.Scattergl(
-                x=part["value"].to_numpy(), y=part["accuracy"].to_numpy(), mode="markers",
+            fig.add_trace(go.Scattergl(  # no object arrays where avoidable: plotly deep-copies those item by item
+                x=part["value"].to_numpy(dtype=object if scale == "category" else float),
+                y=part["accuracy"].to_numpy(), mode="markers",
                 name=f"{series} (n={counts[(framework, regime)]} trials{note})", legendgroup=series,
                 showlegend=(row, col) == (1, 1),
                 marker=dict(color=palette[framework], size=5, opacity=0.5, symbol=symbol(regime)),
-                hovertext="#" + part["number"].astype(str) + " " + part["outcome"], hoverinfo="text+x+y"),
+                hovertext=("#" + part["number"].astype(str) + " " + part["outcome"]).to_numpy(dtype=str),
+                hoverinfo="text+x+y"),
                 row=row, col=col)
         marked = text(rows[rows["is_default"]])
         add_default_marks(fig, marked["value"], marked["accuracy"], marked["framework"] + " (" + marked[REGIME]
