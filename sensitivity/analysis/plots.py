@@ -166,6 +166,7 @@ def _per_parameter(data: pd.DataFrame, y: str, hover, title: str, y_title: str, 
     names = list(dict.fromkeys(data["parameter"]))
     fig, positions, height = _grid(names)
     palette, regimes = colours(data["framework"]), regimes_of(data)
+    hovers = hover(data)  # made once for all lines: a string operation per line cost more than the figure
     for name, (row, col) in zip(names, positions):
         rows = data[data["parameter"] == name].sort_values("order")
         _ordered_axis(fig, rows.drop_duplicates("order")["value"], row, col)
@@ -175,7 +176,8 @@ def _per_parameter(data: pd.DataFrame, y: str, hover, title: str, y_title: str, 
                                      legendgroup=series, showlegend=(row, col) == (1, 1),
                                      line=dict(color=palette[framework], dash=dash(regime)),
                                      marker=dict(color=palette[framework], symbol=symbol(regime)),
-                                     hovertext=hover(line), hoverinfo="text"), row=row, col=col)
+                                     hovertext=hovers[line.index].to_numpy(dtype=str), hoverinfo="text"),
+                          row=row, col=col)
         fig.update_xaxes(tickangle=-30, automargin=True, tickfont=dict(size=10), row=row, col=col)
         mask, marked_y = marks(rows)
         add_default_marks(fig, rows["value"][mask], marked_y[mask], rows["framework"][mask] + " (" +
