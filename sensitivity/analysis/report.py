@@ -39,7 +39,7 @@ def write_report(study, out_path, *, others=()) -> Path:
     sections where `study` has none, such as the study of `sensitivity transfer`."""
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    beside = Beside(_drawn_beside, warm=WARM)  # forked before the study is read: its imports overlap the read
+    beside = _beside()  # forked before the study is read: its imports overlap the read
     try:
         table = trials_table(study)
         others = [trials_table(other) for other in others]
@@ -50,70 +50,78 @@ def write_report(study, out_path, *, others=()) -> Path:
     return out
 
 
-BESIDE = ("importance", "isolation", "curves")  # the sections drawn in the process beside
+SECTIONS = (("findings", "Findings"), ("study", "Study"), ("environment", "Environment"),
+            ("summary", "Framework by dataset"), ("frontier", "Runtime-accuracy frontier"),
+            ("importance", "Hyper-parameter importance"), ("isolation", "Isolation of each parameter"),
+            ("seeds", "Seeds: mean and interval"), ("resources", "Resource use"), ("divergence", "Divergence"),
+            ("curves", "Learning curves"), ("slice", "Slice"), ("contour", "Contour"),
+            ("transfer", "Transfer of defaults"), ("robustness", "Robustness"),
+            ("ablation", "Ablation path between set-ups"))  # the page's order
+# Who draws what. Here first: the findings, whose cache lives with this process's table, and the frontier,
+# which shares their computation. Beside first: the importance, the slowest section, in the process that
+# imported scikit-learn. Then the others, slowest first, each by whichever process is free (`Beside.claim`).
+HERE = ("findings", "frontier")
+BESIDE = ("importance",)
+SHARED = ("curves", "divergence", "isolation", "slice", "summary", "contour", "seeds", "transfer", "resources",
+          "environment", "study", "robustness", "ablation")
 WARM = ("optuna.importance", "scipy.stats")  # what the importance imports (scikit-learn: 1.5 s here)
 
 
-def _drawn_beside(table: pd.DataFrame) -> dict:
-    """{anchor: HTML} of the sections in BESIDE: hyper-parameter importance, the slowest section (two evaluators
-    with their bootstrap), and figures that balance the two processes' time."""
-    return {anchor: guarded(lambda: importance_html(table)) if anchor == "importance"
-            else _figure_section(table, anchor) for anchor in BESIDE}
+def _beside():
+    return Beside(_drawn_beside, warm=WARM, shared=len(SHARED))
+
+
+def _drawn_beside(tables, claim) -> dict:
+    """{anchor: HTML} of the sections drawn beside: those of BESIDE, then those of SHARED it claims."""
+    table, others = tables
+    sections = _sections(table, others)
+    drawn = {anchor: sections[anchor]() for anchor in BESIDE}
+    drawn.update((SHARED[item], sections[SHARED[item]]()) for item in iter(claim, None))
+    return drawn
 
 
 def render_report(table: pd.DataFrame, others=(), beside=None) -> str:
-    """The page. The sections in BESIDE are drawn in a forked process beside this one (`beside.Beside`, forked
-    here unless `write_report` forked it before reading the study)."""
+    """The page, drawn by this process and one forked beside it (`beside.Beside`, forked here unless
+    `write_report` forked it before reading the study); what the child did not draw is drawn here."""
     from plotly.offline import get_plotlyjs
 
     name = table.attrs.get("study", "trial table")
-    beside = beside or Beside(_drawn_beside, warm=WARM)
-    beside.hand_over(table)
-    drawn = {}
-
-    def drawn_beside(anchor: str):
-        def wait() -> str:
-            if not drawn:
-                drawn.update(beside.result())
-            return drawn[anchor]
-        return wait
+    beside = beside or _beside()
+    beside.hand_over((table, list(others)))
+    sections = _sections(table, others)
     try:
-        sections = _sections(table, others, drawn_beside)
+        drawn = {anchor: sections[anchor]() for anchor in HERE}
+        drawn.update((SHARED[item], sections[SHARED[item]]()) for item in iter(beside.claim, None))
     except BaseException:
         beside.stop()  # the child stopped, never left behind
         raise
-    sections = [(anchor, title, content() if callable(content) else content) for anchor, title, content in sections]
-    nav = " ".join(f'<a href="#{anchor}">{html.escape(title)}</a>' for anchor, title, _ in sections)
-    body = "\n".join(f'<section id="{anchor}"><h2>{html.escape(title)}</h2>\n{content}\n</section>'
-                     for anchor, title, content in sections)
+    drawn.update(beside.result())
+    drawn.update((anchor, sections[anchor]()) for anchor, _ in SECTIONS if anchor not in drawn)
+    nav = " ".join(f'<a href="#{anchor}">{html.escape(title)}</a>' for anchor, title in SECTIONS)
+    body = "\n".join(f'<section id="{anchor}"><h2>{html.escape(title)}</h2>\n{drawn[anchor]}\n</section>'
+                     for anchor, title in SECTIONS)
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>sensitivity report: '
             f'{html.escape(name)}</title>\n<style>{STYLE}</style>\n<script type="text/javascript">{get_plotlyjs()}'
             f'</script></head>\n<body><h1>sensitivity report: {html.escape(name)}</h1>\n<nav>{nav}</nav>\n{body}\n'
             f'</body></html>\n')
 
 
-def _sections(table: pd.DataFrame, others, beside) -> list:
-    """[(anchor, title, HTML, or a function giving it)] in the page's order; `beside(anchor)` gives the
-    function that waits for a section of BESIDE."""
+def _sections(table: pd.DataFrame, others) -> dict:
+    """{anchor: the function that draws its section's HTML} for every anchor of SECTIONS."""
     sources = [table, *others]
-    return [("findings", "Findings", guarded(lambda: findings_html(table, others))),
-            ("study", "Study", study_section(table, others)),
-            ("environment", "Environment", _environment(table)),
-            ("summary", "Framework by dataset", guarded(lambda: _summary(table))),
-            ("frontier", "Runtime-accuracy frontier", guarded(lambda: _frontier(table))),
-            ("importance", "Hyper-parameter importance", beside("importance")),
-            ("isolation", "Isolation of each parameter", beside("isolation")),
-            ("seeds", "Seeds: mean and interval", guarded(lambda: _seeds(table))),
-            ("resources", "Resource use", guarded(lambda: _resources(table))),
-            ("divergence", "Divergence", _figure_section(table, "divergence")),
-            ("curves", "Learning curves", beside("curves")),
-            ("slice", "Slice", _figure_section(table, "slice")),
-            ("contour", "Contour", _figure_section(table, "contour")),
-            ("transfer", "Transfer of defaults", _transfer(sources)),
-            ("robustness", "Robustness", _first_of(sources, robustness_curves, _robustness,
-                                                   "run sensitivity robustness")),
-            ("ablation", "Ablation path between set-ups", _first_of(sources, ablation_path, _ablation,
-                                                                    "run sensitivity ablate"))]
+    return {"findings": lambda: guarded(lambda: findings_html(table, others)),
+            "study": lambda: study_section(table, others),
+            "environment": lambda: _environment(table),
+            "summary": lambda: guarded(lambda: _summary(table)),
+            "frontier": lambda: guarded(lambda: _frontier(table)),
+            "importance": lambda: guarded(lambda: importance_html(table)),
+            "seeds": lambda: guarded(lambda: _seeds(table)),
+            "resources": lambda: guarded(lambda: _resources(table)),
+            **{kind: (lambda kind=kind: _figure_section(table, kind))
+               for kind in ("isolation", "divergence", "curves", "slice", "contour")},
+            "transfer": lambda: _transfer(sources),
+            "robustness": lambda: _first_of(sources, robustness_curves, _robustness, "run sensitivity robustness"),
+            "ablation": lambda: _first_of(sources, ablation_path, _ablation, "run sensitivity ablate")}
 
 
 def study_section(table: pd.DataFrame, others=()) -> str:

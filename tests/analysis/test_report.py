@@ -80,23 +80,47 @@ def test_work_done_beside_comes_back_whole_and_its_error_is_raised_here():
     from sensitivity.analysis.beside import Beside
 
     here, alone = os.getpid(), threading.active_count() == 1  # with other threads, done here
-    beside = Beside(lambda table: (os.getpid(), table["x"] * 2, "json" in sys.modules), warm=("json",))
+    beside = Beside(lambda table, claim: (os.getpid(), table["x"] * 2, "json" in sys.modules), warm=("json",))
     beside.hand_over({"x": "y" * 300_000})  # more than a pipe holds at once
     pid, doubled, warmed = beside.result()
     assert (pid != here) is alone and doubled == "y" * 600_000 and warmed
-    failing = Beside(lambda table: 1 / table)
+    failing = Beside(lambda table, claim: 1 / table)
     failing.hand_over(0)
     with pytest.raises(ZeroDivisionError):  # the child failed: the work is done here, and its error raised here
         failing.result()
-    unpicklable = Beside(lambda table: table())
+    unpicklable = Beside(lambda table, claim: table())
     unpicklable.hand_over(lambda: os.getpid())  # a table that cannot travel is worked on here
     assert unpicklable.result() == here
     if alone:  # a child still working is ended at once, and reaped
         started = time.monotonic()
-        slow = Beside(lambda table: time.sleep(60) or "late")
+        slow = Beside(lambda table, claim: time.sleep(60) or "late")
         child = slow._pid
         slow.hand_over(1)
         slow.stop()
         assert time.monotonic() - started < 10
         with pytest.raises(ChildProcessError):
             os.waitpid(child, os.WNOHANG)
+
+
+def test_shared_items_are_each_done_once_by_whichever_process_is_free():
+    import os
+    import threading
+    import time
+
+    from sensitivity.analysis.beside import Beside
+
+    alone = threading.active_count() == 1  # with other threads, no child: everything is done here
+
+    def work(table, claim):  # beside: slow items, so that this process takes its share
+        return {item: (os.getpid(), time.sleep(0.2)) for item in iter(claim, None)}
+    beside = Beside(work, shared=20)
+    beside.hand_over(None)
+    mine = {}
+    for item in iter(beside.claim, None):
+        mine[item] = (os.getpid(), time.sleep(0.1))
+    theirs = beside.result()
+    assert sorted([*mine, *theirs]) == list(range(20))  # every item once
+    assert mine and bool(theirs) is alone and all(pid != os.getpid() for pid, _ in theirs.values())
+    stopped = Beside(work, shared=5)
+    stopped.stop()  # no sharing after a stop: the items are left to whoever reads the result
+    assert stopped.claim() is None and stopped.result() == {}
