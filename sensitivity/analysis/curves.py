@@ -28,11 +28,10 @@ def learning_curves(table) -> pd.DataFrame:
     rows = table[table["outcome"].isin(("ok", "diverged", "pruned"))].assign(is_default=lambda t: defaults_of(t))
     curves = parse_curves(rows["curve"])
     lengths = np.array([len(curve) for curve in curves], dtype=int)
-    rows = rows[lengths > 0]
+    rows, lengths = rows[lengths > 0], lengths[lengths > 0]
     if rows.empty:
         raise NotEnoughData("learning curves need trials with a per-epoch curve")
     points = [point for curve in curves for point in curve]
-    lengths = lengths[lengths > 0]
     out = pd.DataFrame({c: np.repeat(rows[c].to_numpy(), lengths) for c in TRIAL_COLUMNS})
     for field in ("epoch",) + CURVE_FIELDS:  # a column at a time: a frame of a million dicts takes seconds
         values = [point.get(field) for point in points]

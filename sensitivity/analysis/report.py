@@ -75,9 +75,12 @@ def _drawn_beside(tables, claim) -> dict:
     """{anchor: HTML} of the sections drawn beside: those of BESIDE, then those of SHARED it claims."""
     table, others = tables
     sections = _sections(table, others)
-    drawn = {anchor: sections[anchor]() for anchor in BESIDE}
-    drawn.update((SHARED[item], sections[SHARED[item]]()) for item in iter(claim, None))
-    return drawn
+    return {**{anchor: sections[anchor]() for anchor in BESIDE}, **_claimed(sections, claim)}
+
+
+def _claimed(sections: dict, claim) -> dict:
+    """{anchor: HTML} of the sections of SHARED this process claims, until none is left."""
+    return {SHARED[item]: sections[SHARED[item]]() for item in iter(claim, None)}
 
 
 def render_report(table: pd.DataFrame, others=(), beside=None) -> str:
@@ -90,8 +93,7 @@ def render_report(table: pd.DataFrame, others=(), beside=None) -> str:
     beside.hand_over((table, list(others)))
     sections = _sections(table, others)
     try:
-        drawn = {anchor: sections[anchor]() for anchor in HERE}
-        drawn.update((SHARED[item], sections[SHARED[item]]()) for item in iter(beside.claim, None))
+        drawn = {**{anchor: sections[anchor]() for anchor in HERE}, **_claimed(sections, beside.claim)}
     except BaseException:
         beside.stop()  # the child stopped, never left behind
         raise

@@ -181,9 +181,16 @@ def _outcomes(frame: pd.DataFrame) -> pd.Series:
 
 
 def _curve_texts(curves) -> list:
-    """Each curve as JSON text: a text as it is, a list (a frame made by hand) written, none as "[]"."""
-    return [curve if isinstance(curve, str) and curve not in ("", "null") else json.dumps(list(curve))
-            if isinstance(curve, (list, tuple, np.ndarray)) else "[]" for curve in curves]
+    return [_curve_text(curve) for curve in curves]
+
+
+def _curve_text(curve) -> str:
+    """A curve as JSON text: a text as it is, a list (a frame made by hand) written, none as "[]"."""
+    if isinstance(curve, str) and curve not in ("", "null"):
+        return curve
+    if isinstance(curve, (list, tuple, np.ndarray)):
+        return json.dumps(list(curve))
+    return "[]"
 
 
 def parse_curves(texts) -> list:
