@@ -7,6 +7,7 @@ default report and export paths), so it is checked once, wherever it enters: let
 """
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -14,6 +15,11 @@ RESULTS = Path("results")
 MAX_NAME = 100
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 ALLOWED = f"letters, digits, '.', '_' and '-', starting with a letter or digit, at most {MAX_NAME} characters"
+
+
+def cache_root() -> Path:
+    """Where downloads and caches live: $SENSITIVITY_CACHE_DIR, else ~/.cache/sensitivity."""
+    return Path(os.environ.get("SENSITIVITY_CACHE_DIR") or Path.home() / ".cache" / "sensitivity").expanduser()
 
 
 class UnsafeName(ValueError):

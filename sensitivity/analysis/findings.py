@@ -60,13 +60,22 @@ class Findings(NamedTuple):
 def findings(table, others=(), effect: float = EFFECT) -> Findings:
     """The findings of the main study `table` (its frontier) and of `others` (studies of `sensitivity transfer`
     and robustness records), read together. Those of a study alone are cached beside its table
-    (`trial_rows.cached_beside`): `sensitivity findings` after a report reads the report's."""
+    (`trial_rows.cached_beside`), with their records (`findings_records`): `sensitivity findings` after a
+    report reads the report's."""
+    from sensitivity.analysis.findings_records import cache_name
     from sensitivity.sweep.trial_rows import cached_beside
 
     table = trials_table(table)
     if others:
         return _findings(table, [trials_table(o) for o in others], effect)
-    return cached_beside(table, f"findings-{effect!r}", lambda: _findings(table, [], effect))
+    found = cached_beside(table, f"findings-{effect!r}", lambda: _findings(table, [], effect))
+    cached_beside(table, cache_name(effect), lambda: findings_records(found))
+    return found
+
+
+def findings_records(found: Findings) -> dict:
+    """{"claims": [...], "comparisons": [...]}: the findings as JSON-ready records (`findings_records`)."""
+    return {"claims": as_records(found.claims, CLAIM_COLUMNS), "comparisons": as_records(found.comparisons, COMPARISONS)}
 
 
 def _findings(table: pd.DataFrame, others: list, effect: float) -> Findings:

@@ -62,7 +62,7 @@ def _from_study(study) -> pd.DataFrame:
         frame = _trials_of(study)
         frame.attrs["dataset"] = space.get("dataset")
         return _compact(_normalise(frame))
-    frame = cached_frame(study, build, depends_on=[space.get("dataset"), len(study.directions)])
+    frame = cached_frame(study, build)
     frame.attrs.update(study=study.study_name, storage=storage_description(study), dataset=space.get("dataset"),
                        directions=[d.name.lower() for d in study.directions],
                        ablation=study.user_attrs.get("ablation"),

@@ -25,28 +25,20 @@ def add_parsers(commands) -> None:
 
 
 def _cmd_findings(args) -> int:
-    from sensitivity.analysis.findings import CLAIM_COLUMNS, COMPARISONS, as_records, findings
-    from sensitivity.analysis.table import REGIME
+    from sensitivity.analysis.findings_records import cache_name, findings_text
+    from sensitivity.sweep.trial_rows import cached_result
 
-    study = load_study("findings", args.study, args.storage)
-    others = [load_study("findings", name, args.storage) for name in args.with_study]
-    found = findings(study, others, effect=args.effect)
+    # those a report cached for this study alone, read without opening it; else computed (and cached)
+    found = None if args.with_study else cached_result(args.storage, args.study, cache_name(args.effect))
+    if found is None:
+        from sensitivity.analysis.findings import findings, findings_records
+
+        study = load_study("findings", args.study, args.storage)
+        others = [load_study("findings", name, args.storage) for name in args.with_study]
+        found = findings_records(findings(study, others, effect=args.effect))
     if args.json:
-        print(json.dumps({"study": args.study, "with": args.with_study, "effect": args.effect,
-                          "claims": as_records(found.claims, CLAIM_COLUMNS),
-                          "comparisons": as_records(found.comparisons, COMPARISONS)}, indent=2))
-        return EXIT_OK
-    tests = int(found.comparisons["p_holm"].notna().sum())
-    print(f"Findings of {args.study}" + (f" with {', '.join(args.with_study)}" if args.with_study else "")
-          + f": {tests} tested comparisons, Holm-corrected (the 95% intervals are not); equivalent where an "
-          f"interval lies within +-{args.effect:g}")
-    for regime, claims in found.claims.groupby(REGIME, sort=False):
-        print(f"\n{regime}")
-        for row in claims.to_dict("records"):
-            print(f"  [{row['verdict']}] {row['claim']}: {row['sentence']}")
-            if args.all:
-                rows = found.comparisons[found.comparisons[REGIME].eq(regime)
-                                         & found.comparisons["claim"].eq(row["claim"])]
-                for sentence in rows["sentence"]:
-                    print(f"      - {sentence}")
+        print(json.dumps({"study": args.study, "with": args.with_study, "effect": args.effect, **found}, indent=2))
+    else:
+        heading = f"Findings of {args.study}" + (f" with {', '.join(args.with_study)}" if args.with_study else "")
+        print(findings_text(found, heading, args.effect, every=args.all))
     return EXIT_OK

@@ -14,13 +14,11 @@ import zipfile
 from pathlib import Path
 from typing import Callable
 
+from sensitivity.paths import cache_root
+
 from .base import Dataset, DatasetInfo
 
 FORMAT_VERSION = 1  # bump when a parser's output changes, so older cache entries are not reused
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get("SENSITIVITY_CACHE_DIR") or Path.home() / ".cache" / "sensitivity").expanduser()
 
 
 def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path:

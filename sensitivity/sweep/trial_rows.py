@@ -114,28 +114,27 @@ def _distribution(text: str) -> tuple:
     return dist, distribution_to_json(dist)
 
 
-CACHE_FORMAT = 3  # raise when what is cached changes shape (3: (key, value) pickles, results beside the table)
+CACHE_FORMAT = 4  # raise when what is cached changes shape (4: the study's own attributes in the key)
 CODE = ("analysis", "sweep/trial_rows.py", "sweep/studies.py")  # what builds them, in the package
 
 
 def cache_dir():
-    """Where trial frames are cached: trials/ under the cache root of `sensitivity.datasets.cache`
-    ($SENSITIVITY_CACHE_DIR, else ~/.cache/sensitivity); None when SENSITIVITY_TRIAL_CACHE is `off`."""
+    """Where trial frames are cached: trials/ under the cache root (`sensitivity.paths.cache_root`); None
+    when SENSITIVITY_TRIAL_CACHE is `off`."""
     import os
 
-    from sensitivity.datasets.cache import cache_root
+    from sensitivity.paths import cache_root
     return None if os.environ.get("SENSITIVITY_TRIAL_CACHE") == "off" else cache_root() / "trials"
 
 
 _BESIDE: dict = {}  # id(frame) -> (weak reference to it, its cache file, its key): for `cached_beside`
 
 
-def cached_frame(study, build, depends_on=()):
-    """`build(study)`, a DataFrame of the study's trials, or the copy cached by an earlier call while the study
-    is unchanged since (RDB storages only). Unchanged means the same trials, states, completion times and
-    user attributes (their count, last id and total length): a driver's every write changes one of them;
-    and the same `depends_on` (JSON-able: what else `build` reads of the study) and code (`code_version`)."""
-    import hashlib
+def cached_frame(study, build):
+    """`build(study)`, a DataFrame of the study's trials (and attrs made from the study), or the copy cached by
+    an earlier call while the study and the code (`code_version`) are unchanged (RDB storages only).
+    Unchanged means the same trials, states, completion times and user attributes (their count, last id and
+    total length: a driver's every write changes one of them), and the same study attributes and directions."""
     import weakref
 
     backend = getattr(study._storage, "_backend", study._storage)
@@ -143,10 +142,8 @@ def cached_frame(study, build, depends_on=()):
     from optuna.storages import RDBStorage
     if folder is None or not isinstance(backend, RDBStorage):
         return build(study)
-    key = _state_key(backend.engine, study._study_id) + [json.dumps(depends_on, sort_keys=True, default=str),
-                                                         code_version()]
-    place = hashlib.sha256(f"{backend.url}|{study._study_id}|{study.study_name}".encode()).hexdigest()[:24]
-    path = folder / f"{place}.pkl"
+    key = _state_key(backend.engine, study._study_id) + [code_version()]
+    path = _place(folder, backend.url, study._study_id, study.study_name)
     frame = _cached(path, key, lambda: build(study))
     _BESIDE[id(frame)] = (weakref.ref(frame, lambda _, i=id(frame): _BESIDE.pop(i, None)), path, key)
     return frame
@@ -154,17 +151,62 @@ def cached_frame(study, build, depends_on=()):
 
 def cached_beside(frame, name: str, compute):
     """`compute()`, a result derived from `frame` (of `cached_frame`) alone, or the copy an earlier process
-    cached beside the frame's own (file NAME beside it) while the study, the frame's attrs (the study's own
-    attributes: robustness records, ablation, read afresh) and the code are unchanged: a report computes the
-    findings, and `sensitivity findings` after it reads them. `compute()` for other frames."""
-    import hashlib
-
+    cached beside the frame's own (file NAME beside it) while the study and the code are unchanged: a report
+    computes the findings, and `sensitivity findings` after it reads them (`cached_result`). `compute()` for
+    other frames."""
     entry = _BESIDE.get(id(frame))
     if entry is None or entry[0]() is not frame:
         return compute()
     _, path, key = entry
-    attrs = hashlib.sha256(json.dumps(frame.attrs, sort_keys=True, default=str).encode()).hexdigest()
-    return _cached(path.with_name(f"{path.stem}-{name}.pkl"), key + [name, attrs], compute)
+    return _cached(_beside_path(path, name), key + [name], compute)
+
+
+def cached_result(url, study_name: str, name: str):
+    """The result NAME that `cached_beside` cached for the study `study_name` of the RDB storage `url` (None:
+    the default), if it is current, read without Optuna (SQLAlchemy alone: a third of a second, against a
+    second to open the study and import pandas); else None: nothing current is cached, the cache is off, the
+    storage is a journal, or it cannot be read as it stands. The caller then opens the study as usual, which
+    reports any error. Reads only: an SQLite file is opened read-only, and a missing one is not created."""
+    from sensitivity.sweep.storage import _file_of, default_url
+
+    url, folder = url or default_url(), cache_dir()
+    path = _file_of(url)
+    if folder is None or "://" not in url or (path is not None and not (url.startswith("sqlite:///")
+                                                                       and path.is_file())):
+        return None
+    import sqlite3
+
+    import sqlalchemy as sa
+    engine = None
+    try:
+        if path is not None:  # read-only: a file is never created or written here
+            engine = sa.create_engine("sqlite://", creator=lambda: sqlite3.connect(f"file:{path}?mode=ro", uri=True))
+        else:
+            engine = sa.create_engine(url)
+        with engine.connect() as connection:
+            study_id = connection.execute(sa.text("SELECT study_id FROM studies WHERE study_name = :n"),
+                                          {"n": study_name}).scalar()
+        if study_id is None:
+            return None
+        key = _state_key(engine, study_id) + [code_version(), name]
+        found, value = _read(_beside_path(_place(folder, url, study_id, study_name), name), key)
+        return value if found else None
+    except (sa.exc.SQLAlchemyError, sqlite3.Error, OSError, ImportError, ValueError):
+        return None
+    finally:
+        if engine is not None:
+            engine.dispose()
+
+
+def _place(folder, url: str, study_id: int, study_name: str):
+    """The cache file of a study's frame: named by a digest of its storage URL, id and name."""
+    import hashlib
+
+    return folder / f"{hashlib.sha256(f'{url}|{study_id}|{study_name}'.encode()).hexdigest()[:24]}.pkl"
+
+
+def _beside_path(path, name: str):
+    return path.with_name(f"{path.stem}-{name}.pkl")
 
 
 def _cached(path, key: list, compute):
@@ -173,13 +215,9 @@ def _cached(path, key: list, compute):
     import pickle
     import uuid
 
-    try:
-        with open(path, "rb") as file:
-            stored, value = pickle.load(file)
-        if stored == key:
-            return value
-    except (OSError, ValueError, TypeError, EOFError, AttributeError, ImportError, pickle.UnpicklingError):
-        pass  # no copy yet, or one this code cannot read
+    found, value = _read(path, key)
+    if found:
+        return value
     value = compute()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -190,6 +228,20 @@ def _cached(path, key: list, compute):
     except OSError:
         pass
     return value
+
+
+def _read(path, key: list) -> tuple:
+    """(True, the value pickled at `path`) where it was pickled with `key`, else (False, None)."""
+    import pickle
+
+    try:
+        with open(path, "rb") as file:
+            stored, value = pickle.load(file)
+        if stored == key:
+            return True, value
+    except (OSError, ValueError, TypeError, EOFError, AttributeError, ImportError, pickle.UnpicklingError):
+        pass  # no copy yet, or one this code cannot read
+    return False, None
 
 
 _CODE: list = []
@@ -212,14 +264,22 @@ def code_version() -> str:
 
 
 def _state_key(engine, study_id: int) -> list:
-    """What changes whenever a trial of the study is added, changes state, finishes or gets an attribute."""
+    """What changes whenever a trial of the study is added, changes state, finishes or gets an attribute, or
+    the study gets an attribute (a robustness record, an ablation path) or its directions."""
+    import hashlib
+
     import sqlalchemy as sa
 
+    mine = {"s": study_id}
     with engine.connect() as connection:
         trials = connection.execute(sa.text(
             "SELECT state, count(*), max(trial_id), max(datetime_complete) FROM trials WHERE study_id = :s "
-            "GROUP BY state ORDER BY state"), {"s": study_id}).all()
+            "GROUP BY state ORDER BY state"), mine).all()
         attrs = connection.execute(sa.text(
             "SELECT count(*), max(a.trial_user_attribute_id), sum(length(a.value_json)) FROM trial_user_attributes a "
-            "JOIN trials t ON a.trial_id = t.trial_id WHERE t.study_id = :s"), {"s": study_id}).one()
-    return [CACHE_FORMAT, [[str(v) for v in row] for row in trials], [str(v) for v in attrs]]
+            "JOIN trials t ON a.trial_id = t.trial_id WHERE t.study_id = :s"), mine).one()
+        study = [connection.execute(sa.text(query), mine).all() for query in (
+            "SELECT key, value_json FROM study_user_attributes WHERE study_id = :s ORDER BY key",
+            "SELECT objective, direction FROM study_directions WHERE study_id = :s ORDER BY objective")]
+    own = hashlib.sha256(repr([[tuple(map(str, row)) for row in rows] for rows in study]).encode()).hexdigest()
+    return [CACHE_FORMAT, [[str(v) for v in row] for row in trials], [str(v) for v in attrs], own]

@@ -1,11 +1,18 @@
 """The findings of a stored study are cached beside its trial table (`trial_rows.cached_beside`): `sensitivity
 findings` after a report reads the report's, only while the study, its own attributes and the code are
-unchanged, and never those of a study read with others."""
+unchanged, and never those of a study read with others; the command reads their records without opening the
+study (`trial_rows.cached_result`)."""
+import json
+import os
+import subprocess
+import sys
+
 import optuna
 import pandas as pd
 import pytest
 
 from sensitivity.analysis import findings as findings_module
+from sensitivity.analysis.findings_records import cache_name
 from sensitivity.sweep import synthetic, trial_rows
 
 
@@ -51,3 +58,51 @@ def test_findings_are_computed_afresh_after_a_change_or_with_other_studies(store
     findings_module.findings(load(stored), [load(stored)])
     findings_module.findings(load(stored), [load(stored)])
     assert len(calls) == 5
+
+
+def records_of(url, effect=0.02):
+    return trial_rows.cached_result(url, "s", cache_name(effect))
+
+
+def test_their_records_are_read_without_opening_the_study_while_it_is_unchanged(stored, tmp_path):
+    found = findings_module.findings(load(stored))
+    assert records_of(stored) == findings_module.findings_records(found)
+    assert records_of(stored, effect=0.05) is None  # another effect: never computed
+    assert trial_rows.cached_result(stored, "other", cache_name(0.02)) is None
+    load(stored).set_user_attr("robustness:0", None)  # the study's own attributes are part of the key
+    assert records_of(stored) is None
+    findings_module.findings(load(stored))
+    assert records_of(stored) is not None
+    synthetic.write_study(stored, "s", 1)
+    assert records_of(stored) is None
+
+
+def test_nothing_is_read_or_made_where_the_storage_is_not_a_readable_database(stored, tmp_path, monkeypatch):
+    findings_module.findings(load(stored))
+    missing = tmp_path / "missing.db"
+    assert trial_rows.cached_result(f"sqlite:///{missing}", "s", cache_name(0.02)) is None
+    assert not missing.exists()  # an SQLite file is opened read-only, never created
+    (tmp_path / "garbage.db").write_bytes(b"not a database" * 100)
+    assert trial_rows.cached_result(f"sqlite:///{tmp_path / 'garbage.db'}", "s", cache_name(0.02)) is None
+    assert trial_rows.cached_result(f"journal:{tmp_path / 'j.journal'}", "s", cache_name(0.02)) is None
+    monkeypatch.setenv("SENSITIVITY_TRIAL_CACHE", "off")
+    assert records_of(stored) is None
+
+
+def test_the_command_prints_the_cached_records_without_pandas_or_optuna_and_as_computed(stored, tmp_path):
+    """After a report's findings, `sensitivity findings` reads their records alone, and prints what it prints
+    with nothing cached: text, every comparison, JSON."""
+    findings_module.findings(load(stored))
+    script = ("import sys; from sensitivity.cli import main; code = main(sys.argv[1:]); "
+              "print(sorted(m for m in ('pandas', 'optuna') if m in sys.modules), file=sys.stderr); sys.exit(code)")
+    for options in ([], ["--all"], ["--json"]):
+        argv = [sys.executable, "-c", script, "findings", "s", "--storage", stored, *options]
+        cached = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+        fresh = subprocess.run(argv, capture_output=True, text=True, timeout=300,
+                               env={**os.environ, "SENSITIVITY_TRIAL_CACHE": "off"})
+        assert cached.returncode == fresh.returncode == 0, cached.stderr[-2000:] + fresh.stderr[-2000:]
+        assert cached.stderr.strip().splitlines()[-1] == "[]"
+        assert "'pandas'" in fresh.stderr  # the other way, to show the check can fail
+        assert cached.stdout == fresh.stdout
+        assert (json.loads(cached.stdout)["claims"] == records_of(stored)["claims"] if options == ["--json"]
+                else cached.stdout.startswith("Findings of s: "))
