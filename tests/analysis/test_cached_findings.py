@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 
 import optuna
 import pandas as pd
@@ -106,3 +107,21 @@ def test_the_command_prints_the_cached_records_without_pandas_or_optuna_and_as_c
         assert cached.stdout == fresh.stdout
         assert (json.loads(cached.stdout)["claims"] == records_of(stored)["claims"] if options == ["--json"]
                 else cached.stdout.startswith("Findings of s: "))
+
+
+POSTGRES = os.environ.get("SENSITIVITY_TEST_POSTGRES_URL")
+
+
+@pytest.mark.skipif(not POSTGRES and os.environ.get("SENSITIVITY_REQUIRE_POSTGRES") != "1",
+                    reason="no PostgreSQL server (set SENSITIVITY_TEST_POSTGRES_URL)")
+def test_their_records_are_read_from_postgresql_too(tmp_path, monkeypatch):
+    monkeypatch.setenv("SENSITIVITY_CACHE_DIR", str(tmp_path / "cache"))
+    name = f"cached-{uuid.uuid4().hex[:8]}"
+    synthetic.write_study(POSTGRES, name, 30)
+    try:
+        found = findings_module.findings(optuna.load_study(study_name=name, storage=POSTGRES))
+        assert trial_rows.cached_result(POSTGRES, name, cache_name(0.02)) == findings_module.findings_records(found)
+        synthetic.write_study(POSTGRES, name, 1)
+        assert trial_rows.cached_result(POSTGRES, name, cache_name(0.02)) is None
+    finally:
+        optuna.delete_study(study_name=name, storage=POSTGRES)
