@@ -167,10 +167,10 @@ def cached_beside(frame, name: str, compute):
 
 
 def cached_result(url, study_name: str, name: str):
-    """The result NAME that `cached_beside` cached for the study `study_name` of the RDB storage `url` (None:
-    the default), if it is current, read without Optuna: through Python's sqlite3 for an SQLite file (0.1 s,
-    against a second to open the study and import pandas), else SQLAlchemy's driver. None where nothing
-    current is cached, the cache is off, the storage is a journal, or it cannot be read as it stands: the
+    """The result NAME that `cached_beside` cached for the study `study_name` of the storage `url` (None: the
+    default), if it is current, read without Optuna or SQLAlchemy: through Python's sqlite3 for an SQLite file
+    (0.1 s, against a second to open the study and import pandas), psycopg for PostgreSQL. None where nothing
+    current is cached, the cache is off, the storage is another kind, or it cannot be read as it stands: the
     caller then opens the study as usual, which reports any error. Reads only: an SQLite file is opened
     read-only, and a missing one is not created."""
     import contextlib
@@ -178,21 +178,20 @@ def cached_result(url, study_name: str, name: str):
     from sensitivity.sweep.storage import _file_of, default_url
 
     url, folder = url or default_url(), cache_dir()
+    scheme, _, rest = url.partition("://")
     path = _file_of(url)
-    if folder is None or "://" not in url or (path is not None and not (url.startswith("sqlite:///")
-                                                                       and path.is_file())):
+    if folder is None or scheme not in ("sqlite", "postgresql", "postgres", "postgresql+psycopg") or (
+            path is not None and not path.is_file()):
         return None
-    engine = None
     try:
         if path is not None:
             import sqlite3
             connection, mark = sqlite3.connect(f"file:{path}?mode=ro", uri=True), "?"
         else:
-            import sqlalchemy as sa
-            engine = sa.create_engine(url)
-            connection, mark = engine.raw_connection(), _MARKS.get(engine.dialect.paramstyle)
+            import psycopg  # libpq reads SQLAlchemy's postgresql:// URL, less the driver's name, as it is
+            connection, mark = psycopg.connect(f"postgresql://{rest}", connect_timeout=10), "%s"
         with contextlib.closing(connection):
-            found = mark and _query(connection, mark, "SELECT study_id FROM studies WHERE study_name = ?", study_name)
+            found = _query(connection, mark, "SELECT study_id FROM studies WHERE study_name = ?", study_name)
             if not found:
                 return None
             key = _state_key(connection, mark, found[0][0]) + [code_version(), name]
@@ -200,9 +199,6 @@ def cached_result(url, study_name: str, name: str):
         return value if found else None
     except Exception:  # noqa: BLE001 - any failure of this shortcut (a driver's own errors included) means: read the study
         return None
-    finally:
-        if engine is not None:
-            engine.dispose()
 
 
 def _place(folder, url: str, study_id: int, study_name: str):
