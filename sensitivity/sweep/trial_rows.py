@@ -179,9 +179,8 @@ def cached_result(url, study_name: str, name: str):
 
     url, folder = url or default_url(), cache_dir()
     scheme, _, rest = url.partition("://")
-    path = _file_of(url)
-    if folder is None or scheme not in ("sqlite", "postgresql", "postgres", "postgresql+psycopg") or (
-            path is not None and not path.is_file()):
+    path = _file_of(url) if url.startswith("sqlite:///") else None
+    if folder is None or not (path is not None and path.is_file() or scheme in POSTGRESQL):
         return None
     try:
         if path is not None:
@@ -199,6 +198,9 @@ def cached_result(url, study_name: str, name: str):
         return value if found else None
     except Exception:  # noqa: BLE001 - any failure of this shortcut (a driver's own errors included) means: read the study
         return None
+
+
+POSTGRESQL = ("postgresql", "postgres", "postgresql+psycopg")  # URL schemes `cached_result` reads with psycopg
 
 
 def _place(folder, url: str, study_id: int, study_name: str):

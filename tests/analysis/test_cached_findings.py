@@ -79,6 +79,9 @@ def test_their_records_are_read_without_opening_the_study_while_it_is_unchanged(
 
 
 def test_nothing_is_read_or_made_where_the_storage_is_not_a_readable_database(stored, tmp_path, monkeypatch):
+    from sensitivity.analysis import findings_records, table
+
+    assert findings_records.REGIME == table.REGIME  # the records' module, free of pandas, names the column itself
     findings_module.findings(load(stored))
     missing = tmp_path / "missing.db"
     assert trial_rows.cached_result(f"sqlite:///{missing}", "s", cache_name(0.02)) is None
@@ -86,6 +89,8 @@ def test_nothing_is_read_or_made_where_the_storage_is_not_a_readable_database(st
     (tmp_path / "garbage.db").write_bytes(b"not a database" * 100)
     assert trial_rows.cached_result(f"sqlite:///{tmp_path / 'garbage.db'}", "s", cache_name(0.02)) is None
     assert trial_rows.cached_result(f"journal:{tmp_path / 'j.journal'}", "s", cache_name(0.02)) is None
+    assert trial_rows.cached_result("sqlite://", "s", cache_name(0.02)) is None  # in memory: nothing of it cached
+    assert trial_rows.cached_result("postgresql://nobody@127.0.0.1:1/none", "s", cache_name(0.02)) is None
     monkeypatch.setenv("SENSITIVITY_TRIAL_CACHE", "off")
     assert records_of(stored) is None
 
