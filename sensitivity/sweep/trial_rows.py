@@ -61,22 +61,26 @@ def _from_rdb(engine, study_id: int, keys, texts=()) -> list:
             duration = (complete - start).total_seconds() if start is not None and complete is not None else None
             by_id[trial_id] = TrialRecord(number, state.name, duration, None, {}, {}, {})
             records.append(by_id[trial_id])
+        if not records:
+            return records
         joined = sa.join(params, trials, params.c.trial_id == trials.c.trial_id)
         distributions = {}  # each distinct distribution JSON parsed once: a study of 100,000 trials holds a handful
         for trial_id, name, internal, text in _driver_rows(connection, sa.select(
                 params.c.trial_id, params.c.param_name, params.c.param_value, params.c.distribution_json)
-                .select_from(joined).where(mine).order_by(params.c.param_id)):
+                .select_from(joined).where(mine & _span(params.c.trial_id, by_id)).order_by(params.c.param_id)):
             dist, normal = distributions.get(text) or distributions.setdefault(text, _distribution(text))
             record = by_id[trial_id]
             record.params[name], record.distributions[name] = dist.to_external_repr(internal), normal
         joined = sa.join(values, trials, values.c.trial_id == trials.c.trial_id)
         for trial_id, objective, value, kind in connection.execute(
                 sa.select(values.c.trial_id, values.c.objective, values.c.value, values.c.value_type)
-                .select_from(joined).where(mine).order_by(values.c.trial_id, values.c.objective)):
+                .select_from(joined).where(mine & _span(values.c.trial_id, by_id))
+                .order_by(values.c.trial_id, values.c.objective)):
             record = by_id[trial_id]
             record.values = (record.values or []) + [_value(value, kind.name)]
         joined = sa.join(attrs, trials, attrs.c.trial_id == trials.c.trial_id)
-        query = sa.select(attrs.c.trial_id, attrs.c.key, attrs.c.value_json).select_from(joined).where(mine)
+        query = (sa.select(attrs.c.trial_id, attrs.c.key, attrs.c.value_json).select_from(joined)
+                 .where(mine & _span(attrs.c.trial_id, by_id)))
         if keys is not None:
             query = query.where(attrs.c.key.in_(keys))
         rows = _driver_rows(connection, query)  # unordered: one row per trial and key; a sort costs half the read
@@ -94,6 +98,14 @@ def _from_rdb(engine, study_id: int, keys, texts=()) -> list:
 
 
 BATCH = 100_000  # user attribute values parsed per json.loads call
+
+
+def _span(column, ids):
+    """`column` (a table's trial_id) within the span of the study's trial `ids`: with it, PostgreSQL reads the
+    rows of the study's trials through the index on trial_id, not the table of every study in a hash join
+    (0.17 s against 0.47 s for the attributes of 10,000 trials beside a study of 100,000). A study written
+    alone is one span; where studies were written at once, the span holds some of the others' rows too."""
+    return column.between(min(ids), max(ids))
 
 
 def _value(value, kind: str) -> float:
@@ -289,10 +301,13 @@ def _state_key(connection, mark: str, study_id: int) -> list:
 
     def rows(sql: str) -> list:
         return [[str(v) for v in row] for row in _query(connection, mark, sql, study_id)]
-    trials = rows("SELECT state, count(*), max(trial_id), max(datetime_complete) FROM trials WHERE study_id = ? "
-                  "GROUP BY state ORDER BY state")
-    attrs = rows("SELECT count(*), max(a.trial_user_attribute_id), sum(length(a.value_json)) FROM "
-                 "trial_user_attributes a JOIN trials t ON a.trial_id = t.trial_id WHERE t.study_id = ?")
+    trials = rows("SELECT state, count(*), min(trial_id), max(trial_id), max(datetime_complete) FROM trials "
+                  "WHERE study_id = ? GROUP BY state ORDER BY state")
+    span = (min(int(row[2]) for row in trials), max(int(row[3]) for row in trials)) if trials else (0, -1)
+    attrs = [[str(v) for v in row] for row in _query(  # within the span of trial ids: see `_span`
+        connection, mark, "SELECT count(*), max(a.trial_user_attribute_id), sum(length(a.value_json)) FROM "
+        "trial_user_attributes a JOIN trials t ON a.trial_id = t.trial_id WHERE t.study_id = ? "
+        "AND a.trial_id BETWEEN ? AND ?", study_id, *span)]
     study = [rows("SELECT key, value_json FROM study_user_attributes WHERE study_id = ? ORDER BY key"),
              rows("SELECT objective, direction FROM study_directions WHERE study_id = ? ORDER BY objective")]
     return [CACHE_FORMAT, trials, attrs[0], hashlib.sha256(repr(study).encode()).hexdigest()]
