@@ -180,8 +180,9 @@ def cached_beside(frame, name: str, compute):
 
 def cached_result(url, study_name: str, name: str):
     """The result NAME that `cached_beside` cached for the study `study_name` of the storage `url` (None: the
-    default), if it is current, read without Optuna or SQLAlchemy: through Python's sqlite3 for an SQLite file
-    (0.1 s, against a second to open the study and import pandas), psycopg for PostgreSQL. None where nothing
+    default), if it is current, read without Optuna, SQLAlchemy or pandas: through Python's sqlite3 for an
+    SQLite file, psycopg for PostgreSQL (`sensitivity findings` of 10,000 trials: 0.3 s in all, against 1.5 s
+    opening the study and reading its cached table). None where nothing
     current is cached, the cache is off, the storage is another kind, or it cannot be read as it stands: the
     caller then opens the study as usual, which reports any error. Reads only: an SQLite file is opened
     read-only, and a missing one is not created."""
@@ -200,7 +201,7 @@ def cached_result(url, study_name: str, name: str):
             connection, mark = sqlite3.connect(f"file:{path}?mode=ro", uri=True), "?"
         else:
             import psycopg  # libpq reads SQLAlchemy's postgresql:// URL, less the driver's name, as it is
-            connection, mark = psycopg.connect(f"postgresql://{rest}", connect_timeout=10), "%s"
+            connection, mark = psycopg.connect(f"postgresql://{rest}", connect_timeout=5), "%s"
         with contextlib.closing(connection):
             found = _query(connection, mark, "SELECT study_id FROM studies WHERE study_name = ?", study_name)
             if not found:
