@@ -76,7 +76,8 @@ def findings(table, others=(), effect: float = EFFECT) -> Findings:
 def findings_records(found: Findings) -> dict:
     """{"claims": [...], "comparisons": [...]}: the findings as JSON-ready records, which `sensitivity findings`
     prints (`findings_records.findings_text`) or prints as JSON."""
-    return {"claims": as_records(found.claims, CLAIM_COLUMNS), "comparisons": as_records(found.comparisons, COMPARISONS)}
+    return {"claims": as_records(found.claims, CLAIM_COLUMNS),
+            "comparisons": as_records(found.comparisons, COMPARISONS)}
 
 
 def _findings(table: pd.DataFrame, others: list, effect: float) -> Findings:
