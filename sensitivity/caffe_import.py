@@ -365,14 +365,20 @@ def import_phases(solver_paths, net_path=None) -> dict:
 
 def table_entry(imported: dict, name: str, dataset: str) -> dict:
     """An imported configuration as a complete defaults-table entry: its network becomes `original_model`
-    (a default moves between datasets, not its network) and what is not reproduced becomes its notes."""
+    (a default moves between datasets, not its network), what is not reproduced becomes its notes, and for an
+    official dataset its `train_size` is that dataset's training set (Caffe's examples train on all of it)."""
     config = {k: v for k, v in imported["config"].items() if k not in ("model", "layers")}
     model = imported["config"].get("model", "unknown (no net file)")
     if "layers" in imported["config"]:
         model = f"{model} (not a registered model: {len(imported['config']['layers'])} layers)"
-    return {"name": name, "framework": "caffe", "runs_on": "all", "dataset": dataset, "source": imported["source"],
-            "config": config, "original_model": model,
-            "notes": list(imported["not_reproduced"]) + ([imported["note"]] if "note" in imported else [])}
+    from sensitivity.defaults import OFFICIAL_TRAIN_SIZE
+
+    entry = {"name": name, "framework": "caffe", "runs_on": "all", "dataset": dataset, "source": imported["source"],
+             "config": config, "original_model": model,
+             "notes": list(imported["not_reproduced"]) + ([imported["note"]] if "note" in imported else [])}
+    if dataset in OFFICIAL_TRAIN_SIZE:  # its steps are steps of the official training set: the budget in epochs
+        entry["train_size"] = OFFICIAL_TRAIN_SIZE[dataset]
+    return entry
 
 
 def _optimizer(kind: str, config: dict, solver, solver_path) -> str:

@@ -10,8 +10,9 @@ import yaml
 
 from sensitivity.spec import TrialSpec
 
-ENTRY_KEYS = {"name", "framework", "runs_on", "dataset", "source", "config", "original_model", "caffe_files", "ignored",
-              "not_reproduced", "note", "notes"}
+ENTRY_KEYS = {"name", "kind", "framework", "runs_on", "dataset", "source", "config", "original_model", "caffe_files",
+              "ignored", "not_reproduced", "note", "notes", "train_size", "schedule_epochs", "budget_epochs",
+              "checked_against"}
 
 
 class ConfigError(ValueError):

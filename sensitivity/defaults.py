@@ -1,62 +1,186 @@
-"""The defaults table (search_spaces/defaults.yaml): each framework's published default configuration.
+"""The defaults table (search_spaces/defaults.yaml): each framework's published default, budget included.
 
-Caffe's entries name their solver files (`caffe_files`, relative to search_spaces/) instead of holding a
-`config`: the configuration is what `import-caffe` reads from them, so the files are the one source.
-A default moves between datasets and frameworks, not its original network: `trial_fields` gives the
-TrialSpec fields of an entry on any dataset (the dataset's own model), optionally with its iterations
-scaled to a budget of epochs for a quick run; the scaling is returned so results can say so.
+An entry is either a framework's own `default` (tuned by its authors for `dataset`) or a `shared` setting
+(DLBench's: one configuration for every framework, with a budget per dataset, tuned for none of them). Caffe's
+entries name their solver files (`caffe_files`, relative to search_spaces/) instead of a `config`: the
+configuration is what `import-caffe` reads from them, so the files are the one source. Every entry says
+what it was checked against (`checked_against`: repository, commit, file, and each number's line verbatim).
+
+The budget is part of a default. A budget published in steps belongs to the dataset it was published for,
+so every budget is held in epochs of that dataset (published epochs: steps x batch / the `train_size` its
+source script trained on), and the schedule likewise (step sizes, step values, inv's and exp's gamma), so
+that on any dataset a default runs the same passes with the same shape of schedule. `trial_fields` gives the
+TrialSpec fields of an entry on a dataset, at its published budget or cut (`Cut`) for a quick look, and the
+`Scale` it ran at: the fraction of published epochs, and of published samples seen.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from sensitivity import envs
-from sensitivity.spec import TrialSpec
 
 TABLE = envs.REPO_ROOT / "search_spaces" / "defaults.yaml"
+# The official training sets, for the share of published samples a run saw: what a source script trained on
+# is its entry's `train_size`; a shared setting's budget is given per dataset, on these.
+OFFICIAL_TRAIN_SIZE = {"mnist": 60_000, "fashion_mnist": 60_000, "cifar10": 50_000, "cifar100": 50_000,
+                       "svhn": 73_257}
+FAMILY = {"mnist5k": "mnist", "digits-a": "digits", "digits-b": "digits"}  # a set drawn from another
+SCHEDULE_IN_STEPS = ("stepsize", "stepvalues", "iterations")
+
+
+def family(dataset: str) -> str:
+    """The dataset a set is drawn from (mnist5k: mnist): a default tuned on the origin was tuned for it."""
+    return FAMILY.get(dataset, dataset)
 
 
 class DefaultsError(ValueError):
     """A table entry that cannot be used; names the file, the entry and the field."""
 
 
-@dataclass(frozen=True)
-class DefaultEntry:
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class Quote(_Strict):
+    field: str
+    quote: str = Field(min_length=1)
+
+
+class Checked(_Strict):
+    """Where an entry's numbers were read: a file at a commit, each number's line quoted verbatim."""
+    repository: str
+    commit: str = Field(pattern=r"^[0-9a-f]{40}$")
+    file: str
+    lines: tuple[Quote, ...] = Field(min_length=1, strict=False)
+    also: tuple["Checked", ...] = Field((), strict=False)
+
+
+class Source(_Strict):
+    project: str
+    example: str
+    file: str
+    net: Optional[str] = None  # a Caffe solver's net file
+
+
+class ScheduleEpochs(_Strict):
+    """What a source gives in epochs (MXNet's lr_step_epochs, TensorFlow's NUM_EPOCHS_PER_DECAY)."""
+    stepvalues: Optional[tuple[float, ...]] = Field(None, strict=False)
+    stepsize: Optional[float] = Field(None, gt=0)
+
+
+class DefaultEntry(_Strict):
     name: str
+    kind: Literal["default", "shared"] = "default"
     framework: str  # where the default comes from
     runs_on: str  # the framework that runs it as its own default, or "all"
-    dataset: str  # the dataset it was tuned for
-    config: dict
-    source: dict
-    original_model: str
-    notes: tuple = ()
+    dataset: str  # the dataset it was tuned for (a shared setting: the first of its budget's)
+    source: Source
+    config: dict = Field(strict=False)  # TrialSpec fields, the schedule in steps of `train_size`
+    train_size: Optional[int] = Field(None, gt=0)  # the training samples per epoch of its source script
+    schedule_epochs: Optional[ScheduleEpochs] = None  # a schedule its source gives in epochs
+    budget_epochs: Optional[dict[str, float]] = Field(None, strict=False)  # shared: epochs per dataset
+    checked_against: Optional[Checked] = None
+    original_model: str = ""
+    notes: tuple[str, ...] = Field((), strict=False)
+
+    @field_validator("config")
+    @classmethod
+    def _known_fields(cls, config: dict) -> dict:
+        from sensitivity.spec import TrialSpec
+        unknown = sorted(set(config) - set(TrialSpec.model_fields))
+        if unknown:
+            raise ValueError(f"{unknown[0]}: unknown field")
+        return config
+
+    @model_validator(mode="after")
+    def _budget_given(self) -> "DefaultEntry":
+        steps = [k for k in ("iterations", "epochs") if k in self.config]
+        if self.kind == "shared":
+            if steps or not self.budget_epochs:
+                raise ValueError("a shared setting gives its budget as budget_epochs per dataset, not in config")
+        elif len(steps) != 1:
+            raise ValueError("config: give the published budget as iterations or as epochs (one of them)")
+        in_steps = [k for k in SCHEDULE_IN_STEPS if k in self.config]
+        in_steps = [k for k in in_steps if getattr(self.schedule_epochs, k, None) is None]
+        if self.kind == "default" and in_steps and not self.train_size:
+            raise ValueError(f"config.{in_steps[0]} is counted in steps: give train_size, the training samples "
+                             "per epoch of its source script")
+        return self
 
     def own_frameworks(self, available: list) -> list:
-        """The frameworks for which this is their own default."""
+        """The frameworks for which this is their own default (a shared setting is nobody's)."""
+        if self.kind == "shared":
+            return []
         return list(available) if self.runs_on == "all" else [f for f in available if f == self.runs_on]
+
+    def published_epochs(self, dataset: str) -> Optional[float]:
+        """Its published budget in epochs (of the dataset it was published for); a shared setting's is the one
+        it gives for `dataset`'s family, None where it gives none."""
+        if self.kind == "shared":
+            return self.budget_epochs.get(family(dataset))
+        if "epochs" in self.config:
+            return float(self.config["epochs"])
+        return self.config["iterations"] * self.config.get("batch_size", 64) / self.train_size
+
+    def published_samples(self, dataset: str) -> Optional[float]:
+        """Training samples its published run saw: published epochs x the training set it ran on."""
+        epochs = self.published_epochs(dataset)
+        size = self.train_size or OFFICIAL_TRAIN_SIZE.get(family(dataset) if self.kind == "shared" else self.dataset)
+        return None if epochs is None or size is None else epochs * size
+
+
+@dataclass(frozen=True)
+class Cut:
+    """A budget below the published one, for a quick look: `epochs` of the target dataset, or a `fraction` of
+    the published epochs. Never above the published budget."""
+    epochs: Optional[float] = None
+    fraction: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class Scale:
+    """What budget a default ran at on a dataset."""
+    published_epochs: float  # its published budget, in epochs
+    epochs: float  # the epochs it ran here (steps / steps per epoch)
+    budget_scale: float  # epochs / published epochs: 1.0 at the published budget
+    samples_scale: Optional[float]  # samples seen here / samples seen in the published run
+
+    def attrs(self) -> dict:
+        return {"budget_scale": round(self.budget_scale, 6), "published_epochs": round(self.published_epochs, 4),
+                "run_epochs": round(self.epochs, 4),
+                **({"samples_scale": round(self.samples_scale, 6)} if self.samples_scale is not None else {})}
 
 
 def load_table(path: Optional[Path] = None) -> list:
     from sensitivity.configs import read_mapping
     path = Path(path or TABLE)
     data = read_mapping(path, DefaultsError)
+    raw_entries = data.get("defaults")
+    if not isinstance(raw_entries, list):
+        raise DefaultsError(f"{path}: defaults: expected a list of entries")
     entries = []
-    for i, raw in enumerate(data.get("defaults", [])):
+    for i, raw in enumerate(raw_entries):
+        if not isinstance(raw, dict):
+            raise DefaultsError(f"{path}: defaults[{i}]: expected a mapping")
         name = raw.get("name", f"#{i}")
-        config, notes = raw.get("config"), list(raw.get("notes", ()))
-        if ("caffe_files" in raw) == (config is not None):
+        raw = dict(raw)
+        if ("caffe_files" in raw) == ("config" in raw):
             raise DefaultsError(f"{path}: {name}: give either config or caffe_files")
-        if config is None:
-            config, not_reproduced = caffe_config(path.parent, raw["caffe_files"], f"{path}: {name}.caffe_files")
-            notes += not_reproduced
-        unknown = set(config) - set(TrialSpec.model_fields)
-        if unknown:
-            raise DefaultsError(f"{path}: {name}.config.{sorted(unknown)[0]}: unknown field")
-        entries.append(DefaultEntry(name=name, framework=raw["framework"], runs_on=raw["runs_on"],
-                                    dataset=raw["dataset"], config=dict(config), source=raw["source"],
-                                    original_model=raw.get("original_model", ""), notes=tuple(notes)))
+        if "caffe_files" in raw:
+            files = raw.pop("caffe_files")
+            raw["config"], not_reproduced = caffe_config(path.parent, files, f"{path}: {name}.caffe_files")
+            raw["notes"] = list(raw.get("notes", ())) + list(not_reproduced)
+        try:
+            entries.append(DefaultEntry.model_validate(raw))
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            where = ".".join(str(part) for part in error["loc"])
+            raise DefaultsError(f"{path}: {name}{'.' + where if where else ''}: {error['msg']}") from None
     return entries
 
 
@@ -72,29 +196,71 @@ def caffe_config(folder: Path, files: list, where: str) -> tuple:
     return entry["config"], entry["notes"]
 
 
-def trial_fields(entry: DefaultEntry, steps_per_epoch: int, budget_epochs: Optional[int] = None) -> tuple:
-    """(TrialSpec fields of the entry's configuration, scale applied to its schedule or None).
+def trial_fields(entry: DefaultEntry, dataset: str, steps_per_epoch: int, cut: Optional[Cut] = None) -> tuple:
+    """(TrialSpec fields of the entry on `dataset`, Scale).
 
-    With a budget, the run is cut to `budget_epochs` epochs and the schedule is compressed with it:
-    step values and step sizes scale by the same factor, inv's and exp's gamma so that the rate at the
-    end of the shortened run equals the original's at its end.
+    `steps_per_epoch` is the target's (after its validation hold-out). The run is the
+    published epochs (or `cut`'s) as a whole number of steps, `iterations`; the schedule keeps its shape
+    in epochs: a step at published epoch e fires at epoch e x budget_scale here, inv's and exp's gamma give
+    the same rate at the same share of the run. DefaultsError where the entry has no budget for the dataset
+    or the budget is below one step.
     """
-    fields = {k: (tuple(v) if isinstance(v, list) else v) for k, v in entry.config.items()}
-    if not budget_epochs:
-        return fields, None
-    original_steps = fields.get("iterations") or fields.get("epochs", 5) * steps_per_epoch
-    scale = budget_epochs * steps_per_epoch / original_steps
-    if scale >= 1.0:
-        return fields, None  # already within the budget
-    fields.pop("iterations", None)
-    fields["epochs"] = budget_epochs
-    if "stepvalues" in fields:
-        fields["stepvalues"] = tuple(sorted({max(1, round(v * scale)) for v in fields["stepvalues"]}))
-    if "stepsize" in fields:
-        fields["stepsize"] = max(1, round(fields["stepsize"] * scale))
+    published = entry.published_epochs(dataset)
+    if published is None:
+        raise DefaultsError(f"{entry.name}: the shared setting gives no budget for {dataset} "
+                            f"(it gives one for {', '.join(entry.budget_epochs)})")
+    epochs = published
+    if cut is not None and cut.fraction is not None:
+        epochs = published * cut.fraction
+    elif cut is not None and cut.epochs is not None:
+        epochs = min(published, cut.epochs)
+    iterations = round(epochs * steps_per_epoch)
+    if epochs * steps_per_epoch < 1:
+        raise DefaultsError(f"{entry.name} on {dataset}: a budget of {epochs:.3g} epochs is below one step "
+                            f"({steps_per_epoch} steps an epoch)")
+    scale = epochs / published
+    fields = {k: (tuple(v) if isinstance(v, list) else v) for k, v in entry.config.items() if k != "epochs"}
+    fields["iterations"] = iterations
+    # steps of the source per step here, over the same share of the run
+    source_steps = (entry.train_size / entry.config.get("batch_size", 64)) if entry.train_size else None
+    per_step = (source_steps / (steps_per_epoch * scale)) if source_steps else None
+    in_epochs = {k: v for k, v in (entry.schedule_epochs.model_dump() if entry.schedule_epochs else {}).items()
+                 if v is not None}
+    if "stepvalues" in fields and "stepvalues" not in in_epochs:
+        in_epochs["stepvalues"] = [v / source_steps for v in fields["stepvalues"]]
+    if "stepsize" in fields and "stepsize" not in in_epochs:
+        in_epochs["stepsize"] = fields["stepsize"] / source_steps
+    if "stepvalues" in in_epochs:
+        fields["stepvalues"] = _steps_at(in_epochs["stepvalues"], steps_per_epoch * scale)
+    if "stepsize" in in_epochs:
+        fields["stepsize"] = max(1, round(in_epochs["stepsize"] * steps_per_epoch * scale))
     policy = fields.get("lr_policy", "fixed")
-    if policy == "inv" and "gamma" in fields:
-        fields["gamma"] = fields["gamma"] / scale
-    elif policy == "exp" and "gamma" in fields:
-        fields["gamma"] = fields["gamma"] ** (1.0 / scale)
-    return fields, scale
+    if policy == "inv" and per_step:
+        fields["gamma"] = fields["gamma"] * per_step
+    elif policy == "exp" and per_step:
+        fields["gamma"] = fields["gamma"] ** per_step
+    samples = entry.published_samples(dataset)
+    seen = iterations * fields.get("batch_size", 64)
+    return fields, Scale(published, iterations / steps_per_epoch, scale, seen / samples if samples else None)
+
+
+def _steps_at(epochs, steps_per_epoch: float) -> tuple:
+    """The steps at which a schedule given in epochs fires: strictly increasing, from step 1."""
+    return tuple(sorted({max(1, round(e * steps_per_epoch)) for e in epochs}))
+
+
+def published_budget_text(entry: DefaultEntry, dataset: str) -> str:
+    """"10.7 epochs of mnist (10,000 steps of 64 on 60,000)" for a report or a refusal."""
+    epochs = entry.published_epochs(dataset)
+    if epochs is None:
+        return "no budget for this dataset"
+    if "iterations" in entry.config:
+        return (f"{epochs:.3g} epochs of {entry.dataset} ({entry.config['iterations']:,} steps of "
+                f"{entry.config.get('batch_size', 64)} on {entry.train_size:,})")
+    where = family(dataset) if entry.kind == "shared" else entry.dataset
+    return f"{epochs:g} epochs of {where}"
+
+
+def is_published(scale) -> bool:
+    """Whether a run's budget_scale is the published budget (1, up to rounding a step)."""
+    return scale is not None and scale == scale and math.isclose(float(scale), 1.0, abs_tol=1e-6)

@@ -71,6 +71,7 @@ class TrialSpec(BaseModel):
     data_dir: Optional[str] = None
     keep_weights: Optional[str] = None  # path of an .npz to save the trained weights to
     deterministic: bool = False  # each framework's deterministic-kernel flags (frameworks.gpu.DETERMINISM)
+    record_correct: bool = False  # record which test samples the model gets right (sensitivity.correctness)
 
     @field_validator("device")
     @classmethod
@@ -140,6 +141,7 @@ class TrialResult:
     flops_per_s: Optional[float] = None
     params: Optional[int] = None
     steps: Optional[int] = None
+    test_correct: Optional[str] = None  # per test sample, right or wrong, packed (spec.record_correct)
     stderr_tail: str = ""
     env: dict = field(default_factory=dict)
 

@@ -252,7 +252,8 @@ def test_import_caffe_entry_is_a_defaults_table_entry(tmp_path):
                    "--dataset", "cifar10")
     assert proc.returncode == 0, proc.stderr
     entry = yaml.safe_load(proc.stdout)
-    assert set(entry) == TABLE_KEYS and {"project", "example", "file"} <= set(entry["source"])
+    assert set(entry) == TABLE_KEYS | {"train_size"} and {"project", "example", "file"} <= set(entry["source"])
+    assert entry["train_size"] == 50000  # its 5,000 steps of 100 are 10 epochs of CIFAR-10
     assert entry["original_model"] == "cifar10_quick" and "model" not in entry["config"]
     assert any(note.startswith("mean subtraction") for note in entry["notes"])
     (tmp_path / "table.yaml").write_text(yaml.safe_dump({"defaults": [entry]}))

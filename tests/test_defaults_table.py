@@ -1,19 +1,67 @@
-"""The defaults table: every entry names its source, and its configuration is a valid trial anywhere."""
+"""The defaults table: every entry names its source and the lines it was checked against, its configuration is a
+valid trial anywhere, and its budget means the same passes with the same schedule on any dataset."""
+import math
+import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
 from sensitivity import datasets, frameworks
 from sensitivity.caffe_import import import_solver
-from sensitivity.defaults import DefaultsError, load_table, trial_fields
+from sensitivity.defaults import Cut, DefaultsError, load_table, trial_fields
+from sensitivity.optim import lr_schedule
 from sensitivity.spec import TrialSpec
 
 pytestmark = pytest.mark.portable
 ROOT = Path(__file__).resolve().parents[1]
 TABLE = yaml.safe_load((ROOT / "search_spaces" / "defaults.yaml").read_text())
 ENTRIES = load_table()
+BY_NAME = {e.name: e for e in ENTRIES}
 ORIGINS = set(frameworks.FRAMEWORKS) | set(frameworks.CONFIGURATION_ONLY) | {"dlbench"}
+NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+# what a quoted optimizer or policy says, in the source's own words
+WORDS = {"adam": r"adam", "sgd": r"sgd|gradientdescent|- learning_rate \* grad", "momentum": r"sgd|momentum",
+         "inv": r'"inv"', "step": r"staircase", "fixed": r'"fixed"'}
+CONTEXT = {"dropout", "moving_average"}  # read from the source, part of its network, not of the configuration
+
+
+def numbers(quote: str) -> list:
+    """Every number written in a line: 1e-4, .05, 55,000, 350.0."""
+    return [float(text.replace(",", "")) for text in NUMBER.findall(quote)]
+
+
+def expected(entry, field: str):
+    """The entry's value of a quoted field."""
+    config = entry.config
+    if field.startswith("budget_epochs."):
+        return entry.budget_epochs[field.split(".", 1)[1]]
+    if field == "train_size":
+        return entry.train_size
+    if field == "lr_decay":  # Torch's learningRateDecay: the inv policy's gamma (power 1)
+        assert config["lr_policy"] == "inv" and config["power"] == 1.0
+        return config["gamma"]
+    if field == "lr_then":  # the rate of Caffe's second solver
+        return config["lr"] * config["gamma"]
+    if field == "lr_step_epochs":
+        return entry.schedule_epochs.stepvalues
+    if field == "epochs_per_decay":
+        return entry.schedule_epochs.stepsize
+    if field in ("optimizer", "lr_policy"):
+        return config.get(field, "fixed")
+    if field in ("momentum", "weight_decay") and field not in config:
+        assert field != "momentum" or config["optimizer"] in ("sgd", "adam")  # no momentum term
+        return 0.0
+    return config[field]
+
+
+def quoted(checked):
+    """(file, field, quote) of a checked_against record and its `also`."""
+    for line in checked.lines:
+        yield checked.file, line.field, line.quote
+    for other in checked.also:
+        yield from quoted(other)
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.name)
@@ -21,58 +69,138 @@ def test_entry_is_sourced_and_valid(entry):
     assert entry.framework in ORIGINS
     assert entry.runs_on == "all" or entry.runs_on in frameworks.FRAMEWORKS
     assert entry.dataset in datasets.REGISTRY
-    assert {"project", "example", "file"} <= set(entry.source) and entry.original_model
+    assert entry.source.project and entry.source.file and entry.original_model
     assert "model" not in entry.config  # a default moves between datasets, not its network
-    spec = TrialSpec(framework="torch", dataset="mnist5k", **entry.config)
-    assert spec.lr > 0 and spec.batch_size > 0
+    fields, _ = trial_fields(entry, "mnist", steps_per_epoch=100)
+    spec = TrialSpec(framework="torch", dataset="mnist5k", **fields)
+    assert spec.lr > 0 and spec.batch_size > 0 and spec.iterations >= 1
+    assert entry.checked_against is not None, "every entry says where its numbers were read"
 
 
-def test_the_studies_defaults_are_there():
-    by_name = {e.name: e.config for e in ENTRIES}
-    assert by_name["caffe-lenet"] == {"optimizer": "momentum", "lr": 0.01, "momentum": 0.9, "weight_decay": 0.0005,
-                                      "lr_policy": "inv", "gamma": 0.0001, "power": 0.75, "batch_size": 64,
-                                      "iterations": 10000}
-    assert by_name["tensorflow-mnist-deep"]["lr"] == 0.0001 and by_name["tensorflow-mnist-deep"]["batch_size"] == 50
-    assert by_name["dlbench-shared"]["momentum"] == 0.5 and by_name["dlbench-shared"]["batch_size"] == 128
-    assert by_name["caffe-cifar10-quick"]["stepvalues"] == [4000]
+@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.name)
+def test_every_quoted_number_is_the_entrys_own(entry):
+    """Parses each number out of the verbatim lines in checked_against and compares it with the configuration."""
+    checked = 0
+    for file, field, quote in quoted(entry.checked_against):
+        if field in CONTEXT:
+            continue
+        value = expected(entry, field)
+        if isinstance(value, str):
+            assert re.search(WORDS[value], quote, re.IGNORECASE), f"{file}: {field} {value!r} not in {quote!r}"
+        else:
+            found = numbers(quote)
+            for v in (value if isinstance(value, (list, tuple)) else [value]):
+                assert any(math.isclose(v, n, rel_tol=1e-9) for n in found), f"{file}: {field} {v} not in {quote!r}"
+        checked += 1
+    assert checked >= 3
+
+
+@pytest.mark.parametrize("name", ["torch-train-on-mnist", "torch-train-on-cifar10", "dlbench-shared"])
+def test_every_number_of_the_torch_and_dlbench_entries_is_quoted(name):
+    entry = BY_NAME[name]
+    fields = {field for _, field, _ in quoted(entry.checked_against)}
+    wanted = set(entry.config) - {"lr_policy", "gamma", "power"}
+    wanted |= {"lr_decay", "power"} if entry.config.get("lr_policy") == "inv" else set()
+    wanted |= {f"budget_epochs.{d}" for d in entry.budget_epochs or {}}
+    wanted |= {"train_size"} if entry.train_size else set()
+    assert wanted <= fields, sorted(wanted - fields)
+    repositories = {entry.checked_against.repository} | {o.repository for o in entry.checked_against.also}
+    assert repositories & {"git-disl/GTDLBench", "DataSystemsGroupUT/DLBench"}
+
+
+def test_the_seeds_defaults_are_as_published():
+    torch_mnist = BY_NAME["torch-train-on-mnist"].config
+    assert (torch_mnist["epochs"], torch_mnist["gamma"], torch_mnist["batch_size"]) == (20, 5e-7, 10)
+    assert BY_NAME["torch-train-on-cifar10"].config == {"optimizer": "sgd", "lr": 0.001, "batch_size": 1,
+                                                         "lr_policy": "inv", "gamma": 5e-7, "power": 1.0,
+                                                         "epochs": 45}
+    dlbench = BY_NAME["dlbench-shared"]
+    assert dlbench.kind == "shared" and dlbench.own_frameworks(["torch", "mxnet"]) == []
+    assert dlbench.config["weight_decay"] == 1e-6 and dlbench.budget_epochs == {
+        "mnist": 15, "cifar10": 100, "svhn": 100, "cifar100": 200}
+    assert BY_NAME["tensorflow-mnist-deep"].published_epochs("mnist") == pytest.approx(20000 * 50 / 55000)
 
 
 def test_caffe_entries_come_from_the_caffe_files_through_the_importer():
     raw = {e["name"]: e for e in TABLE["defaults"]}
     assert all("config" not in raw[name] for name in ("caffe-lenet", "caffe-cifar10-quick"))  # one source
-    by_name = {e.name: e for e in ENTRIES}
     caffe = ROOT / "search_spaces" / "caffe"
     lenet = import_solver(caffe / "lenet_solver.prototxt")["config"]
-    assert by_name["caffe-lenet"].config == {k: v for k, v in lenet.items() if k != "model"}
-    assert any(note.startswith("lr_mult 2") for note in by_name["caffe-lenet"].notes)
-    first = import_solver(caffe / "cifar10_quick_solver.prototxt")["config"]
-    then = import_solver(caffe / "cifar10_quick_solver_lr1.prototxt")["config"]
-    assert (first["iterations"], then["iterations"], then["lr"] / first["lr"]) == (4000, 5000, pytest.approx(0.1))
-    cifar = by_name["caffe-cifar10-quick"]
+    assert BY_NAME["caffe-lenet"].config == {k: v for k, v in lenet.items() if k != "model"}
+    assert any(note.startswith("lr_mult 2") for note in BY_NAME["caffe-lenet"].notes)
+    cifar = BY_NAME["caffe-cifar10-quick"]
     assert cifar.config == {"optimizer": "momentum", "lr": 0.001, "momentum": 0.9, "weight_decay": 0.004,
                             "batch_size": 100, "lr_policy": "multistep", "gamma": 0.1, "stepvalues": [4000],
                             "iterations": 5000}  # multistep over the full 5,000 iterations
     assert any(note.startswith("mean subtraction") for note in cifar.notes)
 
 
-def test_a_caffe_entry_that_does_not_import_names_the_entry(tmp_path):
+def steps_of(dataset: str, batch: int) -> int:
+    from sensitivity.sweep.plans import steps_per_epoch
+    return steps_per_epoch(dataset, batch, 0.2)
+
+
+@pytest.mark.parametrize("dataset", ["mnist5k", "digits", "mnist1d"])
+def test_caffe_lenet_and_chainer_run_their_published_epochs_on_any_dataset(dataset):
+    for name, published in (("caffe-lenet", 10000 * 64 / 60000), ("chainer-train-mnist", 20.0)):
+        entry = BY_NAME[name]
+        per_epoch = steps_of(dataset, entry.config["batch_size"])
+        fields, scale = trial_fields(entry, dataset, per_epoch)
+        assert scale.budget_scale == 1.0 and scale.published_epochs == pytest.approx(published)
+        assert fields["iterations"] / per_epoch == pytest.approx(published, abs=0.5 / per_epoch)
+
+
+def test_caffe_lenets_inv_rate_ends_where_it_ends_on_mnist():
+    entry = BY_NAME["caffe-lenet"]
+    per_epoch = steps_of("mnist5k", 64)
+    fields, _ = trial_fields(entry, "mnist5k", per_epoch)
+    rates = lr_schedule(TrialSpec(framework="torch", dataset="mnist5k", **fields), fields["iterations"])
+    published = 0.01 * (1 + 0.0001 * 9999) ** -0.75  # Caffe's last rate on MNIST
+    assert rates[-1] == pytest.approx(published, rel=0.01)
+
+
+def test_mxnets_multistep_default_fires_after_epoch_10_on_mnist5k():
+    entry = BY_NAME["mxnet-train-mnist"]
+    per_epoch = steps_of("mnist5k", 64)
+    fields, scale = trial_fields(entry, "mnist5k", per_epoch)
+    rates = lr_schedule(TrialSpec(framework="mxnet", dataset="mnist5k", **fields), fields["iterations"])
+    by_epoch = rates.reshape(20, per_epoch)
+    assert np.all(by_epoch[:10] == 0.05) and np.allclose(by_epoch[10:], 0.005)  # epochs 11 to 20 at 0.1x
+    assert scale.budget_scale == 1.0
+
+
+def test_a_cut_budget_compresses_the_schedule_and_says_by_how_much():
+    fields, scale = trial_fields(BY_NAME["caffe-lenet"], "mnist5k", 50, Cut(epochs=2))
+    assert fields["iterations"] == 100 and scale.budget_scale == pytest.approx(2 / (10000 * 64 / 60000))
+    rates = lr_schedule(TrialSpec(framework="torch", dataset="mnist5k", **fields), 100)
+    assert rates[-1] == pytest.approx(0.01 * (1 + 0.0001 * 9900) ** -0.75, rel=0.02)  # the same rate at the end
+    fields, scale = trial_fields(BY_NAME["mxnet-train-mnist"], "mnist5k", 50, Cut(fraction=0.25))
+    assert (fields["iterations"], fields["stepvalues"], scale.budget_scale) == (250, (125,), 0.25)
+    fields, scale = trial_fields(BY_NAME["chainer-train-mnist"], "mnist5k", 40, Cut(epochs=50))
+    assert scale.budget_scale == 1.0 and fields["iterations"] == 800  # never above the published budget
+
+
+def test_a_budget_below_one_step_or_a_dataset_without_a_budget_is_refused():
+    with pytest.raises(DefaultsError, match="below one step"):
+        trial_fields(BY_NAME["caffe-lenet"], "mnist5k", 50, Cut(fraction=0.001))
+    with pytest.raises(DefaultsError, match="gives no budget for digits"):
+        trial_fields(BY_NAME["dlbench-shared"], "digits", 10)
+
+
+def test_a_bad_entry_names_the_file_the_entry_and_the_field(tmp_path):
     (tmp_path / "s.prototxt").write_text('base_lr: 0.1\nlr_policy: "step"\n')
     entry = {"name": "x", "framework": "caffe", "runs_on": "all", "dataset": "mnist", "original_model": "lenet5",
              "source": {"project": "p", "example": "e", "file": "f"}}
-    (tmp_path / "t.yaml").write_text(yaml.safe_dump({"defaults": [{**entry, "caffe_files": ["s.prototxt"]}]}))
-    with pytest.raises(DefaultsError, match=r"t.yaml: x.caffe_files: .*s.prototxt:2: lr_policy step needs stepsize"):
-        load_table(tmp_path / "t.yaml")
-    (tmp_path / "t.yaml").write_text(yaml.safe_dump({"defaults": [{**entry}]}))
-    with pytest.raises(DefaultsError, match=r"t.yaml: x: give either config or caffe_files"):
-        load_table(tmp_path / "t.yaml")
-
-
-def test_a_budget_compresses_the_schedule_and_says_by_how_much():
-    entries = {e.name: e for e in ENTRIES}
-    fields, scale = trial_fields(entries["caffe-lenet"], steps_per_epoch=50, budget_epochs=2)
-    assert scale == pytest.approx(100 / 10000) and fields["epochs"] == 2 and "iterations" not in fields
-    assert fields["gamma"] == pytest.approx(0.0001 / scale)  # inv: the same rate at the end of the run
-    fields, scale = trial_fields(entries["caffe-cifar10-quick"], steps_per_epoch=100, budget_epochs=10)
-    assert fields["stepvalues"] == (800,) and scale == pytest.approx(0.2)
-    fields, scale = trial_fields(entries["torch-train-on-mnist"], steps_per_epoch=10, budget_epochs=50)
-    assert scale is None and fields["epochs"] == 10  # already within the budget: unchanged
+    cases = [({**entry, "caffe_files": ["s.prototxt"]}, r"x.caffe_files: .*s.prototxt:2: lr_policy step needs stepsize"),
+             ({**entry}, r"x: give either config or caffe_files"),
+             ({**entry, "config": {"lr": 0.1, "iterations": 100}}, r"x: .*give train_size"),
+             ({**entry, "config": {"lr": 0.1}}, r"x: .*published budget as iterations or as epochs"),
+             ({**entry, "config": {"lr": 0.1, "epochs": 2, "warp": 1}}, r"x.config: .*warp: unknown field"),
+             ({**entry, "kind": "shared", "config": {"lr": 0.1, "epochs": 2}}, r"x: .*budget_epochs per dataset"),
+             ({**entry, "config": {"lr": 0.1, "epochs": 2}, "checked_against": {"repository": "r", "commit": "abc",
+                                                                                "file": "f", "lines": []}},
+              r"x.checked_against.commit")]
+    for raw, message in cases:
+        (tmp_path / "t.yaml").write_text(yaml.safe_dump({"defaults": [raw]}))
+        with pytest.raises(DefaultsError, match=r"t.yaml: " + message):
+            load_table(tmp_path / "t.yaml")

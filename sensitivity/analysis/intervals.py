@@ -20,7 +20,21 @@ Differences (`difference`): Welch's t interval and two-sided test of mean(a) - m
 3 or more values in each group (else no interval and no test: "too few"). `ratio` does the same on the logs
 of positive values (times) and maps back: a ratio and its interval. `holm` adjusts a family of p-values.
 `seeds_needed` is the seeds per group for a two-sample t test to detect a stated effect with 80% power
-(Student t's noncentral distribution), at the family's strictest Holm level (alpha / number of tests).
+(Student t's noncentral distribution), at the family's strictest Holm level (alpha / number of tests); it is
+given the SD's upper confidence bound (`sd_upper`: an SD from 5 seeds is uncertain by a factor of 2), and the
+test set's share of the variance, which no number of seeds removes.
+
+Contrasts on shared test sets (`contrast`): a signed sum of configurations' mean accuracies (a difference; a
+crossover's home advantage), each configuration an `Arm` of per-seed accuracies and, where the trials recorded
+it, per-sample correctness. Its variance is the seeds' (each arm's variance over seeds / its seeds) plus, for
+each test set, the test set's sampling error: the variance over its samples of the signed per-sample mean
+correctness, less the part the seeds already count (method of moments), over its size. The interval is
+Student t on Welch-Satterthwaite's degrees of freedom. Without correctness the test set's error is left out
+(method "welch"), as for any study but a transfer study.
+
+`summary` pools a claim's comparisons: DerSimonian-Laird's random-effects mean (the between-comparison variance
+widens it where comparisons disagree), normal interval; one comparison is its own. `tost` is the two one-sided
+tests of equivalence within +-margin. `divergence` compares two divergence rates with Fisher's exact test.
 """
 from __future__ import annotations
 
@@ -161,7 +175,10 @@ class Difference:
     n_b: int
     p: Optional[float]  # Welch's two-sided p; None without a test
     sd: Optional[float]  # the groups' pooled standard deviation (on the log scale for a ratio), for power
-    method: str  # "welch", "welch-log" (a ratio) or "too few" (under 3 values in a group)
+    method: str  # "welch", "welch-log" (a ratio), "welch+test-set" (`contrast`) or "too few"
+    se: Optional[float] = None  # the estimate's standard error
+    df: Optional[float] = None  # its degrees of freedom
+    test_var: float = 0.0  # the test sets' share of se**2, which more seeds do not reduce
 
     @property
     def tested(self) -> bool:
@@ -197,11 +214,12 @@ def _welch(a: np.ndarray, b: np.ndarray, confidence: float, method: str) -> Diff
     va, vb = a.var(ddof=1) / n_a, b.var(ddof=1) / n_b
     se = math.sqrt(va + vb)
     if se == 0:  # every value of each group equal: the difference is exact
-        return Difference(estimate, estimate, estimate, n_a, n_b, 0.0 if estimate else 1.0, pooled, method)
+        return Difference(estimate, estimate, estimate, n_a, n_b, 0.0 if estimate else 1.0, pooled, method, 0.0,
+                          math.inf)
     df = (va + vb) ** 2 / (va ** 2 / (n_a - 1) + vb ** 2 / (n_b - 1))
     half = float(_t_quantile((1 + confidence) / 2, df)) * se
     p = float(2 * special.stdtr(df, -abs(estimate) / se))
-    return Difference(estimate, estimate - half, estimate + half, n_a, n_b, p, pooled, method)
+    return Difference(estimate, estimate - half, estimate + half, n_a, n_b, p, pooled, method, se, df)
 
 
 def _pooled_sd(a: np.ndarray, b: np.ndarray) -> Optional[float]:
@@ -223,24 +241,163 @@ def holm(p_values) -> list:
     return adjusted
 
 
-def seeds_needed(effect: float, sd: Optional[float], alpha: float = 0.05, power: float = 0.8) -> Optional[int]:
+def seeds_needed(effect: float, sd: Optional[float], alpha: float = 0.05, power: float = 0.8,
+                 test_var: float = 0.0) -> Optional[int]:
     """Seeds per group for a two-sided two-sample t test at `alpha` to detect a true difference of `effect`
-    with `power`, the groups' standard deviation `sd`; at least MIN_FOR_INTERVAL, None when `sd` is unknown
-    or more than MAX_SEEDS would be needed."""
+    with `power`, the groups' standard deviation `sd` (pass `sd_upper`'s bound), `test_var` the test set's
+    share of the estimate's variance; at least MIN_FOR_INTERVAL, None when `sd` is unknown or more than
+    MAX_SEEDS would be needed (or no number of seeds would: the test set is too small)."""
     from scipy import special  # its ufuncs: scipy.stats's norm, t and nct, without seconds of importing it
 
     if sd is None or sd != sd or effect <= 0:
         return None
+    z = special.ndtri(1 - alpha / 2) + special.ndtri(power)
+    room = (effect / z) ** 2 - test_var  # the variance the seeds may take
+    if room <= 0:
+        return None
     if sd == 0:
         return MIN_FOR_INTERVAL
-    normal = 2 * ((special.ndtri(1 - alpha / 2) + special.ndtri(power)) * sd / effect) ** 2
+    normal = 2 * sd ** 2 / room
     if normal > MAX_SEEDS:
         return None
     for n in range(max(MIN_FOR_INTERVAL, int(normal) - 1), MAX_SEEDS + 1):  # t needs a little more than normal
         df = 2 * n - 2
         critical = _t_quantile(1 - alpha / 2, df)
-        shift = effect / (sd * math.sqrt(2 / n))
+        shift = effect / math.sqrt(2 * sd ** 2 / n + test_var)
         lower_tail = float(np.nan_to_num(special.nctdtr(df, shift, -critical)))  # NaN far out: 0
         if 1.0 - float(special.nctdtr(df, shift, critical)) + lower_tail >= power:
             return n
     return None
+
+
+def sd_upper(sd: Optional[float], df: float, confidence: float = 0.8) -> Optional[float]:
+    """The one-sided upper confidence bound of a standard deviation estimated on `df` degrees of freedom
+    (chi-square): the SD power advice should plan with, since 4 degrees of freedom leave it uncertain by 2x."""
+    from scipy import special
+
+    if sd is None or sd != sd or df is None or df < 1:
+        return None
+    return float(sd * math.sqrt(df / special.chdtri(df, confidence)))
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One configuration's converged runs on one test set: per-seed accuracy, and where the trials recorded it,
+    per-sample correctness (seeds x samples); arms of the same `test_set` were tested on the same samples."""
+    accuracy: np.ndarray
+    correct: Optional[np.ndarray]
+    test_set: str
+
+
+def contrast(terms, confidence: float = CONFIDENCE) -> Difference:
+    """sum(sign * mean accuracy of the arm) over `terms` [(sign, Arm)], with the test sets' sampling error
+    where every arm on a test set recorded correctness (see the module); n_a, n_b: the fewest seeds of the
+    positive and the negative arms."""
+    from scipy import special
+
+    terms = [(float(sign), arm) for sign, arm in terms]
+    counts = [len(arm.accuracy) for _, arm in terms]
+    n_a = min([n for (sign, _), n in zip(terms, counts) if sign > 0], default=0)
+    n_b = min([n for (sign, _), n in zip(terms, counts) if sign < 0], default=0)
+    if min(counts, default=0) == 0:
+        return Difference(math.nan, None, None, n_a, n_b, None, None, "too few")
+    estimate = float(sum(sign * arm.accuracy.mean() for sign, arm in terms))
+    squares = sum((len(arm.accuracy) - 1) * arm.accuracy.var(ddof=1) for _, arm in terms if len(arm.accuracy) > 1)
+    dof = sum(n - 1 for n in counts)
+    pooled = float(math.sqrt(squares / dof)) if dof else None
+    if min(counts) < MIN_FOR_INTERVAL:
+        return Difference(estimate, None, None, n_a, n_b, None, pooled, "too few")
+    parts = [(sign ** 2 * arm.accuracy.var(ddof=1) / len(arm.accuracy), len(arm.accuracy) - 1) for sign, arm in terms]
+    test_var, method = 0.0, "welch+test-set"
+    for key in dict.fromkeys(arm.test_set for _, arm in terms):
+        part = _test_set_variance([(sign, arm) for sign, arm in terms if arm.test_set == key])
+        if part is None:
+            method = "welch"
+            continue
+        test_var += part[0]
+        parts.append(part)
+    variance = sum(v for v, _ in parts)
+    if variance == 0:
+        return Difference(estimate, estimate, estimate, n_a, n_b, 0.0 if estimate else 1.0, pooled, method, 0.0,
+                          math.inf, test_var)
+    df = variance ** 2 / sum(v ** 2 / d for v, d in parts if v > 0)
+    se = math.sqrt(variance)
+    half = float(_t_quantile((1 + confidence) / 2, df)) * se
+    p = float(2 * special.stdtr(df, -abs(estimate) / se))
+    return Difference(estimate, estimate - half, estimate + half, n_a, n_b, p, pooled, method, se, df, test_var)
+
+
+def _test_set_variance(terms) -> Optional[tuple]:
+    """(variance the test set's samples add to the contrast, its degrees of freedom), or None where an arm on it
+    has no correctness or the arms disagree on its size."""
+    matrices = [arm.correct for _, arm in terms]
+    if any(m is None for m in matrices) or len({m.shape[1] for m in matrices}) != 1:
+        return None
+    size = matrices[0].shape[1]
+    per_sample = sum(sign * m.mean(axis=0) for (sign, _), m in zip(terms, matrices))
+    # the seeds' own Bernoulli spread in each sample's mean, which the seeds' term already counts
+    within = sum(sign ** 2 * m.var(axis=0, ddof=1).mean() / len(m) for (sign, _), m in zip(terms, matrices)
+                 if len(m) > 1)
+    return max(0.0, float(per_sample.var(ddof=1)) - within) / size, size - 1
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A claim's comparisons pooled (`summary`)."""
+    estimate: float
+    low: Optional[float]
+    high: Optional[float]
+    se: Optional[float]
+    p: Optional[float]
+    k: int  # comparisons pooled
+    tau: float  # the between-comparison standard deviation (DerSimonian-Laird)
+
+
+def summary(diffs, confidence: float = CONFIDENCE) -> Summary:
+    """The random-effects mean of the comparisons with a standard error (see the module); one comparison is
+    its own (its t interval)."""
+    from scipy import special
+
+    tested = [d for d in diffs if d.se is not None and d.estimate == d.estimate]
+    if not tested:
+        return Summary(math.nan, None, None, None, None, 0, math.nan)
+    if len(tested) == 1:
+        d = tested[0]
+        return Summary(d.estimate, d.low, d.high, d.se, d.p, 1, 0.0)
+    y = np.array([d.estimate for d in tested])
+    v = np.maximum(np.array([d.se for d in tested]) ** 2, 1e-12)
+    w = 1 / v
+    fixed = float((w * y).sum() / w.sum())
+    q = float((w * (y - fixed) ** 2).sum())
+    tau2 = max(0.0, (q - (len(y) - 1)) / float(w.sum() - (w ** 2).sum() / w.sum()))
+    w = 1 / (v + tau2)
+    estimate, se = float((w * y).sum() / w.sum()), float(math.sqrt(1 / w.sum()))
+    half = float(special.ndtri((1 + confidence) / 2)) * se
+    p = float(2 * special.ndtr(-abs(estimate) / se)) if se > 0 else (0.0 if estimate else 1.0)
+    return Summary(estimate, estimate - half, estimate + half, se, p, len(y), math.sqrt(tau2))
+
+
+def tost(estimate: float, se: Optional[float], margin: float, df: Optional[float] = None) -> Optional[float]:
+    """The p-value of the two one-sided tests that the true value lies within +-margin (t on `df`, normal
+    without); equivalence at alpha where it is below alpha."""
+    from scipy import special
+
+    if se is None or se != se or estimate != estimate:
+        return None
+    if se == 0:
+        return 0.0 if abs(estimate) < margin else 1.0
+    tail = (lambda x: special.stdtr(df, x)) if df is not None and math.isfinite(df) else special.ndtr
+    return float(max(tail(-(estimate + margin) / se), tail((estimate - margin) / se)))
+
+
+def divergence(diverged_a: int, n_a: int, diverged_b: int, n_b: int) -> Optional[float]:
+    """Fisher's exact two-sided p of two divergence rates (diverged of runs); None without runs on a side."""
+    if n_a == 0 or n_b == 0:
+        return None
+    total, runs = diverged_a + diverged_b, n_a + n_b
+
+    def chance(k: int) -> float:
+        return math.comb(n_a, k) * math.comb(n_b, total - k) / math.comb(runs, total)
+    observed = chance(diverged_a)
+    ks = range(max(0, total - n_b), min(total, n_a) + 1)
+    return float(min(1.0, sum(chance(k) for k in ks if chance(k) <= observed * (1 + 1e-9))))

@@ -100,9 +100,9 @@ def _trials_of(study) -> pd.DataFrame:
     return frame
 
 
-_EXTRA_COLUMNS = (["number", "surplus", "wall_time_s", "is_default", "planned"] + [f"gpu_{k}" for k in GPU_FIELDS]
-                  + [f"env_{k}" for k in ENV_FIELDS])
-_EXTRA_ATTRS = ("surplus", "wall_time_s", "is_default", "planned", "gpu", "env")
+_EXTRA_COLUMNS = (["number", "surplus", "wall_time_s", "is_default", "planned", "test_correct"]
+                  + [f"gpu_{k}" for k in GPU_FIELDS] + [f"env_{k}" for k in ENV_FIELDS])
+_EXTRA_ATTRS = ("surplus", "wall_time_s", "is_default", "planned", "test_correct", "gpu", "env")
 
 
 def _extra_fields(trial) -> dict:
@@ -110,7 +110,8 @@ def _extra_fields(trial) -> dict:
     attrs = trial.user_attrs
     gpu, env = attrs.get("gpu") or {}, attrs.get("env") or {}
     row = {"number": trial.number, "surplus": attrs.get("surplus"), "wall_time_s": attrs.get("wall_time_s"),
-           "is_default": attrs.get("is_default"), "planned": bool(attrs.get("planned"))}
+           "is_default": attrs.get("is_default"), "planned": bool(attrs.get("planned")),
+           "test_correct": attrs.get("test_correct")}  # packed text (sensitivity.correctness), transfer studies
     row.update({f"gpu_{k}": gpu.get(k) for k in GPU_FIELDS})
     row.update({f"env_{k}": env.get(k) for k in ENV_FIELDS})
     return row

@@ -62,8 +62,13 @@ def _add_sweep_parser(commands) -> None:
         p.add_argument("--frameworks", help="comma-separated (default: every framework usable here)")
         p.add_argument("--datasets", default="mnist5k,digits", help="comma-separated (default mnist5k,digits)")
         p.add_argument("--seeds", type=number(int, 0, strict=True, maximum=MAX_SEEDS), default=1)
-        p.add_argument("--budget-epochs", type=number(int, 0, strict=True, maximum=MAX_EPOCHS),
-                       help="cut each default to this many epochs, its schedule compressed alike (recorded)")
+        p.add_argument("--defaults", help="comma-separated names of search_spaces/defaults.yaml (default: all)")
+        cut = p.add_mutually_exclusive_group()
+        cut.add_argument("--budget-epochs", type=number(float, 0, strict=True, maximum=MAX_EPOCHS),
+                         help="a quick look: each default runs at most this many epochs, not its published budget, "
+                              "its schedule compressed alike (recorded; findings then say 'not tested')")
+        cut.add_argument("--budget-fraction", type=number(float, 0, strict=True, maximum=1),
+                         help="a quick look: each default runs this fraction of its published epochs")
         p.add_argument("--semantics", choices=("native", "canonical", "both"), default="native",
                        help="native (default): each framework's own optimizers, schedulers and initialisers; "
                             "canonical: the same formulas everywhere; both: each default in both regimes")
@@ -122,14 +127,21 @@ def _cmd_sweep(args) -> int:
 
 def _cmd_defaults(args) -> int:
     from sensitivity import datasets, frameworks
+    from sensitivity.defaults import Cut, DefaultsError, load_table
     from sensitivity.sweep.driver import SweepError, check_inputs, run_space
     from sensitivity.sweep.plans import defaults_space, default_plan
 
     names = args.frameworks.split(",") if args.frameworks else [n for n in frameworks.FRAMEWORKS
                                                                  if frameworks.probe(n)[1]]
     sets = args.datasets.split(",")
+    try:
+        entries = [e.name for e in load_table()]
+    except DefaultsError as exc:
+        raise UsageError(f"sensitivity {args.command}: {exc}")
+    chosen = args.defaults.split(",") if args.defaults is not None else None
     for name, known, option in [(n, frameworks.FRAMEWORKS, "--frameworks") for n in names] + \
-                               [(d, datasets.REGISTRY, "--datasets") for d in sets]:
+                               [(d, datasets.REGISTRY, "--datasets") for d in sets] + \
+                               [(d, entries, "--defaults") for d in chosen or ()]:
         if name not in known:
             raise UsageError(f"sensitivity {args.command}: {option}: unknown {name!r}; allowed: {', '.join(known)}")
     _check_study_name(args.study, args.command)
@@ -139,7 +151,16 @@ def _cmd_defaults(args) -> int:
         check_inputs(space, args.address, sets)  # the plan reads the datasets
     except SweepError as exc:
         raise UsageError(f"sensitivity {args.command}: {exc}")
-    plan = default_plan(space, names, sets, args.seeds, args.budget_epochs, transfer=args.command == "transfer")
+    cut = (Cut(epochs=args.budget_epochs, fraction=args.budget_fraction)
+           if args.budget_epochs or args.budget_fraction else None)
+    try:
+        plan = default_plan(space, names, sets, args.seeds, cut, transfer=args.command == "transfer", names=chosen,
+                            record_correct=args.command == "transfer")
+    except DefaultsError as exc:
+        raise UsageError(f"sensitivity {args.command}: {exc}")
+    if not plan:
+        raise UsageError(f"sensitivity {args.command}: nothing to run: no default has a budget for "
+                         f"{', '.join(sets)}" + (f" among {', '.join(chosen)}" if chosen else ""))
     return _run(args.command, lambda: run_space(space, _options(args, len(plan)), plan))
 
 

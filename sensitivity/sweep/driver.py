@@ -20,6 +20,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Optional
 
+from sensitivity.defaults import Cut
 from sensitivity.spaces import Space, load_space
 from sensitivity.sweep import ray_processes
 from sensitivity.sweep.plans import default_plan, enqueue_plan
@@ -69,8 +70,8 @@ def run_sweep(space_path, options: SweepOptions, with_defaults: bool = False, **
     space = load_space(space_path, **overrides)
     _check_gpus(space, options)  # the options' own consistency first: it holds on any machine
     check_inputs(space, options.address)  # the defaults' plan reads the dataset
-    plan = default_plan(space, space.frameworks, [space.dataset], seeds=space.seeds,
-                        budget_epochs=space.fixed.get("epochs")) if with_defaults else []
+    cut = Cut(epochs=space.fixed["epochs"]) if "epochs" in space.fixed else None  # the sweep's own budget
+    plan = default_plan(space, space.frameworks, [space.dataset], seeds=space.seeds, cut=cut) if with_defaults else []
     return run_space(space, options, plan)
 
 

@@ -49,7 +49,7 @@ FLUSH_EVERY_S = 1.0
 SHARED_ATTRS = ("env",)  # user attributes equal across most trials: one object in memory for each value
 # the bulk of a finished trial's user attributes, which the driver writes but never reads: in the study, not
 # in the driver's memory (at 100,000 trials they would hold gigabytes and most of the time to open a study)
-NOT_CACHED = ("curve", "stderr_tail", "spec")
+NOT_CACHED = ("curve", "stderr_tail", "spec", "test_correct")
 SHARED_MAX = 10_000
 UPSERT_DIALECTS = ("postgresql", "sqlite", "mysql")
 log = logging.getLogger(__name__)

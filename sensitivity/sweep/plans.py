@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sensitivity import datasets
-from sensitivity.defaults import load_table, trial_fields
+from sensitivity.defaults import DefaultsError, family, load_table, trial_fields
 from sensitivity.spec import TrialSpec
 
 
@@ -34,44 +34,63 @@ def steps_per_epoch(dataset: str, batch_size: int, val_fraction: float) -> int:
 
 def own_default(entries: list, framework: str, dataset: str):
     """The default a framework calls its own on a dataset: its own example's (the one tuned for that
-    dataset if it has several), else the first shared one (Caffe's engine-less defaults, DLBench's)."""
-    specific = [e for e in entries if e.runs_on == framework]
-    shared = [e for e in entries if e.runs_on == "all"]
+    dataset's family if it has several), else the first of Caffe's engine-less defaults. A shared setting
+    (DLBench's) is nobody's own default."""
+    specific = [e for e in entries if e.kind == "default" and e.runs_on == framework]
+    shared = [e for e in entries if e.kind == "default" and e.runs_on == "all"]
     for group in (specific, shared):
         if group:
-            return next((e for e in group if e.dataset == dataset), group[0])
+            return next((e for e in group if e.dataset == family(dataset)), group[0])
     return None
 
 
-def default_plan(space, frameworks: list, dataset_names: list, seeds: int, budget_epochs=None,
-                 transfer: bool = False) -> list:
+def default_plan(space, frameworks: list, dataset_names: list, seeds: int, cut=None, transfer: bool = False,
+                 names=None, record_correct: bool = False) -> list:
     """Every framework's own defaults on every dataset (with `transfer`, every default on every framework
-    and dataset), `seeds` seeds each, in each regime the space runs (`Space.regimes`), as planned trials."""
+    and dataset), `seeds` seeds each, in each regime the space runs (`Space.regimes`), as planned trials.
+    Each runs its published budget, or `cut`'s (a `defaults.Cut`), recorded as its `Scale`; `names` limits
+    the entries; `record_correct` has each trial record its per-sample correctness (a transfer study's). A
+    shared setting without a budget for a dataset is not planned there. DefaultsError for a budget below
+    one step or a configuration beyond TrialSpec's bounds (docs/bounds.md), before anything runs."""
     plan = []
     entries = load_table()
     for entry in entries:
+        if names is not None and entry.name not in names:
+            continue
         for framework in (frameworks if transfer else entry.own_frameworks(frameworks)):
             for dataset, regime in ((d, r) for r in space.regimes() for d in dataset_names):
+                if entry.published_epochs(dataset) is None:
+                    continue
                 batch = entry.config.get("batch_size", 64)
-                fields, scale = trial_fields(entry, steps_per_epoch(dataset, batch, space.val_fraction),
-                                             budget_epochs)
-                fields["semantics"] = regime
-                for name in space.parameters:  # what the default does not set is TrialSpec's default
-                    fields.setdefault(name, TrialSpec.model_fields[name].default)
-                planned = {**fields, "framework": framework, "dataset": dataset,
-                           "model": datasets.REGISTRY[dataset].default_model}
-                params = {"framework": framework}
-                params.update({name: fields[name] for name in space.parameters if name in fields
-                               and _representable(space.parameters[name], fields[name])})
-                for seed in range(seeds):
-                    attrs = {"is_default": framework in entry.own_frameworks([framework]), "default": entry.name,
-                             "default_source": entry.framework, "source_dataset": entry.dataset,
-                             "own_default": own_default(entries, framework, dataset) is entry,
-                             "seed": seed, "config_id": f"default:{entry.name}:{framework}:{dataset}:{regime}"}
-                    if scale is not None:
-                        attrs["budget_scale"] = round(scale, 6)
-                    plan.append(PlannedTrial(params, planned, attrs))
+                fields, scale = trial_fields(entry, dataset, steps_per_epoch(dataset, batch, space.val_fraction), cut)
+                if record_correct:
+                    fields["record_correct"] = True
+                plan += planned_seeds(space, entry, entries, framework, dataset, regime, fields, scale, seeds)
     return plan
+
+
+def planned_seeds(space, entry, entries: list, framework: str, dataset: str, regime: str, fields: dict, scale,
+                  seeds, extra: dict = ()) -> list:
+    """The planned trials of one default on one framework, dataset and regime, one per seed (`seeds`: a count
+    or the seeds themselves)."""
+    fields = {**fields, "semantics": regime}
+    for name in space.parameters:  # what the default does not set is TrialSpec's default
+        fields.setdefault(name, TrialSpec.model_fields[name].default)
+    planned = {**fields, "framework": framework, "dataset": dataset, "model": datasets.REGISTRY[dataset].default_model}
+    try:
+        TrialSpec(**planned)
+    except ValueError as exc:  # pydantic's ValidationError: a budget beyond the bounds of docs/bounds.md
+        raise DefaultsError(f"{entry.name} on {dataset}: {str(exc).splitlines()[1:3]}") from None
+    params = {"framework": framework}
+    params.update({name: fields[name] for name in space.parameters if name in fields
+                   and _representable(space.parameters[name], fields[name])})
+    mine = own_default(entries, framework, dataset)
+    attrs = {"is_default": framework in entry.own_frameworks([framework]), "default": entry.name,
+             "default_kind": entry.kind, "default_source": entry.framework, "source_dataset": entry.dataset,
+             "own_default": mine is not None and mine.name == entry.name, **scale.attrs(), **dict(extra)}
+    config_id = attrs.pop("config_id", None) or f"default:{entry.name}:{framework}:{dataset}:{regime}"
+    return [PlannedTrial(params, planned, {**attrs, "seed": seed, "config_id": config_id})
+            for seed in (range(seeds) if isinstance(seeds, int) else seeds)]
 
 
 def defaults_space(study: str, frameworks: list, dataset_names: list, seeds: int, regimes=("native",)):

@@ -252,8 +252,9 @@ class StudySearcher(Searcher):
     def _tell(self, trial, result: Optional[dict], error: bool, curve) -> None:
         if result and result.get("final"):
             payload = json.loads(result["result_json"])
-            # the spec as it ran (device gpu:N), else as asked
-            attrs = {name: payload.get(name) for name in RESULT_FIELDS if name != "spec" or payload.get("spec")}
+            # the spec as it ran (device gpu:N), else as asked; per-sample correctness only where recorded
+            attrs = {name: payload.get(name) for name in RESULT_FIELDS
+                     if name not in ("spec", "test_correct") or payload.get(name)}
             values = [payload.get(o.metric) for o in self.space.objectives]
             trained = payload["status"] in ("ok", "diverged")
             if trained and None in values:

@@ -13,6 +13,7 @@ from typing import Callable
 import numpy as np
 
 from sensitivity import frameworks, semantics
+from sensitivity.correctness import pack
 from sensitivity.datasets.base import Dataset, atomic_write, split_validation
 from sensitivity.frameworks import gpu
 from sensitivity.frameworks.base import Adapter
@@ -26,13 +27,13 @@ EVAL_BATCH = 1000
 
 
 def accuracy(adapter: Adapter, x: np.ndarray, y: np.ndarray) -> float:
-    if len(y) == 0:
-        return None
-    correct = 0
-    for start in range(0, len(y), EVAL_BATCH):
-        logits = adapter.predict(x[start:start + EVAL_BATCH])
-        correct += int(np.sum(np.argmax(logits, axis=1) == y[start:start + EVAL_BATCH]))
-    return correct / len(y)
+    return None if len(y) == 0 else float(correct_samples(adapter, x, y).mean())
+
+
+def correct_samples(adapter: Adapter, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Whether the model classifies each sample correctly."""
+    return np.concatenate([np.argmax(adapter.predict(x[start:start + EVAL_BATCH]), axis=1) == y[start:start + EVAL_BATCH]
+                           for start in range(0, len(y), EVAL_BATCH)])
 
 
 def run(spec: TrialSpec, data: Dataset, model_name: str, emit: Callable[[dict], None],
@@ -94,8 +95,11 @@ def run(spec: TrialSpec, data: Dataset, model_name: str, emit: Callable[[dict], 
             result.curve.append(vars(record))
             emit({"event": "epoch", **vars(record)})
     tick = time.perf_counter()
-    result.accuracy = accuracy(adapter, data.x_test, data.y_test)
+    correct = correct_samples(adapter, data.x_test, data.y_test)
+    result.accuracy = float(correct.mean())
     result.test_time_s = time.perf_counter() - tick
+    if spec.record_correct:
+        result.test_correct = pack(correct)
     result.val_accuracy = accuracy(adapter, x_val, y_val)
     if spec.keep_weights:
         save_weights(adapter.get_weights(), spec.keep_weights)

@@ -7,7 +7,7 @@ import optuna
 import pytest
 
 from sensitivity import frameworks
-from sensitivity.defaults import load_table
+from sensitivity.defaults import Cut, load_table
 from sensitivity.sweep.plans import default_plan, defaults_space, enqueue_plan
 
 pytestmark = pytest.mark.skipif(not frameworks.importable("torch"), reason="needs torch")
@@ -15,13 +15,17 @@ pytestmark = pytest.mark.skipif(not frameworks.importable("torch"), reason="need
 
 def test_plan_holds_every_own_default_once_and_queues_idempotently():
     space = defaults_space("d", ["torch", "tensorflow"], ["digits"], seeds=2)
-    plan = default_plan(space, ["torch", "tensorflow"], ["digits"], seeds=2, budget_epochs=2)
+    plan = default_plan(space, ["torch", "tensorflow"], ["digits"], seeds=2, cut=Cut(epochs=2))
     own = {(e.name, f) for e in load_table() for f in e.own_frameworks(["torch", "tensorflow"])}
     assert {(p.attrs["default"], p.planned["framework"]) for p in plan} == own
+    assert "dlbench-shared" not in {name for name, _ in own}  # a shared setting is nobody's own default
     assert len(plan) == 2 * len(own) and len({p.key for p in plan}) == len(plan)
     lenet = next(p for p in plan if p.attrs["default"] == "caffe-lenet")
-    assert lenet.planned["epochs"] == 2 and "iterations" not in lenet.planned and lenet.planned["model"] == "mlp"
-    assert 0 < lenet.attrs["budget_scale"] < 1  # said in the results
+    assert lenet.planned["iterations"] == 2 * 17 and lenet.planned["model"] == "mlp"  # 17 steps of 64 an epoch
+    assert lenet.attrs["budget_scale"] == round(2 / (10000 * 64 / 60000), 6) and lenet.attrs["run_epochs"] == 2
+    assert 0 < lenet.attrs["samples_scale"] < 0.01  # 2 epochs of digits against 10.7 of MNIST: said in the results
+    full = default_plan(space, ["torch"], ["digits"], seeds=1)
+    assert {p.attrs["budget_scale"] for p in full} == {1.0}
     study = optuna.create_study()
     assert enqueue_plan(study, plan) == len(plan)
     for trial in study.get_trials():  # as if they had run: the plan keys are in the study now
@@ -60,9 +64,9 @@ objectives: [{metric: val_accuracy, direction: maximize}]
     assert min(t.number for t in trials if not t.user_attrs.get("is_default")) > max(t.number for t in defaults)
     lenet = next(t for t in defaults if t.user_attrs["default"] == "caffe-lenet")
     assert lenet.params["lr"] == 0.01 and lenet.params["weight_decay"] == 0.0005  # its own values, in range
-    dlbench = next(t for t in defaults if t.user_attrs["default"] == "dlbench-shared")
-    assert dlbench.params["weight_decay"] == 0.0  # not set by the default: TrialSpec's, not a sampled one
-    assert dlbench.params["lr"] == 0.01
+    quick = next(t for t in defaults if t.user_attrs["default"] == "torch-train-on-cifar10")
+    assert quick.params["weight_decay"] == 0.0  # not set by the default: TrialSpec's, not a sampled one
+    assert quick.user_attrs["run_epochs"] == 1 and quick.user_attrs["budget_scale"] == round(1 / 45, 6)
 
 
 def test_defaults_command_runs_each_frameworks_own_defaults(tmp_path):
@@ -82,7 +86,8 @@ def test_transfer_runs_every_default_on_the_target_and_reports_the_matrix(tmp_pa
                "--parallel", 2)
     assert proc.returncode == 0, proc.stderr[-3000:]
     study = optuna.load_study(study_name="transfer", storage=f"sqlite:///{tmp_path}/results/optuna.db")
-    assert sorted(t.user_attrs["default"] for t in study.trials) == sorted(e.name for e in load_table())
+    ran = sorted(t.user_attrs["default"] for t in study.trials)
+    assert ran == sorted(e.name for e in load_table() if e.published_epochs("digits"))  # DLBench gives no budget
     assert sum(t.user_attrs["own_default"] for t in study.trials) == 1  # torch's own: its demo's default
     from sensitivity.analysis.transfer import transfer_matrix
     cells = transfer_matrix(study)

@@ -1,0 +1,36 @@
+"""A configuration's runs as one side of a comparison: the accuracies of its converged runs, their per-sample
+correctness where recorded, and its divergence count, which is a result of its own (a diverged run's chance
+accuracy would make the sample bimodal, so accuracy is compared over converged runs only)."""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from sensitivity.analysis.intervals import Arm
+from sensitivity.correctness import unpack
+
+
+class Runs(NamedTuple):
+    arm: Arm  # converged runs
+    diverged: int
+    runs: int  # converged and diverged
+    budget_scale: float  # the least budget scale of the runs (NaN: not a default's budget)
+    train_time_s: np.ndarray  # of the converged runs
+
+
+def runs_of(rows: pd.DataFrame, test_set: str) -> Runs:
+    """The Runs of trial-table rows (trained trials of one configuration on one test set)."""
+    converged = rows[rows["outcome"].eq("ok")]
+    accuracy = converged["accuracy"].to_numpy(float)
+    keep = np.isfinite(accuracy)
+    correct = None
+    if "test_correct" in converged and len(converged):
+        vectors = [unpack(text) for text in converged["test_correct"][keep]]
+        if vectors and all(v is not None for v in vectors) and len({len(v) for v in vectors}) == 1:
+            correct = np.vstack(vectors)
+    scales = pd.to_numeric(rows["budget_scale"], errors="coerce") if "budget_scale" in rows else pd.Series([np.nan])
+    times = converged["train_time_s"].to_numpy(float)[keep]
+    return Runs(Arm(accuracy[keep], correct, test_set), int(rows["outcome"].eq("diverged").sum()), len(rows),
+                float(scales.min()) if scales.notna().any() else np.nan, times[np.isfinite(times)])

@@ -1,0 +1,136 @@
+"""Dataset transfer as Liu et al. define it: a crossover. "Tuned for A does not work on B" means that on B the
+configuration tuned for A loses to B's own tuned one, and on A the reverse.
+
+A crossover (the trials of `sensitivity crossover`, marked `crossover`) runs, on one framework and regime, the
+configuration tuned for dataset A and the one tuned for B, each on both datasets, every run at its own
+budget. Its effect is the home advantage
+
+    H = (A-tuned on A - B-tuned on A) + (B-tuned on B - A-tuned on B)
+
+in accuracy, with its 95% interval (`intervals.contrast`: the seeds' error and, where the trials recorded
+per-sample correctness, each test set's sampling error). Runtime is reported beside it in the same way: the
+geometric mean, over the two datasets, of the train time of the configuration tuned for the dataset against
+the other's (`time_ratio`, above 1: the home configuration is the slower one). A crossover between two
+disjoint halves of one dataset is a placebo: no home advantage can exist there, so it must come out equivalent
+to 0; when both halves' tuned configurations are the same it is vacuous. Each cell's diverged runs are counted
+apart and left out of its accuracy.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from sensitivity.analysis.arms import runs_of
+from sensitivity.analysis.intervals import Arm, contrast, interval_text, mean_interval
+from sensitivity.analysis.table import REGIME, NotEnoughData, derived, regime_sorted, trained, trials_table
+
+COLUMNS = [REGIME, "crossover", "framework", "dataset_a", "dataset_b", "placebo", "vacuous", "config_a", "config_b",
+           "estimate", "low", "high", "p", "se", "df", "test_var", "sd", "method", "n_a", "n_b", "budget_scale",
+           "time_ratio", "time_low", "time_high", "cells", "diverged"]
+NEEDS = ("dataset transfer needs a crossover: sensitivity crossover --framework F --datasets A,B (a published default "
+         "or --tuned DATASET=SWEEP_STUDY for each side)")
+
+
+def crossover_comparisons(table) -> pd.DataFrame:
+    """One row per crossover (COLUMNS): its home advantage with interval, the runtime beside it, and `cells`,
+    the four means ({"A-tuned on A": text, ...}); computed once per table."""
+    return derived(trials_table(table), _crossovers)
+
+
+def _crossovers(table: pd.DataFrame) -> pd.DataFrame:
+    if "crossover" not in table or table["crossover"].isna().all():
+        raise NotEnoughData(NEEDS)
+    rows = trained(table)
+    rows = rows[rows["crossover"].notna()]
+    out = []
+    for (regime, name), part in rows.groupby([REGIME, "crossover"], sort=True):
+        row = _one(regime, name, part)
+        if row is not None:
+            out.append(row)
+    if not out:
+        raise NotEnoughData("the crossover's trials have not finished: " + NEEDS)
+    return regime_sorted(pd.DataFrame(out, columns=COLUMNS), [REGIME, "placebo", "crossover"])
+
+
+def _one(regime: str, name: str, part: pd.DataFrame):
+    """The crossover's row, or None while one of its four cells has no trained run."""
+    datasets = list(dict.fromkeys(part.sort_values("number")["tuned_for"]))
+    if len(datasets) != 2:
+        return None
+    a, b = datasets
+    cells = {}
+    for tuned in (a, b):
+        for on in (a, b):
+            rows = part[part["tuned_for"].eq(tuned) & part["dataset"].eq(on)]
+            if rows.empty:
+                return None
+            cells[(tuned, on)] = runs_of(rows, on)
+    accuracy = contrast([(1, cells[(a, a)].arm), (-1, cells[(b, a)].arm), (1, cells[(b, b)].arm),
+                         (-1, cells[(a, b)].arm)])
+    logs = {key: Arm(np.log(runs.train_time_s[runs.train_time_s > 0]), None, key[1]) for key, runs in cells.items()}
+    time = contrast([(0.5, logs[(a, a)]), (-0.5, logs[(b, a)]), (0.5, logs[(b, b)]), (-0.5, logs[(a, b)])])
+    labels = {tuned: _first(part, tuned, "tuned_config") for tuned in (a, b)}
+    keys = {tuned: _first(part, tuned, "tuned_key") for tuned in (a, b)}
+    placebo = bool(part["placebo"].eq(True).any()) if "placebo" in part else False
+    exp = (lambda x: None if x is None or x != x else float(math.exp(x)))
+    return {REGIME: regime, "crossover": name, "framework": part["framework"].iloc[0], "dataset_a": a,
+            "dataset_b": b, "placebo": placebo, "vacuous": placebo and keys[a] is not None and keys[a] == keys[b],
+            "config_a": labels[a], "config_b": labels[b], "estimate": accuracy.estimate, "low": accuracy.low,
+            "high": accuracy.high, "p": accuracy.p, "se": accuracy.se, "df": accuracy.df,
+            "test_var": accuracy.test_var, "sd": accuracy.sd, "method": accuracy.method, "n_a": accuracy.n_a,
+            "n_b": accuracy.n_b, "budget_scale": float(np.nanmin([c.budget_scale for c in cells.values()] + [np.inf])),
+            "time_ratio": exp(time.estimate), "time_low": exp(time.low), "time_high": exp(time.high),
+            "cells": {f"{_side(tuned, a)}-tuned on {on}": _cell_text(runs) for (tuned, on), runs in cells.items()},
+            "diverged": {f"{_side(tuned, a)}-tuned on {on}": f"{runs.diverged} of {runs.runs}"
+                         for (tuned, on), runs in cells.items()}}
+
+
+def _side(tuned: str, a: str) -> str:
+    return "A" if tuned == a else "B"
+
+
+def _first(part: pd.DataFrame, tuned: str, column: str):
+    values = part.loc[part["tuned_for"].eq(tuned), column].dropna() if column in part else pd.Series([], dtype=object)
+    return values.iloc[0] if len(values) else None
+
+
+def _cell_text(runs) -> str:
+    interval = mean_interval(runs.arm.accuracy)
+    time = float(np.mean(runs.train_time_s)) if len(runs.train_time_s) else math.nan
+    return interval_text(interval.mean, interval.low, interval.high, interval.n) + f", {time:.1f} s"
+
+
+def plot_crossover(crossovers: pd.DataFrame, table):
+    """Per crossover (a panel): each tuned configuration's mean test accuracy (95% interval) on the two datasets;
+    lines that cross are a home advantage."""
+    from sensitivity.analysis.style import finish, go, make_subplots
+
+    rows = trained(trials_table(table))
+    rows = rows[rows["crossover"].notna()] if "crossover" in rows else rows.iloc[0:0]
+    if crossovers.empty or rows.empty:
+        raise NotEnoughData(NEEDS)
+    titles = [f"{'placebo: ' if r['placebo'] else ''}{r['framework']}, {r[REGIME]}: {r['dataset_a']} x {r['dataset_b']}"
+              for r in crossovers.to_dict("records")]
+    fig = make_subplots(rows=1, cols=len(titles), subplot_titles=titles, horizontal_spacing=0.12)
+    for col, row in enumerate(crossovers.to_dict("records"), start=1):
+        part = rows[rows["crossover"].eq(row["crossover"]) & rows[REGIME].eq(row[REGIME])]
+        datasets = [row["dataset_a"], row["dataset_b"]]
+        for tuned, colour in zip(datasets, ("#1f77b4", "#d62728")):
+            means, lows, highs = [], [], []
+            for on in datasets:
+                arm = runs_of(part[part["tuned_for"].eq(tuned) & part["dataset"].eq(on)], on).arm
+                interval = mean_interval(arm.accuracy)
+                means.append(interval.mean)
+                lows.append(interval.mean - (interval.low if interval.low is not None else interval.mean))
+                highs.append((interval.high if interval.high is not None else interval.mean) - interval.mean)
+            label = row["config_a"] if tuned == row["dataset_a"] else row["config_b"]
+            fig.add_trace(go.Scatter(x=datasets, y=means, mode="lines+markers", name=f"tuned for {tuned}",
+                                     legendgroup=tuned, showlegend=col == 1, line=dict(color=colour),
+                                     error_y=dict(type="data", symmetric=False, array=highs, arrayminus=lows),
+                                     hovertext=[f"tuned for {tuned} ({label}) on {on}" for on in datasets],
+                                     hoverinfo="text+y"), row=1, col=col)
+    fig.update_yaxes(title_text="test accuracy (converged runs)", col=1)
+    return finish(fig, "Dataset crossover: each dataset's tuned configuration on both datasets", 460,
+                  width=max(640, 420 * len(titles)))
