@@ -13,7 +13,7 @@ from sensitivity.commands.common import EXIT_USAGE, Parser, UsageError
 
 # The commands each module of sensitivity.commands adds, in the order of `sensitivity --help`.
 GROUPS = {"trial": ("trial",), "listing": ("frameworks", "datasets", "semantics", "import-caffe"),
-          "sweep": ("sweep", "defaults", "transfer", "studies", "export", "dashboard"),
+          "sweep": ("sweep", "defaults", "transfer", "crossover", "studies", "export", "dashboard"),
           "analysis": ("robustness", "plot", "report"), "findings": ("findings",), "ablate": ("ablate",)}
 _COMMANDS = {name for names in GROUPS.values() for name in names}
 # Commands that read a study and write files or print, and start nothing that outlives them (`plot` may start

@@ -132,5 +132,5 @@ def plot_crossover(crossovers: pd.DataFrame, table):
                                      hovertext=[f"tuned for {tuned} ({label}) on {on}" for on in datasets],
                                      hoverinfo="text+y"), row=1, col=col)
     fig.update_yaxes(title_text="test accuracy (converged runs)", col=1)
-    return finish(fig, "Dataset crossover: each dataset's tuned configuration on both datasets", 460,
-                  width=max(640, 420 * len(titles)))
+    fig = finish(fig, "Dataset crossover: each dataset's tuned configuration on both datasets", 460)
+    return fig.update_layout(width=max(640, 420 * len(titles)))

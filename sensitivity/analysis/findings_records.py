@@ -19,8 +19,8 @@ def findings_text(records: dict, heading: str, effect: float, every: bool = Fals
     """The verdict and sentence of each claim, by regime, under `heading`; with `every`, each claim's
     comparisons beneath it. `records`: {"claims": [...], "comparisons": [...]} (`findings.findings_records`)."""
     tests = sum(row["p_holm"] is not None for row in records["comparisons"])
-    lines = [f"{heading}: {tests} tested comparisons, Holm-corrected (the 95% intervals are not); equivalent "
-             f"where an interval lies within +-{effect:g}"]
+    lines = [f"{heading}: {tests} tested comparisons, Holm-corrected within each claim (the 95% intervals are "
+             f"not); equivalent where two one-sided tests put a difference within +-{effect:g} of accuracy a dataset"]
     regimes = {}
     for row in records["claims"]:
         regimes.setdefault(row[REGIME], []).append(row)

@@ -234,12 +234,12 @@ def _first_of(sources, compute, section, missing: str) -> str:
 
 
 def _transfer(sources: list) -> str:
-    """From the source whose defaults span the most datasets and frameworks (`transfer.richest_transfer`),
-    with the others as known configurations."""
+    """The crossovers of any source, and framework transfer from the source whose defaults span the most
+    datasets and frameworks (`transfer.richest_transfer`)."""
     try:
         return transfer_html(sources)
     except NotEnoughData as reason:
-        return missing_html(f"not computed for this study: run sensitivity transfer ({reason})")
+        return missing_html(f"not computed for this study: run sensitivity transfer or crossover ({reason})")
 
 
 def _ablation(path: pd.DataFrame, source=None) -> str:

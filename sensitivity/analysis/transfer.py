@@ -1,20 +1,16 @@
-"""Transfer of defaults (Liu et al. 2018): every source default run on every target framework and dataset,
-and the studies' two questions answered with differences and their intervals, per regime (native first).
+"""Transfer of defaults between frameworks (Liu et al. 2018): every default run on every framework and dataset,
+per regime (native first); dataset transfer is a crossover of its own (`crossover`).
 
 `transfer_matrix` gives one row per (default, target framework, target dataset, regime) with the mean
-accuracy over seeds and its interval (`intervals`), train time, n, both relative to the target's own default
-in the same regime (ratio; 1 is as good as its own), and the budget scale the default ran at.
-`transfer_comparisons` answers the questions:
-- across datasets: each framework's own default on a dataset it was not tuned for (another dataset family:
-  mnist5k is MNIST's) against the best configuration known for that dataset on the same framework and regime,
-  chosen on validation accuracy among everything run there (its own default, other defaults run on it, the
-  sweep's configurations of `references`), compared on test accuracy. A default cut to a budget
-  (budget_scale < 1) is judged only against the other defaults of its study, cut alike: a sweep's full runs
-  would measure the budget, not the transfer;
-- across frameworks: framework A's default run on framework B, against the same default on A and against B's
-  own default on B, per dataset.
-Each difference is Welch's (`intervals.difference`); with under 3 seeds on a side there is no interval.
-`plot_transfer` draws the matrix as heatmaps; every title names the budget scale where it is below 1.
+accuracy over seeds and its interval (`intervals`), train time, n, its diverged runs and their rate, both
+relative to the target's own default in the same regime (ratio; 1 is as good as its own), and the budget
+scale the default ran at (1: its published epochs).
+`transfer_comparisons` answers "across frameworks": each default run on its home framework and on each
+other framework, same dataset, regime and budget, every pair, as moved minus home (`intervals.contrast`, the
+test set's sampling error included where the trials recorded per-sample correctness; accuracy over
+converged runs, the diverged counted apart with Fisher's exact test). Caffe's and DLBench's defaults have no
+home framework here and take no part. `plot_transfer` draws the matrix as heatmaps; every title names the
+budget scale where it is below 1.
 """
 from __future__ import annotations
 
@@ -23,19 +19,16 @@ import math
 import numpy as np
 import pandas as pd
 
-from sensitivity.analysis.intervals import difference, group_intervals, interval_text, mean_interval
+from sensitivity.analysis.arms import runs_of
+from sensitivity.analysis.intervals import contrast, divergence, group_intervals, interval_text, mean_interval
 from sensitivity.analysis.table import (REGIME, NotEnoughData, derived, regime_sorted, regimes_of, trained,
                                         trials_table)
 
 KEYS = ["default", "default_source", "source_dataset", "framework", "dataset", REGIME]
-ORIGIN = {"mnist5k": "mnist"}  # a dataset drawn from another: a default tuned on the origin was tuned for it
 COMPARISON_COLUMNS = [REGIME, "question", "dataset", "framework", "default", "source_framework", "source_dataset",
                       "subject", "reference", "subject_mean", "reference_mean", "estimate", "low", "high", "p",
-                      "n_a", "n_b", "sd", "method", "budget_scale", "subject_text", "reference_text"]
-
-
-def family(dataset) -> str:
-    return ORIGIN.get(dataset, dataset)
+                      "n_a", "n_b", "sd", "se", "df", "test_var", "method", "budget_scale", "subject_text",
+                      "reference_text", "diverged_a", "runs_a", "diverged_b", "runs_b", "p_diverged"]
 
 
 def transfer_matrix(table) -> pd.DataFrame:
@@ -45,13 +38,16 @@ def transfer_matrix(table) -> pd.DataFrame:
 
 def _transfer_matrix(table: pd.DataFrame) -> pd.DataFrame:
     runs = _default_runs(table)
+    runs = runs.assign(accuracy=runs["accuracy"].where(runs["outcome"].eq("ok")))  # diverged runs: counted apart
     cells = (runs.groupby(KEYS, dropna=False)
              .agg(accuracy=("accuracy", "mean"), train_time_s=("train_time_s", "mean"), n_seeds=("accuracy", "size"),
                   own=("own_default", "max"), diverged=("outcome", lambda o: int((o == "diverged").sum())),
                   budget_scale=("budget_scale", "min"))
              .reset_index())
+    cells["divergence_rate"] = cells["diverged"] / cells["n_seeds"]
     spread = group_intervals(runs, KEYS, "accuracy").drop(columns=["accuracy_mean", "accuracy_n"])
     cells = cells.merge(spread, on=KEYS, how="left")
+    cells = _with_test_set_error(cells, runs)
     target = ["framework", "dataset", REGIME]  # the target's own default in the same regime
     own = cells[cells["own"].eq(True)][target + ["default", "accuracy", "train_time_s"]]
     own = own.rename(columns={"default": "own_default", "accuracy": "own_accuracy", "train_time_s": "own_time_s"})
@@ -61,6 +57,23 @@ def _transfer_matrix(table: pd.DataFrame) -> pd.DataFrame:
     cells = cells.rename(columns={"framework": "target_framework", "dataset": "target_dataset",
                                   "default_source": "source_framework"}).drop(columns="own")
     return regime_sorted(cells, [REGIME, "default", "target_framework", "target_dataset"])
+
+
+def _with_test_set_error(cells: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """Where a cell's runs recorded per-sample correctness, its interval is for the population's accuracy: the
+    test set's sampling error added to the seeds' (`intervals.contrast` of the one arm), within [0, 1]."""
+    if "test_correct" not in runs or runs["test_correct"].isna().all():
+        return cells
+    lows, highs = cells["accuracy_low"].to_numpy(float).copy(), cells["accuracy_high"].to_numpy(float).copy()
+    index = {key: i for i, key in enumerate(zip(*(cells[k] for k in KEYS)))}
+    for key, part in runs.groupby(KEYS, dropna=False, sort=False):
+        arm = runs_of(part, key[KEYS.index("dataset")]).arm
+        if arm.correct is None or key not in index:
+            continue
+        interval = contrast([(1, arm)])
+        if interval.low is not None and interval.method == "welch+test-set":
+            lows[index[key]], highs[index[key]] = max(0.0, interval.low), min(1.0, interval.high)
+    return cells.assign(accuracy_low=lows, accuracy_high=highs)
 
 
 def richest_transfer(sources) -> tuple:
@@ -92,136 +105,64 @@ def _default_runs(table: pd.DataFrame) -> pd.DataFrame:
     for column in ("own_default", "default_source", "source_dataset"):
         if column not in runs:
             runs[column] = None
-    runs["budget_scale"] = pd.to_numeric(runs["budget_scale"], errors="coerce") if "budget_scale" in runs else np.nan
+    # a default's trial written before budgets were recorded ran its published steps
+    scales = pd.to_numeric(runs["budget_scale"], errors="coerce") if "budget_scale" in runs else np.nan
+    runs["budget_scale"] = pd.Series(scales, index=runs.index).fillna(1.0)
     return runs
 
 
 def budget_note(scales) -> str:
-    """" (budget cut: each default ran 0.04 to 0.5 of its published training steps)" where a scale is below 1."""
+    """" (budget cut: each default ran 0.04 to 0.5 of its published epochs)" where a scale is below 1."""
     scales = pd.to_numeric(pd.Series(scales, dtype=object), errors="coerce").dropna()
-    scales = scales[scales < 1]
+    scales = scales[scales < 1 - 1e-6]
     if scales.empty:
         return ""
     low, high = scales.min(), scales.max()
     span = f"{low:.2g}" if math.isclose(low, high) else f"{low:.2g} to {high:.2g}"
-    return f" (budget cut: each default ran {span} of its published training steps)"
+    return f" (budget cut: each default ran {span} of its published epochs)"
 
 
-def transfer_comparisons(table, references=()) -> pd.DataFrame:
-    """The two questions of the module, one row per comparison: question ("datasets" or "frameworks"),
-    subject and reference (what is compared with what), their means, the difference `estimate` (subject -
-    reference) with `low`, `high`, Welch's `p`, the seeds `n_a`, `n_b`, the pooled `sd`, and texts of both
-    means with their intervals. `references` are further trial tables (a sweep) whose configurations count as
-    known ones."""
-    runs = _default_runs(trials_table(table))
-    runs = runs.assign(label="default " + runs["default"].astype(str))
-    known = [runs]
-    for i, other in enumerate(references):
-        rows = trained(trials_table(other))
-        study = rows.attrs.get("study") or f"study {i + 2}"
-        named = ("default " + rows["default"].astype(str)) if "default" in rows else None
-        label = rows["config_id"].astype(str) if named is None else named.where(rows["default"].notna(),
-                                                                                  rows["config_id"].astype(str))
-        known.append(rows.assign(label=f"{study}: " + label, budget_scale=np.nan))
-    known = pd.concat(known, ignore_index=True)
-    out = _across_datasets(runs, known) + _across_frameworks(runs)
-    frame = pd.DataFrame(out, columns=COMPARISON_COLUMNS)
-    return regime_sorted(frame, [REGIME, "question", "dataset", "framework", "default"])
+def transfer_comparisons(table) -> pd.DataFrame:
+    """Framework transfer, one row per pair: each default whose home framework ran here, moved to each other
+    framework, against itself at home, on the same dataset and regime (COMPARISON_COLUMNS): the difference
+    moved - home in test accuracy over converged runs (`intervals.contrast`, with the test set's sampling
+    error where the trials recorded correctness), and each side's diverged runs with Fisher's exact p."""
+    return derived(trials_table(table), _transfer_comparisons)
 
 
-def _row(regime, question, dataset, framework, default, source, source_dataset, subject, reference, a, b,
-         scales) -> dict:
-    diff = difference(a, b)
-    ia, ib = mean_interval(a), mean_interval(b)
-    return {REGIME: regime, "question": question, "dataset": dataset, "framework": framework, "default": default,
-            "source_framework": source, "source_dataset": source_dataset, "subject": subject,
-            "reference": reference, "subject_mean": ia.mean, "reference_mean": ib.mean, "estimate": diff.estimate,
-            "low": diff.low, "high": diff.high, "p": diff.p, "n_a": diff.n_a, "n_b": diff.n_b, "sd": diff.sd,
-            "method": diff.method, "budget_scale": _least(scales),
-            "subject_text": interval_text(ia.mean, ia.low, ia.high, ia.n),
-            "reference_text": interval_text(ib.mean, ib.low, ib.high, ib.n)}
-
-
-def _least(scales) -> float:
-    values = np.asarray(scales, float)
-    values = values[np.isfinite(values)]
-    return float(values.min()) if len(values) else math.nan
-
-
-class _Runs:
-    """The runs of each (regime, framework, dataset, label) as arrays (accuracy, val_accuracy, budget_scale):
-    comparisons are look-ups, not scans."""
-
-    def __init__(self, rows: pd.DataFrame):
-        columns = {c: rows[c].to_numpy(float) for c in ("accuracy", "val_accuracy", "budget_scale")}
-        self.groups = {key: {c: values[index] for c, values in columns.items()} for key, index in
-                       rows.groupby([REGIME, "framework", "dataset", "label"], sort=True).indices.items()}
-
-    def get(self, regime, framework, dataset, label):
-        return self.groups.get((regime, framework, dataset, label))
-
-    def labels(self, regime, framework, dataset) -> list:
-        return [k[3] for k in self.groups if k[:3] == (regime, framework, dataset)]
-
-
-def _arm(runs: dict) -> np.ndarray:
-    values = runs["accuracy"]
-    return values[np.isfinite(values)]
-
-
-def _across_datasets(runs: pd.DataFrame, known: pd.DataFrame) -> list:
-    """Each framework's own default on each dataset outside its family, against the best configuration known
-    there on that framework and regime (chosen on validation accuracy, compared on test accuracy)."""
-    own = runs[runs["is_default"].eq(True)] if "is_default" in runs else runs.iloc[0:0]
-    index, out = _Runs(known), []
-    firsts = own.groupby([REGIME, "framework", "dataset", "default"])[["default_source", "source_dataset"]].first()
-    for (regime, framework, dataset, default), (source, source_dataset) in firsts.iterrows():
-        if source_dataset is None or source_dataset != source_dataset or family(source_dataset) == family(dataset):
-            continue
-        subject = index.get(regime, framework, dataset, f"default {default}")
-        cut = bool((subject["budget_scale"] < 1).any())  # a cut default is judged against runs cut alike only
-        candidates = [label for label in index.labels(regime, framework, dataset) if label != f"default {default}"
-                      and (label.startswith("default ") or not cut)]
-        if not candidates:
-            continue
-
-        def chosen_on(label):
-            part = index.get(regime, framework, dataset, label)
-            values = part["val_accuracy"] if np.isfinite(part["val_accuracy"]).any() else part["accuracy"]
-            return float(np.nanmean(values)) if np.isfinite(values).any() else -math.inf
-        best = max(candidates, key=chosen_on)
-        reference = index.get(regime, framework, dataset, best)
-        out.append(_row(regime, "datasets", dataset, framework, default, source, source_dataset,
-                        f"{default} on {framework}, {dataset}", f"{best} on {framework}, {dataset}",
-                        _arm(subject), _arm(reference), [*subject["budget_scale"], *reference["budget_scale"]]))
-    return out
-
-
-def _across_frameworks(runs: pd.DataFrame) -> list:
-    """Framework A's default run on B, against the same default on A and against B's own default on B."""
+def _transfer_comparisons(table: pd.DataFrame) -> pd.DataFrame:
+    runs = _default_runs(table)
     frameworks = set(runs["framework"])
-    index, out = _Runs(runs), []
-    owns = runs[runs["own_default"].eq(True)].groupby([REGIME, "dataset", "framework"])["default"].first().to_dict()
-    targets = runs.groupby([REGIME, "dataset", "default"])["framework"].unique().to_dict()
+    groups = runs.groupby([REGIME, "dataset", "default", "framework"], sort=True)
+    cells = {key: runs_of(part, key[1]) for key, part in groups}
     firsts = runs.groupby([REGIME, "dataset", "default"])[["default_source", "source_dataset"]].first()
+    out = []
     for (regime, dataset, default), (home, source_dataset) in firsts.iterrows():
-        if home not in frameworks:
+        at_home = cells.get((regime, dataset, default, home))
+        if home not in frameworks or at_home is None:
             continue  # Caffe's or DLBench's defaults have no home framework here
-        label = f"default {default}"
-        at_home = index.get(regime, home, dataset, label)
-        for target in sorted(set(targets[(regime, dataset, default)]) - {home}):
-            moved = index.get(regime, target, dataset, label)
-            common = dict(regime=regime, question="frameworks", dataset=dataset, framework=target, default=default,
-                          source=home, source_dataset=source_dataset, subject=f"{default} on {target}, {dataset}")
-            if at_home is not None:
-                out.append(_row(**common, reference=f"{default} on {home}, {dataset}", a=_arm(moved),
-                                b=_arm(at_home), scales=[*moved["budget_scale"], *at_home["budget_scale"]]))
-            name = owns.get((regime, dataset, target))
-            own = index.get(regime, target, dataset, f"default {name}") if name and name != default else None
-            if own is not None:
-                out.append(_row(**common, reference=f"{name} on {target}, {dataset}", a=_arm(moved), b=_arm(own),
-                                scales=[*moved["budget_scale"], *own["budget_scale"]]))
-    return out
+        for target in sorted(f for (r, d, n, f) in cells if (r, d, n) == (regime, dataset, default) and f != home):
+            moved = cells[(regime, dataset, default, target)]
+            out.append(_row(regime, dataset, target, default, home, source_dataset, moved, at_home))
+    frame = pd.DataFrame(out, columns=COMPARISON_COLUMNS)
+    return regime_sorted(frame, [REGIME, "dataset", "default", "framework"])
+
+
+def _row(regime, dataset, target, default, home, source_dataset, moved, at_home) -> dict:
+    diff = contrast([(1, moved.arm), (-1, at_home.arm)])
+    ia, ib = mean_interval(moved.arm.accuracy), mean_interval(at_home.arm.accuracy)
+    return {REGIME: regime, "question": "frameworks", "dataset": dataset, "framework": target, "default": default,
+            "source_framework": home, "source_dataset": source_dataset,
+            "subject": f"{default} on {target}, {dataset}", "reference": f"{default} on {home}, {dataset}",
+            "subject_mean": ia.mean, "reference_mean": ib.mean, "estimate": diff.estimate, "low": diff.low,
+            "high": diff.high, "p": diff.p, "n_a": diff.n_a, "n_b": diff.n_b, "sd": diff.sd, "se": diff.se,
+            "df": None if diff.df is None else float(diff.df), "test_var": diff.test_var, "method": diff.method,
+            "budget_scale": float(np.nanmin([moved.budget_scale, at_home.budget_scale, np.inf])),
+            "subject_text": interval_text(ia.mean, ia.low, ia.high, ia.n),
+            "reference_text": interval_text(ib.mean, ib.low, ib.high, ib.n),
+            "diverged_a": moved.diverged, "runs_a": moved.runs, "diverged_b": at_home.diverged,
+            "runs_b": at_home.runs, "p_diverged": divergence(moved.diverged, moved.runs, at_home.diverged,
+                                                             at_home.runs)}
 
 
 def plot_transfer(cells: pd.DataFrame):

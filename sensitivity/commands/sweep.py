@@ -63,17 +63,97 @@ def _add_sweep_parser(commands) -> None:
         p.add_argument("--datasets", default="mnist5k,digits", help="comma-separated (default mnist5k,digits)")
         p.add_argument("--seeds", type=number(int, 0, strict=True, maximum=MAX_SEEDS), default=1)
         p.add_argument("--defaults", help="comma-separated names of search_spaces/defaults.yaml (default: all)")
-        cut = p.add_mutually_exclusive_group()
-        cut.add_argument("--budget-epochs", type=number(float, 0, strict=True, maximum=MAX_EPOCHS),
-                         help="a quick look: each default runs at most this many epochs, not its published budget, "
-                              "its schedule compressed alike (recorded; findings then say 'not tested')")
-        cut.add_argument("--budget-fraction", type=number(float, 0, strict=True, maximum=1),
-                         help="a quick look: each default runs this fraction of its published epochs")
+        _add_budget_cut(p)
         p.add_argument("--semantics", choices=("native", "canonical", "both"), default="native",
                        help="native (default): each framework's own optimizers, schedulers and initialisers; "
                             "canonical: the same formulas everywhere; both: each default in both regimes")
         _add_run_options(p)
         p.set_defaults(handler=_cmd_defaults, command=name)
+    _add_crossover_parser(commands)
+
+
+def _add_budget_cut(p) -> None:
+    from sensitivity.spec import MAX_EPOCHS
+
+    cut = p.add_mutually_exclusive_group()
+    cut.add_argument("--budget-epochs", type=number(float, 0, strict=True, maximum=MAX_EPOCHS),
+                     help="a quick look: each configuration runs at most this many epochs, not its published budget, "
+                          "its schedule compressed alike (recorded; findings then say 'not tested')")
+    cut.add_argument("--budget-fraction", type=number(float, 0, strict=True, maximum=1),
+                     help="a quick look: each configuration runs this fraction of its published epochs")
+
+
+def _cut(args):
+    from sensitivity.defaults import Cut
+    return Cut(epochs=args.budget_epochs, fraction=args.budget_fraction) if (
+        args.budget_epochs or args.budget_fraction) else None
+
+
+def _add_crossover_parser(commands) -> None:
+    from sensitivity.spaces import MAX_SEEDS
+
+    p = commands.add_parser("crossover", help="dataset transfer as Liu et al. define it: the configurations tuned "
+                                              "for two datasets, each run on both, on one framework")
+    p.add_argument("--framework", required=True)
+    p.add_argument("--datasets", required=True, help="A,B: two datasets (two halves of one, digits-a,digits-b, make "
+                                                    "a placebo)")
+    p.add_argument("--tuned", action="append", default=[], metavar="DATASET=STUDY",
+                   help="that side's configuration is the best of sweep STUDY on DATASET (validation accuracy), "
+                        "frozen before the crossover runs; repeatable")
+    p.add_argument("--default", action="append", default=[], metavar="DATASET=NAME",
+                   help="that side's configuration is the published default NAME, tuned for DATASET's family "
+                        "(default: the framework's own)")
+    p.add_argument("--seeds", type=number(int, 0, strict=True, maximum=MAX_SEEDS), default=5)
+    p.add_argument("--semantics", choices=("native", "canonical", "both"), default="native")
+    _add_budget_cut(p)
+    _add_run_options(p)
+    p.set_defaults(handler=_cmd_crossover, command="crossover")
+
+
+def _sides_option(values: list, option: str, datasets: list) -> dict:
+    found = {}
+    for value in values:
+        dataset, sep, name = value.partition("=")
+        if not sep or not name or dataset not in datasets:
+            raise UsageError(f"sensitivity crossover: {option} {value!r}: expected DATASET=NAME with DATASET one of "
+                             f"{', '.join(datasets)}")
+        if dataset in found:
+            raise UsageError(f"sensitivity crossover: {option}: {dataset} given twice")
+        found[dataset] = name
+    return found
+
+
+def _cmd_crossover(args) -> int:
+    from sensitivity import datasets, frameworks
+    from sensitivity.defaults import DefaultsError
+    from sensitivity.sweep.crossover import CrossoverError, crossover_plan, resolve
+    from sensitivity.sweep.driver import SweepError, check_inputs, run_space
+    from sensitivity.sweep.plans import defaults_space
+
+    if args.framework not in frameworks.FRAMEWORKS:
+        raise UsageError(f"sensitivity crossover: --framework: unknown {args.framework!r}; allowed: "
+                         f"{', '.join(frameworks.FRAMEWORKS)}")
+    sets = args.datasets.split(",")
+    if len(sets) != 2 or sets[0] == sets[1]:
+        raise UsageError(f"sensitivity crossover: --datasets {args.datasets!r}: give two different datasets, A,B")
+    for name in sets:
+        if name not in datasets.REGISTRY:
+            raise UsageError(f"sensitivity crossover: --datasets: unknown {name!r}; allowed: "
+                             f"{', '.join(datasets.REGISTRY)}")
+    tuned, named = _sides_option(args.tuned, "--tuned", sets), _sides_option(args.default, "--default", sets)
+    both = set(tuned) & set(named)
+    if both:
+        raise UsageError(f"sensitivity crossover: {sorted(both)[0]}: give --tuned or --default, not both")
+    _check_study_name(args.study, "crossover")
+    regimes = ("native", "canonical") if args.semantics == "both" else (args.semantics,)
+    space = defaults_space(args.study or "crossover", [args.framework], sets, args.seeds, regimes)
+    try:
+        check_inputs(space, args.address, sets)
+        sides = [resolve(args.framework, d, regimes[0], tuned.get(d), named.get(d), args.storage) for d in sets]
+        plan = crossover_plan(space, args.framework, sides, args.seeds, _cut(args))
+    except (SweepError, CrossoverError, DefaultsError) as exc:
+        raise UsageError(f"sensitivity crossover: {exc}")
+    return _run("crossover", lambda: run_space(space, _options(args, len(plan)), plan))
 
 
 def _check_study_name(name, command: str) -> None:
@@ -127,7 +207,7 @@ def _cmd_sweep(args) -> int:
 
 def _cmd_defaults(args) -> int:
     from sensitivity import datasets, frameworks
-    from sensitivity.defaults import Cut, DefaultsError, load_table
+    from sensitivity.defaults import DefaultsError, load_table
     from sensitivity.sweep.driver import SweepError, check_inputs, run_space
     from sensitivity.sweep.plans import defaults_space, default_plan
 
@@ -151,10 +231,8 @@ def _cmd_defaults(args) -> int:
         check_inputs(space, args.address, sets)  # the plan reads the datasets
     except SweepError as exc:
         raise UsageError(f"sensitivity {args.command}: {exc}")
-    cut = (Cut(epochs=args.budget_epochs, fraction=args.budget_fraction)
-           if args.budget_epochs or args.budget_fraction else None)
     try:
-        plan = default_plan(space, names, sets, args.seeds, cut, transfer=args.command == "transfer", names=chosen,
+        plan = default_plan(space, names, sets, args.seeds, _cut(args), transfer=args.command == "transfer", names=chosen,
                             record_correct=args.command == "transfer")
     except DefaultsError as exc:
         raise UsageError(f"sensitivity {args.command}: {exc}")

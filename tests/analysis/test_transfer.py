@@ -50,9 +50,19 @@ def test_a_study_without_defaults_says_what_would_fill_it():
 def test_the_budget_scale_stands_in_every_title_when_below_1():
     cut = table().assign(budget_scale=[0.04, 0.04, 0.5, 0.04, 0.5])
     fig = plot_transfer(transfer_matrix(cut))
-    assert "budget cut: each default ran 0.04 to 0.5 of its published training steps" in fig.layout.title.text
+    assert "budget cut: each default ran 0.04 to 0.5 of its published epochs" in fig.layout.title.text
     assert all("(cut budget)" in a.text for a in fig.layout.annotations)
     assert budget_note([1.0, None]) == "" and "budget" not in plot_transfer(transfer_matrix(table())).layout.title.text
+
+
+def test_diverged_runs_are_counted_apart_from_the_accuracy():
+    rows = table()
+    rows.loc[1, "status"] = "diverged"  # torch-demo's second seed at home
+    cells = transfer_matrix(rows).set_index(["default", "target_framework"])
+    assert cells.loc[("torch-demo", "torch"), "accuracy"] == pytest.approx(0.8)  # the converged run alone
+    assert cells.loc[("torch-demo", "torch"), ["diverged", "divergence_rate"]].tolist() == [1, 0.5]
+    moved = transfer_comparisons(rows).set_index(["default", "framework"]).loc[("torch-demo", "tensorflow")]
+    assert (moved["diverged_b"], moved["runs_b"], moved["diverged_a"]) == (1, 2, 0)
 
 
 def test_comparisons_under_3_seeds_give_the_difference_without_an_interval():
@@ -60,8 +70,8 @@ def test_comparisons_under_3_seeds_give_the_difference_without_an_interval():
     moved = rows[rows["question"].eq("frameworks")].set_index(["default", "framework", "reference"])
     home = moved.loc[("tf-demo", "torch", "tf-demo on tensorflow, digits")]
     assert home["estimate"] == pytest.approx(0.35 - 0.9) and home["low"] is None and home["method"] == "too few"
-    own = moved.loc[("tf-demo", "torch", "torch-demo on torch, digits")]
-    assert own["estimate"] == pytest.approx(0.35 - 0.7)
+    assert len(moved) == 2  # each default moved from its home to the other framework, against itself at home
+    assert moved.loc[("torch-demo", "tensorflow", "torch-demo on torch, digits"), "estimate"] == pytest.approx(0.45 - 0.7)
 
 
 def test_the_richest_source_holds_the_most_datasets():

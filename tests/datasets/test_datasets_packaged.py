@@ -79,3 +79,17 @@ def test_load_goes_through_the_cache(monkeypatch):
     monkeypatch.setattr(packaged, "load_digits", lambda: pytest.fail("the cache was not used"))
     second = load("digits")
     assert np.array_equal(first.x_train, second.x_train) and second.name == "digits"
+
+
+def test_the_digits_halves_are_disjoint_halves_of_digits():
+    from sensitivity import datasets
+
+    whole, a, b = (datasets.load(name) for name in ("digits", "digits-a", "digits-b"))
+    for split in ("train", "test"):
+        x, xa, xb = (getattr(d, f"x_{split}").reshape(len(getattr(d, f"y_{split}")), -1) for d in (whole, a, b))
+        assert len(xa) + len(xb) == len(x) and abs(len(xa) - len(xb)) <= 1
+        rows = {r.tobytes() for r in x}
+        assert {r.tobytes() for r in xa} | {r.tobytes() for r in xb} <= rows
+        assert sorted(np.bincount(getattr(a, f"y_{split}"), minlength=10) - np.bincount(
+            getattr(b, f"y_{split}"), minlength=10))[-1] <= 1  # stratified
+    assert not {r.tobytes() for r in a.x_test} & {r.tobytes() for r in b.x_test}

@@ -1,0 +1,204 @@
+"""The findings in words: one sentence per comparison and per claim, made from the numbers alone (`findings`
+computes them). Every sentence names what was compared, the regime, the budget, the seeds, the effect with
+its interval, and what would settle it where nothing is settled."""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+REGIME = "semantics"
+CLAIMS = {"dataset transfer": "defaults do not transfer across datasets",
+          "framework transfer": "defaults do not transfer across frameworks",
+          "robustness": "frameworks differ in robustness",
+          "runtime-accuracy": "more accuracy costs more runtime"}
+QUESTIONS = {"dataset transfer": "whether defaults transfer across datasets",
+             "framework transfer": "whether defaults transfer across frameworks",
+             "robustness": "whether frameworks differ in robustness",
+             "runtime-accuracy": "whether more accuracy costs more runtime"}
+WOULD_TEST = {"dataset transfer": "sensitivity crossover --framework F --datasets A,B, with a published default or "
+                                  "--tuned DATASET=SWEEP_STUDY for each side",
+              "framework transfer": "sensitivity transfer on two or more frameworks",
+              "robustness": "sensitivity robustness"}
+
+
+def _none(value):
+    return None if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)) else value
+
+
+def _signed(x) -> str:
+    return f"{x:+.3f}"
+
+
+def numbers(row: dict) -> str:
+    """"-0.104 [-0.128, -0.080] (95% interval, with the test set's error; Holm p=0.003; 5 and 5 seeds)", or
+    "-0.104 (2 and 2 seeds: no interval, no test)"."""
+    if _none(row["low"]) is None:
+        return f"{_signed(row['estimate'])} ({row['n_a']} and {row['n_b']} seeds: no interval, no test)"
+    detail = row.get("detail") or {}
+    error = "with the test set's error" if detail.get("method") == "welch+test-set" else "seeds' error only"
+    p = (f"Holm p={row['p_holm']:.2g}" if _none(row.get("p_holm")) is not None else
+         f"p={row['p']:.2g}" if _none(row.get("p")) is not None else "no test")
+    return (f"{_signed(row['estimate'])} [{_signed(row['low'])}, {_signed(row['high'])}] "
+            f"(95% interval, {error}; {p}; {row['n_a']} and {row['n_b']} seeds)")
+
+
+def needed(row: dict, margin: float) -> str:
+    """How many seeds would settle an inconclusive comparison, planned with the SD's upper bound."""
+    count, observed = _none(row["seeds_needed"]), _none(row.get("seeds_for_observed"))
+    if count is None:
+        text = (f"the spread is unknown, or the test set too small, to say how many seeds would detect {margin:g}")
+    else:
+        text = (f"about {int(count)} seeds per side would detect {margin:g} with 80% power (planned with the SD's "
+                "80% upper bound)")
+    if observed is not None and (count is None or observed < count):
+        text += f" ({int(observed)} would detect one as large as this, {abs(row['estimate']):.3f})"
+    return text
+
+
+def _diverged(detail: dict) -> str:
+    if not detail or not (detail.get("diverged_a") or detail.get("diverged_b")):
+        return ""
+    p = _none(detail.get("p_diverged"))
+    return (f"; diverged {detail['diverged_a']} of {detail['runs_a']} against {detail['diverged_b']} of "
+            f"{detail['runs_b']} (Fisher p={p:.2g}), accuracy over converged runs" if p is not None else "")
+
+
+def comparison(row: dict, margin: float) -> str:
+    """One sentence per comparison: what was compared, the difference with its interval, the verdict."""
+    verdict, detail = row["verdict"], row["detail"] or {}
+    if verdict == "not compared":
+        return (f"{row['label']}: not compared, their {detail['note']}, so a difference under attack would reflect "
+                "training, not the framework.")
+    if verdict == "described":
+        return f"On the frontier: {row['subject'] or 'no framework'}."
+    if verdict == "cut budget":
+        ending = f"not tested: cut to {row['budget_scale']:.2g} of the published epochs"
+    elif verdict == "inconclusive":
+        ending = "inconclusive: " + needed(row, margin)
+    else:
+        ending = {"lower": "lower", "higher": "higher", "equivalent": f"equivalent within +-{margin:g} (TOST)"}[verdict]
+    extra = ""
+    if row["claim"] == "runtime-accuracy":
+        extra = f", at {detail['time_ratio']:.2f}x the train time"
+    if row["claim"] == "dataset transfer":
+        extra = (f" (tuned for {detail['dataset_a']}: {detail['config_a']}; for {detail['dataset_b']}: "
+                 f"{detail['config_b']}){_time(detail)}")
+        if detail.get("vacuous"):
+            ending += "; vacuous: both halves' tuned configurations are the same"
+    return f"{row['label']}: {numbers(row)}{extra}{_diverged(detail)}; {ending}."
+
+
+def _time(detail: dict) -> str:
+    if _none(detail.get("time_ratio")) is None:
+        return ""
+    spread = (f" [{detail['time_low']:.2f}, {detail['time_high']:.2f}]" if _none(detail.get("time_low")) is not None
+              else "")
+    return f"; each dataset's own configuration took {detail['time_ratio']:.2f}x{spread} the other's train time there"
+
+
+def untested(regime: str, claim: str) -> str:
+    return f"{regime.capitalize()}: {QUESTIONS[claim]} is not tested: the studies hold no comparison for it " \
+           f"(to test it: {WOULD_TEST[claim]})."
+
+
+def cut(regime: str, claim: str, scale) -> str:
+    shown = f"{scale:.2g}" if scale is not None else "below 1"
+    return (f"{regime.capitalize()}: {QUESTIONS[claim]} is not tested at the published budget (scale {shown}): every "
+            "comparison ran cut below its published epochs, so it measures early learning; rerun without "
+            "--budget-epochs or --budget-fraction to test it.")
+
+
+def _pooled(pooled, margin: float, p_tost) -> str:
+    if pooled.low is None:
+        return f"{_signed(pooled.estimate)} (no interval)"
+    spread = f"; between-comparison SD {pooled.tau:.3f}" if pooled.k > 1 else ""
+    tost = f", equivalence within +-{margin:g}: TOST p={p_tost:.2g}" if p_tost is not None and p_tost < 0.5 else ""
+    return (f"{_signed(pooled.estimate)} [{_signed(pooled.low)}, {_signed(pooled.high)}] (95% interval"
+            f"{', random-effects mean of ' + str(pooled.k) if pooled.k > 1 else ''}{spread}; p={pooled.p:.2g}{tost})")
+
+
+def transfer_claim(regime: str, claim: str, verdict: str, pooled, p_tost, margin: float, counted, differ, head: dict,
+                   placebos, control, mixed: bool = False) -> str:
+    lead = {"supported": f"{CLAIMS[claim]} here", "not supported": f"defaults transfer within +-{margin:g} here",
+            "inconclusive": f"not settled {QUESTIONS[claim]}"}[verdict]
+    if mixed:
+        lead = (f"{QUESTIONS[claim]} depends on the comparison: on average within +-{margin:g}, but "
+                f"{len(differ)} of {len(counted)} differ after Holm")
+    fewest, most = int(counted[["n_a", "n_b"]].min().min()), int(counted[["n_a", "n_b"]].max().max())
+    seeds = f"{fewest} seeds a cell" if fewest == most else f"{fewest} to {most} seeds a cell"
+    if claim == "dataset transfer":
+        detail = head["detail"]
+        what = (f"over {len(counted)} crossover{'s' if len(counted) != 1 else ''} at the published budget "
+                f"({seeds}), the configuration tuned for a dataset against the other's there, summed over both "
+                f"datasets (home advantage): {_pooled(pooled, margin, p_tost)}; the largest, {head['label']} "
+                f"(tuned for {detail['dataset_a']}: {detail['config_a']}; for {detail['dataset_b']}: "
+                f"{detail['config_b']}): {numbers(head)}{_time(detail)}")
+    else:
+        defaults = counted["label"].str.extract(r"'s (\S+) on")[0].nunique()
+        what = (f"over {len(counted)} pairs ({defaults} default{'s' if defaults != 1 else ''} each moved from its home "
+                f"framework to another, at the published budget, {seeds}), moved minus at home: "
+                f"{_pooled(pooled, margin, p_tost)}; {len(differ)} of {len(counted)} pairs differ after Holm; the "
+                f"largest loss, {head['label']}: {numbers(head)}")
+        if control is not None and control.k:
+            what += (f"; the canonical control (the same formulas in every framework): {_pooled(control, margin, None)}")
+        if regime == "canonical":
+            what += "; this is the control regime: with the same formulas, what remains is numerics"
+    ending = f"; {needed(head, margin)}" if verdict == "inconclusive" else ""
+    return f"{regime.capitalize()}: {lead}: {what}{ending}{placebo(placebos, margin)}."
+
+
+def placebo(rows, margin: float) -> str:
+    """". Placebo (...): its home advantage and what it shows", or "" without one."""
+    if rows is None or rows.empty:
+        return ""
+    row = rows.iloc[0].to_dict()
+    tost = f" (TOST p={row['p_tost']:.2g})" if _none(row.get("p_tost")) is not None else ""
+    state = {"equivalent": f"no home advantage within +-{margin:g}{tost}, as it must be",
+             "lower": "a home advantage where none can exist: the design is not to be trusted here",
+             "higher": "a home advantage where none can exist: the design is not to be trusted here",
+             "inconclusive": "not shown equivalent to 0 (too few seeds or test samples)",
+             "cut budget": "cut below its budget"}.get(row["verdict"], row["verdict"])
+    if row["detail"].get("vacuous"):
+        state += "; vacuous: both halves' tuned configurations are the same"
+    held = " (so the claim is not called supported)" if row["verdict"] in ("lower", "higher") else ""
+    return f". Placebo ({row['label']}): {numbers(row)}: {state}{held}"
+
+
+def not_compared(regime: str, claim: str, rows) -> str:
+    if not len(rows):
+        return untested(regime, claim)
+    example = f" (e.g. {rows.iloc[0]['label']}: {rows.iloc[0]['detail']['note']})"
+    return (f"{regime.capitalize()}: {QUESTIONS[claim]} is not tested: every pair of frameworks differs in clean "
+            f"accuracy by more than the margin{example}.")
+
+
+def headline_claim(regime: str, claim: str, verdict: str, head: dict, tested, skipped: int, effect: float) -> str:
+    counts = tested["verdict"].value_counts()
+    tally = ", ".join(f"{k} {name}" for name, k in counts.items())
+    lead = {"supported": f"{CLAIMS[claim]} here",
+            "not supported": f"frameworks keep the same share of their clean accuracy under attack within +-{effect:g}",
+            "inconclusive": f"not settled {QUESTIONS[claim]}"}[verdict]
+    detail = head["detail"]
+    what = (f"{detail['framework_a']} against {detail['framework_b']} on {detail['dataset']} under "
+            f"{detail['attack'].upper()} at eps {detail['eps']:g}, share of clean accuracy kept "
+            f"{detail['relative_a']:.2f} against {detail['relative_b']:.2f}: {numbers(head)}")
+    return (f"{regime.capitalize()}: {lead}: {what}" + (f"; {needed(head, effect)}" if verdict == "inconclusive" else "")
+            + f" ({len(tested)} comparison{'s' if len(tested) != 1 else ''}: {tally}"
+            + (f"; {skipped} not compared, their clean accuracies differ by more than the margin" if skipped else "")
+            + ").")
+
+
+def runtime_claim(on: str, top: str, fastest: str, verdict: str, head: dict, effect: float) -> str:
+    if top == fastest:
+        ending = {"not supported": f"{top} is also the fastest on the frontier: no trade-off",
+                  "inconclusive": f"{top} is also the fastest on the frontier, but whether it is more accurate is "
+                                  "inconclusive: " + needed(head, effect)}[verdict]
+    else:
+        ending = {"supported": f"{top} buys its accuracy with runtime",
+                  "not supported": f"{head['reference']} is as accurate within +-{effect:g} and faster",
+                  "inconclusive": "inconclusive: " + needed(head, effect)}[verdict]
+    other = head["reference"] + (", the fastest on the frontier" if head["reference"] == fastest else "")
+    return (f"{on}; the best configuration of {top}, the most accurate framework "
+            f"({head['detail']['accuracy_a']:.3f}), against that of {other} ({head['detail']['accuracy_b']:.3f}): "
+            f"{numbers(head)}, at {head['detail']['time_ratio']:.2f}x its train time; {ending}.")
