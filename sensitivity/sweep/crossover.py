@@ -92,8 +92,8 @@ def _from_sweep(framework: str, dataset: str, regime: str, name: str, storage) -
     unused = {"fixed": ("gamma", "power", "stepsize", "stepvalues"), "step": ("power", "stepvalues"),
               "multistep": ("power", "stepsize"), "inv": ("stepsize", "stepvalues"),
               "exp": ("power", "stepsize", "stepvalues"), "cosine": ("gamma", "power", "stepsize", "stepvalues")}
-    for name in unused.get(policy, ()) + (() if config.get("optimizer") in ("momentum", "nesterov") else ("momentum",)):
-        config.pop(name, None)  # what the configuration does not use: it would only differ by accident
+    for field in unused.get(policy, ()) + (() if config.get("optimizer") in ("momentum", "nesterov") else ("momentum",)):
+        config.pop(field, None)  # what the configuration does not use: it would only differ by accident
     if config.get("iterations"):
         config.pop("epochs", None)
     else:
