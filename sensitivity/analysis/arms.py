@@ -1,6 +1,8 @@
 """A configuration's runs as one side of a comparison: the accuracies of its converged runs, their per-sample
 correctness where recorded, and its divergence count, which is a result of its own (a diverged run's chance
-accuracy would make the sample bimodal, so accuracy is compared over converged runs only)."""
+accuracy would make the sample bimodal, so accuracy is compared over converged runs only). Where every run of
+a configuration diverged, its accuracy is that of the models they left (chance level, as they are), and
+`all_diverged` says so: the configuration does not train there."""
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -17,12 +19,17 @@ class Runs(NamedTuple):
     diverged: int
     runs: int  # converged and diverged
     budget_scale: float  # the least budget scale of the runs (NaN: not a default's budget)
-    train_time_s: np.ndarray  # of the converged runs
+    train_time_s: np.ndarray  # of the converged runs (none where every run diverged)
+    all_diverged: bool = False
 
 
 def runs_of(rows: pd.DataFrame, test_set: str) -> Runs:
     """The Runs of trial-table rows (trained trials of one configuration on one test set)."""
+    diverged = int(rows["outcome"].eq("diverged").sum())
     converged = rows[rows["outcome"].eq("ok")]
+    every = converged.empty and diverged > 0
+    if every:
+        converged = rows[rows["outcome"].eq("diverged")]
     accuracy = converged["accuracy"].to_numpy(float)
     keep = np.isfinite(accuracy)
     correct = None
@@ -31,6 +38,6 @@ def runs_of(rows: pd.DataFrame, test_set: str) -> Runs:
         if vectors and all(v is not None for v in vectors) and len({len(v) for v in vectors}) == 1:
             correct = np.vstack(vectors)
     scales = pd.to_numeric(rows["budget_scale"], errors="coerce") if "budget_scale" in rows else pd.Series([np.nan])
-    times = converged["train_time_s"].to_numpy(float)[keep]
-    return Runs(Arm(accuracy[keep], correct, test_set), int(rows["outcome"].eq("diverged").sum()), len(rows),
-                float(scales.min()) if scales.notna().any() else np.nan, times[np.isfinite(times)])
+    times = converged["train_time_s"].to_numpy(float)[keep] if not every else np.array([])
+    return Runs(Arm(accuracy[keep], correct, test_set), diverged, len(rows),
+                float(scales.min()) if scales.notna().any() else np.nan, times[np.isfinite(times)], every)

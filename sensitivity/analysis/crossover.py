@@ -8,12 +8,13 @@ budget. Its effect is the home advantage
     H = (A-tuned on A - B-tuned on A) + (B-tuned on B - A-tuned on B)
 
 in accuracy, with its 95% interval (`intervals.contrast`: the seeds' error and, where the trials recorded
-per-sample correctness, each test set's sampling error). Runtime is reported beside it in the same way: the
+per-sample correctness, each test set's sampling error); accuracy over converged runs, or, where every run of a
+cell diverged, the chance-level accuracy of the models they left (`arms`). On each dataset the visiting
+configuration's divergence is compared with the home one's (Fisher's exact test). Runtime is reported beside it in the same way: the
 geometric mean, over the two datasets, of the train time of the configuration tuned for the dataset against
 the other's (`time_ratio`, above 1: the home configuration is the slower one). A crossover between two
 disjoint halves of one dataset is a placebo: no home advantage can exist there, so it must come out equivalent
-to 0; when both halves' tuned configurations are the same it is vacuous. Each cell's diverged runs are counted
-apart and left out of its accuracy.
+to 0; when both halves' tuned configurations are the same it is vacuous.
 """
 from __future__ import annotations
 
@@ -23,12 +24,12 @@ import numpy as np
 import pandas as pd
 
 from sensitivity.analysis.arms import runs_of
-from sensitivity.analysis.intervals import Arm, contrast, interval_text, mean_interval
+from sensitivity.analysis.intervals import Arm, contrast, divergence, interval_text, mean_interval
 from sensitivity.analysis.table import REGIME, NotEnoughData, derived, regime_sorted, trained, trials_table
 
 COLUMNS = [REGIME, "crossover", "framework", "dataset_a", "dataset_b", "placebo", "vacuous", "config_a", "config_b",
            "estimate", "low", "high", "p", "se", "df", "test_var", "sd", "method", "n_a", "n_b", "budget_scale",
-           "time_ratio", "time_low", "time_high", "cells", "diverged"]
+           "time_ratio", "time_low", "time_high", "cells", "diverged", "divergence"]
 NEEDS = ("dataset transfer needs a crossover: sensitivity crossover --framework F --datasets A,B (a published default "
          "or --tuned DATASET=SWEEP_STUDY for each side)")
 
@@ -71,6 +72,7 @@ def _one(regime: str, name: str, part: pd.DataFrame):
                          (-1, cells[(a, b)].arm)])
     logs = {key: Arm(np.log(runs.train_time_s[runs.train_time_s > 0]), None, key[1]) for key, runs in cells.items()}
     time = contrast([(0.5, logs[(a, a)]), (-0.5, logs[(b, a)]), (0.5, logs[(b, b)]), (-0.5, logs[(a, b)])])
+    # over converged runs: a run that diverged stopped early, and its time says nothing of the configuration
     labels = {tuned: _first(part, tuned, "tuned_config") for tuned in (a, b)}
     keys = {tuned: _first(part, tuned, "tuned_key") for tuned in (a, b)}
     placebo = bool(part["placebo"].eq(True).any()) if "placebo" in part else False
@@ -84,7 +86,18 @@ def _one(regime: str, name: str, part: pd.DataFrame):
             "time_ratio": exp(time.estimate), "time_low": exp(time.low), "time_high": exp(time.high),
             "cells": {f"{_side(tuned, a)}-tuned on {on}": _cell_text(runs) for (tuned, on), runs in cells.items()},
             "diverged": {f"{_side(tuned, a)}-tuned on {on}": f"{runs.diverged} of {runs.runs}"
-                         for (tuned, on), runs in cells.items()}}
+                         for (tuned, on), runs in cells.items()},
+            "divergence": [_divergence(cells, on, home=on, visitor=b if on == a else a) for on in (a, b)
+                           if cells[(on, on)].diverged or cells[(b if on == a else a, on)].diverged]}
+
+
+def _divergence(cells: dict, on: str, home: str, visitor: str) -> dict:
+    """On dataset `on`, the visiting configuration's diverged runs against the home one's, by Fisher's test."""
+    mine, theirs = cells[(home, on)], cells[(visitor, on)]
+    return {"dataset": on, "visitor": visitor, "visitor_diverged": theirs.diverged, "visitor_runs": theirs.runs,
+            "home_diverged": mine.diverged, "home_runs": mine.runs,
+            "p": divergence(theirs.diverged, theirs.runs, mine.diverged, mine.runs),
+            "all_diverged": [name for name, runs in ((visitor, theirs), (home, mine)) if runs.all_diverged]}
 
 
 def _side(tuned: str, a: str) -> str:

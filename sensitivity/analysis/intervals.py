@@ -320,7 +320,7 @@ def contrast(terms, confidence: float = CONFIDENCE) -> Difference:
     if variance == 0:
         return Difference(estimate, estimate, estimate, n_a, n_b, 0.0 if estimate else 1.0, pooled, method, 0.0,
                           math.inf, test_var)
-    df = variance ** 2 / sum(v ** 2 / d for v, d in parts if v > 0)
+    df = float(variance ** 2 / sum(v ** 2 / d for v, d in parts if v > 0))
     se = math.sqrt(variance)
     half = float(_t_quantile((1 + confidence) / 2, df)) * se
     p = float(2 * special.stdtr(df, -abs(estimate) / se))
@@ -335,10 +335,20 @@ def _test_set_variance(terms) -> Optional[tuple]:
         return None
     size = matrices[0].shape[1]
     per_sample = sum(sign * m.mean(axis=0) for (sign, _), m in zip(terms, matrices))
-    # the seeds' own Bernoulli spread in each sample's mean, which the seeds' term already counts
-    within = sum(sign ** 2 * m.var(axis=0, ddof=1).mean() / len(m) for (sign, _), m in zip(terms, matrices)
+    # the runs' own spread in each sample's mean, which the seeds' term already counts
+    within = sum(sign ** 2 * _noise_variance(m.astype(float)) / len(m) for (sign, _), m in zip(terms, matrices)
                  if len(m) > 1)
     return max(0.0, float(per_sample.var(ddof=1)) - within) / size, size - 1
+
+
+def _noise_variance(matrix: np.ndarray) -> float:
+    """The variance of runs x samples values left once each run's mean and each sample's mean are taken out
+    (two-way residuals): the noise in a sample's mean over runs, without what a whole run shares."""
+    runs, samples = matrix.shape
+    if runs < 2 or samples < 2:
+        return 0.0
+    residual = matrix - matrix.mean(axis=1, keepdims=True) - matrix.mean(axis=0, keepdims=True) + matrix.mean()
+    return float((residual ** 2).sum() / ((runs - 1) * (samples - 1)))
 
 
 @dataclass(frozen=True)

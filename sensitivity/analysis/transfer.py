@@ -38,7 +38,9 @@ def transfer_matrix(table) -> pd.DataFrame:
 
 def _transfer_matrix(table: pd.DataFrame) -> pd.DataFrame:
     runs = _default_runs(table)
-    runs = runs.assign(accuracy=runs["accuracy"].where(runs["outcome"].eq("ok")))  # diverged runs: counted apart
+    # diverged runs are counted apart, unless every run of the cell diverged (`arms`)
+    converged = runs["outcome"].eq("ok").groupby([runs[k].fillna("") for k in KEYS]).transform("any")
+    runs = runs.assign(accuracy=runs["accuracy"].where(runs["outcome"].eq("ok") | ~converged))
     cells = (runs.groupby(KEYS, dropna=False)
              .agg(accuracy=("accuracy", "mean"), train_time_s=("train_time_s", "mean"), n_seeds=("accuracy", "size"),
                   own=("own_default", "max"), diverged=("outcome", lambda o: int((o == "diverged").sum())),

@@ -12,11 +12,19 @@ def add_parsers(commands) -> None:
 
     p = commands.add_parser("ablate", help="walk from one set-up (FRAMEWORK:native|canonical) to another one "
                                            "semantics knob at a time, n seeds per point, into a study")
-    p.add_argument("--from", dest="source", required=True, metavar="FRAMEWORK:REGIME",
+    p.add_argument("--from", dest="source", metavar="FRAMEWORK:REGIME",
                    help="where the path starts, e.g. torch:canonical or torch:native")
-    p.add_argument("--to", dest="target", required=True, metavar="FRAMEWORK:REGIME",
+    p.add_argument("--to", dest="target", metavar="FRAMEWORK:REGIME",
                    help="where it ends, e.g. torch:native or tensorflow:native")
-    add_configuration_options(p, "required")
+    p.add_argument("--largest-from", metavar="STUDY",
+                   help="instead of --from, --to and the configuration: the largest native difference of that "
+                        "transfer study's framework transfer, walked from the default's home framework to the one it "
+                        "moved to, with the default's configuration on its dataset at its published budget (options "
+                        "given override it)")
+    p.add_argument("--budget-fraction", type=number(float, 0, strict=True, maximum=1),
+                   help="with --largest-from: run this fraction of the default's published epochs (an ablation "
+                        "attributes a difference and gives no verdict, so it may run cut)")
+    add_configuration_options(p, "required (unless --largest-from)")
     p.add_argument("--seeds", type=number(int, 0, strict=True), default=3, help="seeds per point (default 3)")
     _add_run_options(p)
     p.set_defaults(handler=_cmd_ablate, val_fraction=0.2)
@@ -35,13 +43,22 @@ def _cmd_ablate(args) -> int:
     from sensitivity.sweep.driver import SweepError, SweepFailed
     from sensitivity.sweep.storage import StorageError, StorageLost
 
+    given = {name: getattr(args, name) for name in CONFIGURATION_FIELDS if getattr(args, name, None) is not None}
+    if args.largest_from is not None:
+        if args.source or args.target:
+            raise UsageError("sensitivity ablate: --largest-from chooses --from and --to: give one or the other")
+        args.source, args.target, chosen = largest_difference(args.largest_from, args.storage, args.budget_fraction)
+        given = {**chosen, **given}
+    elif args.budget_fraction is not None:
+        raise UsageError("sensitivity ablate: --budget-fraction goes with --largest-from")
+    if not args.source or not args.target:
+        raise UsageError("sensitivity ablate: give --from and --to, or --largest-from STUDY")
     try:
         start, end = Setup.parse(args.source, "--from"), Setup.parse(args.target, "--to")
     except AblationError as exc:
         raise UsageError(f"sensitivity ablate: {exc}")
-    if args.dataset is None:
+    if given.get("dataset") is None:
         raise UsageError("sensitivity ablate: --dataset is required")
-    given = {name: getattr(args, name) for name in CONFIGURATION_FIELDS if getattr(args, name, None) is not None}
     try:
         base = TrialSpec(**{**given, "framework": start.framework, "semantics": start.regime})
         for setup in (start, end):  # both ends must run before any point does
@@ -61,6 +78,39 @@ def _cmd_ablate(args) -> int:
         raise UsageError(f"sensitivity ablate: {exc}")
     print(describe_path(ablation_path(study), study.study_name))
     return EXIT_OK
+
+
+def largest_difference(study_name: str, storage, fraction=None) -> tuple:
+    """(--from, --to, configuration) of the native framework-transfer pair with the largest difference at the
+    published budget in a transfer study: the default's home framework, the framework it moved to, and its
+    TrialSpec fields on that dataset (cut to `fraction` of its published epochs where given)."""
+    from sensitivity.analysis.table import NotEnoughData
+    from sensitivity.analysis.transfer import transfer_comparisons
+    from sensitivity.commands.common import load_study
+    from sensitivity.defaults import Cut, DefaultsError, load_table, trial_fields
+    from sensitivity.sweep.plans import steps_per_epoch
+
+    study = load_study("ablate", study_name, storage)
+    try:
+        pairs = transfer_comparisons(study)
+    except NotEnoughData as reason:
+        raise UsageError(f"sensitivity ablate: --largest-from {study_name}: {reason}")
+    pairs = pairs[pairs["semantics"].eq("native") & pairs["budget_scale"].ge(1 - 1e-6) & pairs["estimate"].notna()]
+    if pairs.empty:
+        raise UsageError(f"sensitivity ablate: --largest-from {study_name}: no native pair at the published budget")
+    row = pairs.loc[pairs["estimate"].abs().idxmax()]
+    entry = next((e for e in load_table() if e.name == row["default"]), None)
+    if entry is None:
+        raise UsageError(f"sensitivity ablate: --largest-from {study_name}: its default {row['default']} is no longer "
+                         "in search_spaces/defaults.yaml")
+    try:
+        fields, _ = trial_fields(entry, row["dataset"], steps_per_epoch(row["dataset"], entry.config.get(
+            "batch_size", 64), 0.2), Cut(fraction=fraction) if fraction else None)
+    except DefaultsError as exc:
+        raise UsageError(f"sensitivity ablate: {exc}")
+    print(f"ablating the largest native difference of {study_name}: {row['subject']} against {row['reference']}, "
+          f"{row['estimate']:+.3f}", file=sys.stderr)
+    return f"{row['source_framework']}:native", f"{row['framework']}:native", {**fields, "dataset": row["dataset"]}
 
 
 def describe_path(path, study_name: str) -> str:

@@ -52,6 +52,7 @@ def _add_sweep_parser(commands) -> None:
     p.add_argument("--frameworks", help="comma-separated: replaces the space's list of frameworks")
     p.add_argument("--seeds", type=number(int, 0, strict=True, maximum=MAX_SEEDS),
                    help="seeds per configuration: replaces the space's")
+    p.add_argument("--dataset", help="replaces the space's dataset (e.g. digits-a, a half of digits)")
     p.add_argument("--semantics", choices=("native", "canonical"),
                    help="the regime of every trial: replaces the space's fixed one (default: the space's, else native)")
     _add_run_options(p)
@@ -202,7 +203,8 @@ def _cmd_sweep(args) -> int:
     _check_study_name(args.study, "sweep")
     names = args.frameworks.split(",") if args.frameworks else None
     return _run("sweep", lambda: run_sweep(args.space, _options(args, args.trials), args.with_defaults,
-                                           frameworks=names, seeds=args.seeds, semantics=args.semantics))
+                                           frameworks=names, seeds=args.seeds, semantics=args.semantics,
+                                           dataset=args.dataset))
 
 
 def _cmd_defaults(args) -> int:

@@ -104,3 +104,39 @@ def test_seeds_needed_reaches_80_percent_power():
                         0.02 / (0.015 * math.sqrt(2 / below))) < 0.8
     assert seeds_needed(0.02, 0.015, alpha=0.005) > n  # a stricter Holm level needs more
     assert seeds_needed(0.02, None) is None and seeds_needed(0.001, 1.0) is None
+
+
+def test_contrast_adds_the_test_sets_error_and_without_correctness_is_welch():
+    from sensitivity.analysis.intervals import Arm, contrast
+
+    rng = np.random.default_rng(0)
+    hard = rng.random(400) < 0.15  # samples both configurations tend to get wrong
+    a = np.vstack([(rng.random(400) < 0.97) & ~hard for _ in range(5)])
+    b = np.vstack([(rng.random(400) < 0.90) & ~(hard | (np.arange(400) < 20)) for _ in range(5)])
+    with_samples = contrast([(1, Arm(a.mean(1), a, "t")), (-1, Arm(b.mean(1), b, "t"))])
+    seeds_only = contrast([(1, Arm(a.mean(1), None, "t")), (-1, Arm(b.mean(1), None, "t"))])
+    welch = difference(a.mean(1), b.mean(1))
+    assert with_samples.estimate == pytest.approx(welch.estimate) and seeds_only.method == "welch"
+    assert (seeds_only.low, seeds_only.high) == pytest.approx((welch.low, welch.high))
+    assert with_samples.method == "welch+test-set" and with_samples.test_var > 0
+    assert with_samples.high - with_samples.low > seeds_only.high - seeds_only.low  # 20 samples b always misses
+    assert contrast([(1, Arm(a.mean(1)[:2], None, "t")), (-1, Arm(b.mean(1), None, "t"))]).low is None
+
+
+def test_summary_tost_fisher_and_the_sds_upper_bound():
+    from scipy import stats
+
+    from sensitivity.analysis.intervals import divergence, sd_upper, summary, tost
+
+    same = [difference([0.90, 0.91, 0.92, 0.905], [0.90, 0.915, 0.91, 0.90])] * 2
+    pooled = summary(same)
+    assert pooled.k == 2 and pooled.tau == 0 and pooled.low < pooled.estimate < pooled.high
+    apart = summary([difference([0.80, 0.81, 0.82], [0.90, 0.91, 0.92]),
+                     difference([0.99, 1.0, 0.98], [0.90, 0.91, 0.92])])
+    assert apart.tau > 0.05 and apart.high - apart.low > 0.1  # disagreeing comparisons widen the summary
+    assert tost(0.0, 0.005, 0.02) < 0.05 and tost(0.018, 0.005, 0.02) > 0.05 and tost(0.0, None, 0.02) is None
+    assert divergence(5, 5, 0, 5) == pytest.approx(stats.fisher_exact([[5, 0], [0, 5]]).pvalue)
+    assert divergence(2, 5, 1, 7) == pytest.approx(stats.fisher_exact([[2, 3], [1, 6]]).pvalue)
+    assert sd_upper(0.01, 4) == pytest.approx(0.01 * np.sqrt(4 / stats.chi2.ppf(0.2, 4)))
+    assert seeds_needed(0.02, sd_upper(0.01, 4)) > seeds_needed(0.02, 0.01)
+    assert seeds_needed(0.02, 0.01, test_var=0.0002) is None  # no number of seeds beats this test set's error
