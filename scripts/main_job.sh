@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# The main job, offline, on digits, its two halves and mnist5k: a small complete study whose Findings rest on runs
+# The main job, offline, on digits, mnist5k and its two halves: a small complete study whose Findings rest on runs
 # at the published budget, then its report. Every trial runs native unless it says canonical (docs/semantics.md).
 #   1. a sweep of search_spaces/digits.yaml (torch, tensorflow, mxnet): 40 sampled configurations, 10 per tuned
-#      parameter (framework, lr, optimizer, batch size), for the importance, the runtime frontier, and the
-#      configuration tuned for digits;
+#      parameter (framework, lr, optimizer, batch size), 3 seeds each, for the importance, the runtime frontier,
+#      and the configuration tuned for digits;
 #   2. framework transfer on digits: each framework's own MNIST default at its published budget, on its home
 #      framework and on the others, native and canonical (the control), 5 seeds a cell, weights kept;
 #   3. dataset transfer: the crossover of mnist5k and digits on torch (Caffe's LeNet default, tuned for MNIST,
 #      against the best torch configuration of step 1, tuned for digits), each on both, 5 seeds a cell; then the
-#      placebo, the same crossover between the two halves of digits, each half's configuration tuned by a sweep;
+#      placebo, the same crossover between the two halves of mnist5k, each half's configuration tuned by a sweep;
 #   4. the ablation of the largest native framework-transfer difference, one knob at a time (cut to half its
 #      budget: it attributes a difference and gives no verdict);
 #   5. robustness: FGSM and PGD against each framework's own default models of step 2, white-box and transferred;
@@ -44,38 +44,42 @@ tag=$(echo "$frameworks" | tr ',' '-')
 sweep="main-sweep-$tag" transfer="main-transfer-$tag" crossover="main-crossover-$tag" placebo="main-placebo-$tag"
 ablation="main-ablation-$tag"
 first=$(echo "$frameworks" | cut -d, -f1)
-echo "== frameworks: $frameworks; their MNIST defaults: $defaults" >&2
+stage() { echo "== $* (at ${SECONDS} s)" >&2; }
+stage "frameworks: $frameworks; their MNIST defaults: $defaults"
 
-echo "== 1/6 a sweep on digits: 40 sampled configurations" >&2
-$sensitivity sweep search_spaces/digits.yaml --frameworks "$frameworks" --trials 40 --seeds 1 --parallel 2 \
+stage "1/6 a sweep on digits: 40 sampled configurations x 3 seeds"
+$sensitivity sweep search_spaces/digits.yaml --frameworks "$frameworks" --trials 120 --seeds 3 --parallel 2 \
     --sampler random --seed 0 --study "$sweep"
-echo "== 2/6 framework transfer on digits at the published budget, native and canonical, $seeds seeds a cell" >&2
+stage "2/6 framework transfer on digits at the published budget, native and canonical, $seeds seeds a cell"
 $sensitivity transfer --frameworks "$frameworks" --datasets digits --defaults "$defaults" --seeds "$seeds" \
     --semantics both --keep-weights --parallel 2 --study "$transfer"
-echo "== 3/6 dataset transfer: the crossover of mnist5k and digits on $first, then the placebo" >&2
+stage "3/6 dataset transfer: the crossover of mnist5k and digits on $first, then the placebo"
 $sensitivity crossover --framework "$first" --datasets mnist5k,digits --default mnist5k=caffe-lenet \
     --tuned digits="$sweep" --seeds "$seeds" --parallel 2 --study "$crossover"
-for half in digits-a digits-b; do
-    $sensitivity sweep search_spaces/digits.yaml --dataset "$half" --frameworks "$first" --trials 8 --seeds 1 \
-        --parallel 2 --sampler random --seed 1 --study "main-$half-$first" --no-progress
+for half in a b; do  # each half's own sweep, with its own sampler seed
+    $sensitivity sweep search_spaces/mnist5k.yaml --dataset "mnist5k-$half" --frameworks "$first" --trials 10 \
+        --seeds 1 --parallel 2 --sampler random --seed "$([ "$half" = a ] && echo 1 || echo 2)" \
+        --study "main-mnist5k-$half-$first" --no-progress
 done
-$sensitivity crossover --framework "$first" --datasets digits-a,digits-b --tuned digits-a="main-digits-a-$first" \
-    --tuned digits-b="main-digits-b-$first" --seeds "$seeds" --parallel 2 --study "$placebo"
+# twice the seeds: the placebo must show equivalence, not merely no effect
+$sensitivity crossover --framework "$first" --datasets mnist5k-a,mnist5k-b --tuned mnist5k-a="main-mnist5k-a-$first" \
+    --tuned mnist5k-b="main-mnist5k-b-$first" --seeds $((2 * seeds)) --parallel 2 --study "$placebo"
 if [ "$first" != "$frameworks" ]; then
-    echo "== 4/6 ablation of the largest native framework-transfer difference" >&2
+    stage "4/6 ablation of the largest native framework-transfer difference"
     $sensitivity ablate --largest-from "$transfer" --budget-fraction 0.5 --seeds 3 --parallel 2 --study "$ablation"
     with_ablation=(--with-study "$ablation")
 else
-    echo "== 4/6 ablation: one framework only, skipped" >&2
+    stage "4/6 ablation: one framework only, skipped"
     with_ablation=()
 fi
-echo "== 5/6 robustness of each framework's own defaults" >&2
+stage "5/6 robustness of each framework's own defaults"
 $sensitivity robustness "$transfer" --defaults-only --samples 300
-echo "== 6/6 report" >&2
+stage "6/6 report"
 others=(--with-study "$transfer" --with-study "$crossover" --with-study "$placebo")
 $sensitivity report "$sweep" "${others[@]}" "${with_ablation[@]}" --out results/main-report.html
 $sensitivity findings "$sweep" "${others[@]}"  # the report's first section, as text
 .venv/bin/python -m sensitivity.analysis.browser results/main-report.html
+stage "done"
 cat >&2 <<EOF
 == left out, too long for this 2-core machine (each at its published budget; add --data-dir with the official files):
    sensitivity transfer --datasets cifar10 --defaults tensorflow-cifar10,torch-train-on-cifar10 --seeds 5

@@ -29,7 +29,9 @@ TABLE = envs.REPO_ROOT / "search_spaces" / "defaults.yaml"
 # is its entry's `train_size`; a shared setting's budget is given per dataset, on these.
 OFFICIAL_TRAIN_SIZE = {"mnist": 60_000, "fashion_mnist": 60_000, "cifar10": 50_000, "cifar100": 50_000,
                        "svhn": 73_257}
-FAMILY = {"mnist5k": "mnist", "digits-a": "digits", "digits-b": "digits"}  # a set drawn from another
+FAMILY = {"mnist5k": "mnist", "mnist5k-a": "mnist", "mnist5k-b": "mnist", "digits-a": "digits",
+          "digits-b": "digits"}  # a set drawn from another
+HALVES = ({"digits-a", "digits-b"}, {"mnist5k-a", "mnist5k-b"})  # two disjoint halves of one set: a placebo
 SCHEDULE_IN_STEPS = ("stepsize", "stepvalues", "iterations")
 
 

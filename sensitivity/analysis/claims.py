@@ -120,35 +120,41 @@ def transfer_html(sources: list) -> str:
 
 
 def _crossover_html(sources: list) -> str:
-    from sensitivity.analysis.crossover import crossover_comparisons, plot_crossover
+    """Every source's crossovers (a study of `sensitivity crossover` each, the placebo's among them)."""
+    from sensitivity.analysis.crossover import NEEDS, crossover_comparisons, plot_crossover
 
+    found = []
     for source in sources:
         try:
-            rows = crossover_comparisons(source)
-        except NotEnoughData as reason:
-            missing = reason
+            found.append((source, crossover_comparisons(source)))
+        except NotEnoughData:
             continue
-        budget = budget_note(rows["budget_scale"])
-        parts = ["<h3>Across datasets: crossovers</h3>", _origin(source, sources), regime_html(rows), note_html(
-            "On one framework, the configuration tuned for dataset A and the one tuned for B (a published default, "
-            "or the best of a sweep on that dataset's validation split, frozen before the crossover ran) each run on "
-            "both datasets at its own budget, on fresh seeds. Home advantage: (A-tuned on A - B-tuned on A) + "
-            "(B-tuned on B - A-tuned on B), test accuracy over converged runs, with a 95% interval that includes "
-            "each test set's sampling error. A placebo crosses two halves of one dataset: it must show none.")]
-        if budget:
-            parts.append(warning_html(budget.strip(" ()").capitalize() + ": not tested at the published budget."))
-        parts.append(figure_html(plot_crossover(rows, source), "crossover"))
-        shown = pd.DataFrame({REGIME: rows[REGIME], "crossover": [("placebo: " if p else "") + c for p, c in zip(
-            rows["placebo"], rows["crossover"])], "tuned for A": rows["config_a"], "tuned for B": rows["config_b"],
-            "accuracy (mean [95%] n, train time)": ["; ".join(f"{k}: {v}" for k, v in c.items()) for c in rows["cells"]],
-            "home advantage [95%]": [_difference(r) for r in rows.to_dict("records")],
-            "own configuration's train time, x the other's": [
-                "-" if t is None or t != t else f"{t:.2f} [{lo:.2f}, {hi:.2f}]" if lo is not None else f"{t:.2f}"
-                for t, lo, hi in zip(rows["time_ratio"], rows["time_low"], rows["time_high"])],
-            "diverged": ["; ".join(f"{k}: {v}" for k, v in d.items()) for d in rows["diverged"]],
-            "budget scale": rows["budget_scale"]})
-        return "".join(parts) + table_html(shown)
-    raise NotEnoughData(str(missing))
+    if not found:
+        raise NotEnoughData(NEEDS)
+    rows = pd.concat([r for _, r in found], ignore_index=True)
+    parts = ["<h3>Across datasets: crossovers</h3>", regime_html(rows), note_html(
+        "On one framework, the configuration tuned for dataset A and the one tuned for B (a published default, "
+        "or the best of a sweep on that dataset's validation split, frozen before the crossover ran) each run on "
+        "both datasets at its own budget, on fresh seeds. Home advantage: (A-tuned on A - B-tuned on A) + "
+        "(B-tuned on B - A-tuned on B), test accuracy over converged runs (where every run of a cell diverged: "
+        "the chance-level accuracy of the models it left), with a 95% interval that includes each test set's "
+        "sampling error. A placebo crosses two disjoint halves of one dataset: it must show none.")]
+    budget = budget_note(rows["budget_scale"])
+    if budget:
+        parts.append(warning_html(budget.strip(" ()").capitalize() + ": not tested at the published budget."))
+    for index, (source, part) in enumerate(found):
+        parts.append(_origin(source, sources) + figure_html(plot_crossover(part, source),
+                                                            "crossover" if index == 0 else f"crossover-{index}"))
+    shown = pd.DataFrame({REGIME: rows[REGIME], "crossover": [("placebo: " if p else "") + c for p, c in zip(
+        rows["placebo"], rows["crossover"])], "tuned for A": rows["config_a"], "tuned for B": rows["config_b"],
+        "accuracy (mean [95%] n, train time)": ["; ".join(f"{k}: {v}" for k, v in c.items()) for c in rows["cells"]],
+        "home advantage [95%]": [_difference(r) for r in rows.to_dict("records")],
+        "own configuration's train time, x the other's": [
+            "-" if t is None or t != t else f"{t:.2f} [{lo:.2f}, {hi:.2f}]" if lo is not None else f"{t:.2f}"
+            for t, lo, hi in zip(rows["time_ratio"], rows["time_low"], rows["time_high"])],
+        "diverged": ["; ".join(f"{k}: {v}" for k, v in d.items()) for d in rows["diverged"]],
+        "budget scale": rows["budget_scale"]})
+    return "".join(parts) + table_html(shown)
 
 
 def _frameworks_html(sources: list) -> str:

@@ -84,8 +84,8 @@ def _one(regime: str, name: str, part: pd.DataFrame):
             "test_var": accuracy.test_var, "sd": accuracy.sd, "method": accuracy.method, "n_a": accuracy.n_a,
             "n_b": accuracy.n_b, "budget_scale": float(np.nanmin([c.budget_scale for c in cells.values()] + [np.inf])),
             "time_ratio": exp(time.estimate), "time_low": exp(time.low), "time_high": exp(time.high),
-            "cells": {f"{_side(tuned, a)}-tuned on {on}": _cell_text(runs) for (tuned, on), runs in cells.items()},
-            "diverged": {f"{_side(tuned, a)}-tuned on {on}": f"{runs.diverged} of {runs.runs}"
+            "cells": {f"tuned for {tuned} on {on}": _cell_text(runs) for (tuned, on), runs in cells.items()},
+            "diverged": {f"tuned for {tuned} on {on}": f"{runs.diverged} of {runs.runs}"
                          for (tuned, on), runs in cells.items()},
             "divergence": [_divergence(cells, on, home=on, visitor=b if on == a else a) for on in (a, b)
                            if cells[(on, on)].diverged or cells[(b if on == a else a, on)].diverged]}
@@ -100,10 +100,6 @@ def _divergence(cells: dict, on: str, home: str, visitor: str) -> dict:
             "all_diverged": [name for name, runs in ((visitor, theirs), (home, mine)) if runs.all_diverged]}
 
 
-def _side(tuned: str, a: str) -> str:
-    return "A" if tuned == a else "B"
-
-
 def _first(part: pd.DataFrame, tuned: str, column: str):
     values = part.loc[part["tuned_for"].eq(tuned), column].dropna() if column in part else pd.Series([], dtype=object)
     return values.iloc[0] if len(values) else None
@@ -111,8 +107,10 @@ def _first(part: pd.DataFrame, tuned: str, column: str):
 
 def _cell_text(runs) -> str:
     interval = mean_interval(runs.arm.accuracy)
-    time = float(np.mean(runs.train_time_s)) if len(runs.train_time_s) else math.nan
-    return interval_text(interval.mean, interval.low, interval.high, interval.n) + f", {time:.1f} s"
+    accuracy = interval_text(interval.mean, interval.low, interval.high, interval.n)
+    if runs.all_diverged:
+        return f"{accuracy}, every run diverged"
+    return f"{accuracy}, {float(np.mean(runs.train_time_s)):.1f} s"
 
 
 def plot_crossover(crossovers: pd.DataFrame, table):
@@ -144,6 +142,6 @@ def plot_crossover(crossovers: pd.DataFrame, table):
                                      error_y=dict(type="data", symmetric=False, array=highs, arrayminus=lows),
                                      hovertext=[f"tuned for {tuned} ({label}) on {on}" for on in datasets],
                                      hoverinfo="text+y"), row=1, col=col)
-    fig.update_yaxes(title_text="test accuracy (converged runs)", col=1)
+    fig.update_yaxes(title_text="test accuracy (converged runs; chance where all diverged)", col=1)
     fig = finish(fig, "Dataset crossover: each dataset's tuned configuration on both datasets", 460)
     return fig.update_layout(width=max(640, 420 * len(titles)))

@@ -341,7 +341,8 @@ def _runtime_claim(regime: str, rows: pd.DataFrame, effect: float) -> dict:
     frontier = rows[rows["unit"].eq("frontier")]
     if frontier.empty:
         return {"verdict": "not tested", "sentence": f"{regime.capitalize()}: {CLAIMS['runtime-accuracy']}? Not "
-                                                     "tested: no trial of this regime finished with status ok."}
+                                                     "tested: no trial of the main study (a sweep) in this regime "
+                                                     "finished with status ok."}
     detail = frontier.iloc[0]["detail"]
     pairs = rows[rows["unit"].ne("frontier")]
     on = f"{regime.capitalize()}: on the runtime-accuracy frontier: {frontier.iloc[0]['subject']}"

@@ -100,15 +100,17 @@ def crossover_divergence(detail: dict) -> str:
         if _none(item.get("p")) is not None:
             text += f" (Fisher p={item['p']:.2g})"
         if item["all_diverged"]:
-            text += (f": every run of {' and '.join(item['all_diverged'])}'s configuration diverged there, so its "
-                     "accuracy is the chance level of the models it left")
+            tuned = " and ".join(f"the one tuned for {name}" for name in item["all_diverged"])
+            text += (f": every run of {tuned} diverged there, so its accuracy is the chance level of the models it "
+                     "left")
         parts.append(text)
     return "".join(f"; {part}" for part in parts)
 
 
 def _time(detail: dict) -> str:
     if _none(detail.get("time_ratio")) is None:
-        return ""
+        cells = "; ".join(f"{name} {text}" for name, text in (detail.get("cells") or {}).items())
+        return f"; no train-time ratio (a cell has no converged run): test accuracy and train time, {cells}"
     spread = (f" [{detail['time_low']:.2f}, {detail['time_high']:.2f}]" if _none(detail.get("time_low")) is not None
               else "")
     return f"; each dataset's own configuration took {detail['time_ratio']:.2f}x{spread} the other's train time there"
@@ -147,21 +149,21 @@ def transfer_claim(regime: str, claim: str, verdict: str, pooled, p_tost, margin
     if claim == "dataset transfer":
         detail = head["detail"]
         what = (f"over {len(counted)} crossover{'s' if len(counted) != 1 else ''} at the published budget "
-                f"({seeds}), the configuration tuned for a dataset against the other's there, summed over both "
+                f"(budget scale 1.0; {seeds}), the configuration tuned for a dataset against the other's there, summed over both "
                 f"datasets (home advantage): {_pooled(pooled, margin, p_tost)}; the largest, {head['label']} "
                 f"(tuned for {detail['dataset_a']}: {detail['config_a']}; for {detail['dataset_b']}: "
                 f"{detail['config_b']}): {numbers(head)}{_time(detail)}{crossover_divergence(detail)}")
     else:
         defaults = counted["label"].str.extract(r"'s (\S+) on")[0].nunique()
         what = (f"over {len(counted)} pairs ({defaults} default{'s' if defaults != 1 else ''} each moved from its home "
-                f"framework to another, at the published budget, {seeds}), moved minus at home: "
+                f"framework to another, at the published budget (budget scale 1.0), {seeds}), moved minus at home: "
                 f"{_pooled(pooled, margin, p_tost)}; {len(differ)} of {len(counted)} pairs differ after Holm; the "
                 f"largest loss, {head['label']}: {numbers(head)}")
         if control is not None and control.k:
             what += (f"; the canonical control (the same formulas in every framework): {_pooled(control, margin, None)}")
         if regime == "canonical":
             what += "; this is the control regime: with the same formulas, what remains is numerics"
-    ending = f"; {needed(head, margin)}" if verdict == "inconclusive" else ""
+    ending = f"; {needed(head, margin)}" if verdict == "inconclusive" and not mixed else ""
     return f"{regime.capitalize()}: {lead}: {what}{ending}{placebo(placebos, margin)}."
 
 

@@ -141,6 +141,11 @@ def _cmd_crossover(args) -> int:
         if name not in datasets.REGISTRY:
             raise UsageError(f"sensitivity crossover: --datasets: unknown {name!r}; allowed: "
                              f"{', '.join(datasets.REGISTRY)}")
+    from sensitivity.defaults import HALVES, family
+    if family(sets[0]) == family(sets[1]) and set(sets) not in HALVES:
+        raise UsageError(f"sensitivity crossover: --datasets {args.datasets!r}: both are drawn from "
+                         f"{family(sets[0])} and overlap; a placebo crosses two disjoint halves: "
+                         f"{'; '.join(','.join(sorted(h)) for h in HALVES)}")
     tuned, named = _sides_option(args.tuned, "--tuned", sets), _sides_option(args.default, "--default", sets)
     both = set(tuned) & set(named)
     if both:

@@ -8,8 +8,8 @@ mnist1d  the mnist1d package's own generator with its default arguments (seed 42
          features), generated in memory (no download, no file written). mnist1d centres the signals; here
          they are scaled to [0, 1] with the TRAINING set's min and max, and test values are clipped to
          [0, 1] (with the defaults they already fall inside the training range).
-digits-a, digits-b  two disjoint halves of digits (its train and its test set each split in two,
-         stratified, seed 0): 719/179 and 719/180, the same population twice, for the dataset-transfer placebo.
+digits-a, digits-b, mnist5k-a, mnist5k-b  two disjoint halves of digits and of mnist5k (the train and the test
+         set each split in two, stratified, seed 0): the same population twice, for the dataset-transfer placebo.
 Both splits are shuffled with a seeded generator, so neither is sorted by class.
 """
 from __future__ import annotations
@@ -37,20 +37,27 @@ def load_digits() -> Dataset:
     return _stratified("digits", x, bunch.target.astype(np.int64), 10)
 
 
-def _digits_half(index: int) -> Dataset:
-    whole = load_digits()
+def _half(whole: Dataset, index: int) -> Dataset:
     halves = [split_validation(whole.x_train, whole.y_train, 0.5, SPLIT_SEED),
               split_validation(whole.x_test, whole.y_test, 0.5, SPLIT_SEED)]
     (train_x, train_y), (test_x, test_y) = [(h[2 * index], h[2 * index + 1]) for h in halves]
-    return Dataset(f"digits-{'ab'[index]}", train_x, train_y, test_x, test_y, 10)
+    return Dataset(f"{whole.name}-{'ab'[index]}", train_x, train_y, test_x, test_y, whole.classes)
 
 
 def load_digits_a() -> Dataset:
-    return _digits_half(0)
+    return _half(load_digits(), 0)
 
 
 def load_digits_b() -> Dataset:
-    return _digits_half(1)
+    return _half(load_digits(), 1)
+
+
+def load_mnist5k_a() -> Dataset:
+    return _half(load_mnist5k(), 0)
+
+
+def load_mnist5k_b() -> Dataset:
+    return _half(load_mnist5k(), 1)
 
 
 def load_mnist5k() -> Dataset:

@@ -6,9 +6,9 @@ A side's tuned configuration is, in this order: `--tuned DATASET=STUDY`, the bes
 that dataset (mean validation accuracy over its seeds, on the framework and regime), frozen now, before the
 crossover runs, and run at the sweep's own epochs; `--default DATASET=NAME`, a published default tuned for the
 dataset's family; else the framework's own published default for it. A side with none is refused before
-anything runs. The crossover's runs use seeds from FIRST_SEED on, never a sweep's own (seed 0 upwards): the
-configuration chosen as the best of a sweep is then judged on runs that did not choose it. Two halves of one
-dataset (digits-a, digits-b) make a placebo.
+anything runs, and so are two datasets of one family that are not its two disjoint halves (they overlap). The crossover's runs use seeds from FIRST_SEED on, never a sweep's own (seed 0 upwards): the
+configuration chosen as the best of a sweep is then judged on runs that did not choose it. The two halves of one
+dataset (digits-a and digits-b, mnist5k-a and mnist5k-b: `defaults.HALVES`) make a placebo.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 
 from sensitivity import datasets
-from sensitivity.defaults import DefaultEntry, family, load_table, trial_fields
+from sensitivity.defaults import HALVES, DefaultEntry, family, load_table, trial_fields
 from sensitivity.sweep.plans import PlannedTrial, steps_per_epoch
 
 FIRST_SEED = 100
@@ -113,7 +113,7 @@ def crossover_plan(space, framework: str, sides: list, seeds: int, cut=None) -> 
     """Each side's tuned configuration on both datasets, in each regime of the space, `seeds` seeds from
     FIRST_SEED, as planned trials (each records its per-sample correctness)."""
     (a, b) = (side.dataset for side in sides)
-    placebo = family(a) == family(b)
+    placebo = {a, b} in HALVES
     plan = []
     for regime in space.regimes():
         name = f"{framework}/{regime}: {a} x {b}"

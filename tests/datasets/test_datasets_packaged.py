@@ -81,10 +81,11 @@ def test_load_goes_through_the_cache(monkeypatch):
     assert np.array_equal(first.x_train, second.x_train) and second.name == "digits"
 
 
-def test_the_digits_halves_are_disjoint_halves_of_digits():
+@pytest.mark.parametrize("name", ["digits", "mnist5k"])
+def test_the_halves_are_disjoint_stratified_halves(name):
     from sensitivity import datasets
 
-    whole, a, b = (datasets.load(name) for name in ("digits", "digits-a", "digits-b"))
+    whole, a, b = (datasets.load(n) for n in (name, f"{name}-a", f"{name}-b"))
     for split in ("train", "test"):
         x, xa, xb = (getattr(d, f"x_{split}").reshape(len(getattr(d, f"y_{split}")), -1) for d in (whole, a, b))
         assert len(xa) + len(xb) == len(x) and abs(len(xa) - len(xb)) <= 1

@@ -23,12 +23,15 @@ def test_unknown_name_lists_the_allowed_names():
 
 
 def test_the_registry_holds_the_documented_sets():
-    assert set(REGISTRY) == {"digits", "digits-a", "digits-b", "mnist5k", "mnist1d", "mnist", "fashion_mnist", "cifar10",
+    assert set(REGISTRY) == {"digits", "digits-a", "digits-b", "mnist5k", "mnist5k-a", "mnist5k-b", "mnist1d", "mnist",
+                             "fashion_mnist", "cifar10",
                              "cifar100", "svhn"}
-    assert {n for n, i in REGISTRY.items() if i.offline} == {"digits", "digits-a", "digits-b", "mnist5k", "mnist1d"}
+    assert {n for n, i in REGISTRY.items() if i.offline} == {"digits", "digits-a", "digits-b", "mnist5k", "mnist5k-a",
+                                                             "mnist5k-b", "mnist1d"}
     assert REGISTRY["cifar100"].classes == 100 and REGISTRY["mnist1d"].input_shape == (40,)
     assert {n: i.default_model for n, i in REGISTRY.items()} == {
         "digits": "mlp", "digits-a": "mlp", "digits-b": "mlp", "mnist1d": "mlp", "mnist5k": "lenet5",
+        "mnist5k-a": "lenet5", "mnist5k-b": "lenet5",
         "mnist": "lenet5", "fashion_mnist": "lenet5",
         "cifar10": "cifar10_quick", "cifar100": "cifar10_quick", "svhn": "cifar10_quick"}
 

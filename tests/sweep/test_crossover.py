@@ -34,6 +34,7 @@ def test_a_side_without_a_tuned_configuration_is_refused_before_anything_is_writ
              (["--datasets", "mnist5k,digits", "--default", "mnist5k=dlbench-shared"], "a shared setting"),
              (["--datasets", "mnist5k,digits", "--default", "mnist5k=caffe-cifar10-quick"], "tuned for cifar10"),
              (["--datasets", "digits,digits"], "give two different datasets"),
+             (["--datasets", "mnist5k,mnist5k-a"], "both are drawn from mnist and overlap"),
              (["--datasets", "mnist5k,imagenet"], "--datasets: unknown 'imagenet'")]
     for extra, message in cases:
         assert main(["crossover", "--framework", "torch", *extra, "--storage", url, "--no-progress"]) == 2
