@@ -77,7 +77,7 @@ $sensitivity robustness "$transfer" --defaults-only --samples 300
 stage "6/6 report"
 others=(--with-study "$transfer" --with-study "$crossover" --with-study "$placebo")
 $sensitivity report "$sweep" "${others[@]}" "${with_ablation[@]}" --out results/main-report.html
-$sensitivity findings "$sweep" "${others[@]}"  # the report's first section, as text
+$sensitivity findings "$sweep" "${others[@]}" "${with_ablation[@]}"  # the report's first section, as text
 .venv/bin/python -m sensitivity.analysis.browser results/main-report.html
 stage "done"
 cat >&2 <<EOF

@@ -98,7 +98,30 @@ def _findings(table: pd.DataFrame, others: list, effect: float) -> Findings:
     regimes = regimes_of(pd.concat([table[[REGIME]], comparisons[[REGIME]]]))
     claims = [_claim(regime, claim, comparisons[comparisons[REGIME].eq(regime) & comparisons["claim"].eq(claim)],
                      comparisons[comparisons["claim"].eq(claim)], effect) for regime in regimes for claim in CLAIMS]
-    return Findings(pd.DataFrame(claims, columns=CLAIM_COLUMNS), comparisons)
+    claims = pd.DataFrame(claims, columns=CLAIM_COLUMNS)
+    attributed = _ablation_note(sources)
+    if attributed:  # the knob that carries the largest native framework-transfer difference, where ablated
+        at = claims[REGIME].eq("native") & claims["claim"].eq("framework transfer") & claims["verdict"].ne("not tested")
+        claims.loc[at, "sentence"] = claims.loc[at, "sentence"].str.rstrip(".") + attributed + "."
+    return Findings(claims, comparisons)
+
+
+def _ablation_note(sources: list) -> str:
+    """"; the ablation from tensorflow native to mxnet native (study S) puts the largest step at init: ..."."""
+    from sensitivity.analysis.ablation import ablation_path
+
+    for source in sources:
+        if not source.attrs.get("ablation"):
+            continue
+        path = ablation_path(source)
+        steps = path[path["step"] > 0].dropna(subset=["delta"])
+        if steps.empty:
+            continue
+        largest = steps.loc[steps["delta"].abs().idxmax()]
+        return (f"; the ablation from {path.attrs['source']} to {path.attrs['target']} (study "
+                f"{source.attrs.get('study')}, {path.attrs['seeds']} seeds a point) puts the largest step at "
+                f"{largest['change']} ({largest['delta']:+.3f} validation accuracy)")
+    return ""
 
 
 def compare(sources: list, effect: float = EFFECT) -> pd.DataFrame:
