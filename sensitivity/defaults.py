@@ -4,7 +4,9 @@ An entry is either a framework's own `default` (tuned by its authors for `datase
 (DLBench's: one configuration for every framework, with a budget per dataset, tuned for none of them). Caffe's
 entries name their solver files (`caffe_files`, relative to search_spaces/) instead of a `config`: the
 configuration is what `import-caffe` reads from them, so the files are the one source. Every entry says
-what it was checked against (`checked_against`: repository, commit, file, and each number's line verbatim).
+what it was checked against (`checked_against`: repository, commit, file, and each number's line verbatim),
+and `load_table` parses each quoted number back out of its line (`check_quotes`): a table whose numbers are
+not its sources' is refused.
 
 The budget is part of a default. A budget published in steps belongs to the dataset it was published for,
 so every budget is held in epochs of that dataset (published epochs: steps x batch / the `train_size` its
@@ -16,6 +18,7 @@ TrialSpec fields of an entry on a dataset, at its published budget or cut (`Cut`
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Optional
@@ -178,12 +181,72 @@ def load_table(path: Optional[Path] = None) -> list:
             raw["config"], not_reproduced = caffe_config(path.parent, files, f"{path}: {name}.caffe_files")
             raw["notes"] = list(raw.get("notes", ())) + list(not_reproduced)
         try:
-            entries.append(DefaultEntry.model_validate(raw))
+            entry = DefaultEntry.model_validate(raw)
         except ValidationError as exc:
             error = exc.errors()[0]
             where = ".".join(str(part) for part in error["loc"])
             raise DefaultsError(f"{path}: {name}{'.' + where if where else ''}: {error['msg']}") from None
+        check_quotes(entry, f"{path}: {name}")
+        entries.append(entry)
     return entries
+
+
+NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+# how a source words an optimizer or a learning-rate policy
+WORDS = {"adam": r"adam", "sgd": r"sgd|gradientdescent|- learning_rate \* grad", "momentum": r"sgd|momentum",
+         "inv": r'"inv"', "step": r"staircase", "fixed": r'"fixed"'}
+CONTEXT = ("dropout", "moving_average")  # read from a source, part of its network, not of the configuration
+
+
+def quoted_numbers(quote: str) -> list:
+    """Every number written in a line: 1e-4, .05, 55,000, 350.0."""
+    return [float(text.replace(",", "")) for text in NUMBER.findall(quote)]
+
+
+def quoted_value(entry: DefaultEntry, field: str):
+    """The entry's value of a field that its checked_against quotes: a number, a tuple of them, or a word."""
+    config = entry.config
+    if field.startswith("budget_epochs."):
+        return (entry.budget_epochs or {}).get(field.split(".", 1)[1])
+    if field == "train_size":
+        return entry.train_size
+    if field == "lr_decay":  # Torch's learningRateDecay: the inv policy's gamma, with power 1
+        return config.get("gamma") if config.get("lr_policy") == "inv" and config.get("power") == 1.0 else None
+    if field == "lr_then":  # the rate of Caffe's second solver
+        return config["lr"] * config.get("gamma", 1.0)
+    if field in ("lr_step_epochs", "epochs_per_decay"):
+        schedule = entry.schedule_epochs
+        return schedule and (schedule.stepvalues if field == "lr_step_epochs" else schedule.stepsize)
+    if field in ("optimizer", "lr_policy"):
+        return config.get(field, "fixed")
+    if field in ("momentum", "weight_decay") and field not in config:
+        return 0.0 if field == "weight_decay" or config.get("optimizer") in ("sgd", "adam") else None
+    return config.get(field)
+
+
+def check_quotes(entry: DefaultEntry, where: str) -> None:
+    """Each number of the entry that a line of checked_against quotes is written in that line (the table's
+    numbers are the sources' own); DefaultsError naming the field and the line otherwise."""
+    checked = entry.checked_against
+    records = [checked] if checked else []
+    while records:
+        record = records.pop()
+        records.extend(record.also)
+        for line in record.lines:
+            if line.field in CONTEXT:
+                continue
+            value = quoted_value(entry, line.field)
+            if isinstance(value, str):
+                found = value in WORDS and re.search(WORDS[value], line.quote, re.IGNORECASE)
+            elif value is None:
+                found = False
+            else:
+                numbers = quoted_numbers(line.quote)
+                found = all(any(math.isclose(v, n, rel_tol=1e-9) for n in numbers)
+                            for v in (value if isinstance(value, (list, tuple)) else [value]))
+            if not found:
+                raise DefaultsError(f"{where}.checked_against: {line.field} {value!r} is not what its line says "
+                                    f"({record.file}: {line.quote!r})")
 
 
 def caffe_config(folder: Path, files: list, where: str) -> tuple:

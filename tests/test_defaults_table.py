@@ -10,7 +10,8 @@ import yaml
 
 from sensitivity import datasets, frameworks
 from sensitivity.caffe_import import import_solver
-from sensitivity.defaults import Cut, DefaultsError, load_table, trial_fields
+from sensitivity.defaults import (CONTEXT, WORDS, Cut, DefaultsError, load_table, quoted_numbers, quoted_value,
+                                  trial_fields)
 from sensitivity.optim import lr_schedule
 from sensitivity.spec import TrialSpec
 
@@ -20,40 +21,6 @@ TABLE = yaml.safe_load((ROOT / "search_spaces" / "defaults.yaml").read_text())
 ENTRIES = load_table()
 BY_NAME = {e.name: e for e in ENTRIES}
 ORIGINS = set(frameworks.FRAMEWORKS) | set(frameworks.CONFIGURATION_ONLY) | {"dlbench"}
-NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
-# what a quoted optimizer or policy says, in the source's own words
-WORDS = {"adam": r"adam", "sgd": r"sgd|gradientdescent|- learning_rate \* grad", "momentum": r"sgd|momentum",
-         "inv": r'"inv"', "step": r"staircase", "fixed": r'"fixed"'}
-CONTEXT = {"dropout", "moving_average"}  # read from the source, part of its network, not of the configuration
-
-
-def numbers(quote: str) -> list:
-    """Every number written in a line: 1e-4, .05, 55,000, 350.0."""
-    return [float(text.replace(",", "")) for text in NUMBER.findall(quote)]
-
-
-def expected(entry, field: str):
-    """The entry's value of a quoted field."""
-    config = entry.config
-    if field.startswith("budget_epochs."):
-        return entry.budget_epochs[field.split(".", 1)[1]]
-    if field == "train_size":
-        return entry.train_size
-    if field == "lr_decay":  # Torch's learningRateDecay: the inv policy's gamma (power 1)
-        assert config["lr_policy"] == "inv" and config["power"] == 1.0
-        return config["gamma"]
-    if field == "lr_then":  # the rate of Caffe's second solver
-        return config["lr"] * config["gamma"]
-    if field == "lr_step_epochs":
-        return entry.schedule_epochs.stepvalues
-    if field == "epochs_per_decay":
-        return entry.schedule_epochs.stepsize
-    if field in ("optimizer", "lr_policy"):
-        return config.get(field, "fixed")
-    if field in ("momentum", "weight_decay") and field not in config:
-        assert field != "momentum" or config["optimizer"] in ("sgd", "adam")  # no momentum term
-        return 0.0
-    return config[field]
 
 
 def quoted(checked):
@@ -79,20 +46,28 @@ def test_entry_is_sourced_and_valid(entry):
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.name)
 def test_every_quoted_number_is_the_entrys_own(entry):
-    """Parses each number out of the verbatim lines in checked_against and compares it with the configuration."""
-    checked = 0
-    for file, field, quote in quoted(entry.checked_against):
-        if field in CONTEXT:
-            continue
-        value = expected(entry, field)
+    """Parses each number out of the verbatim lines in checked_against and compares it with the configuration
+    (load_table does the same, so a table that departs from its sources does not load)."""
+    checked = [(file, field, quote) for file, field, quote in quoted(entry.checked_against) if field not in CONTEXT]
+    for file, field, quote in checked:
+        value = quoted_value(entry, field)
         if isinstance(value, str):
             assert re.search(WORDS[value], quote, re.IGNORECASE), f"{file}: {field} {value!r} not in {quote!r}"
         else:
-            found = numbers(quote)
             for v in (value if isinstance(value, (list, tuple)) else [value]):
-                assert any(math.isclose(v, n, rel_tol=1e-9) for n in found), f"{file}: {field} {v} not in {quote!r}"
-        checked += 1
-    assert checked >= 3
+                assert any(math.isclose(v, n) for n in quoted_numbers(quote)), f"{file}: {field} {v} not in {quote!r}"
+    assert len(checked) >= 3
+    print(f"\n{entry.name}: {len(checked)} quoted numbers, {entry.checked_against.repository} at "
+          f"{entry.checked_against.commit[:12]}")
+
+
+def test_a_table_whose_number_departs_from_its_quoted_line_is_refused(tmp_path):
+    raw = next(e for e in TABLE["defaults"] if e["name"] == "torch-train-on-mnist")
+    wrong = {**raw, "config": {**raw["config"], "epochs": 10}}  # the value the table held before: numEpoch = 20
+    (tmp_path / "t.yaml").write_text(yaml.safe_dump({"defaults": [wrong]}))
+    with pytest.raises(DefaultsError, match=r"t.yaml: torch-train-on-mnist.checked_against: epochs 10 is not what its "
+                                            r"line says \(models/mnist/torch/train-on-mnist.lua: 'numEpoch = 20'\)"):
+        load_table(tmp_path / "t.yaml")
 
 
 @pytest.mark.parametrize("name", ["torch-train-on-mnist", "torch-train-on-cifar10", "dlbench-shared"])

@@ -25,8 +25,10 @@ confidence bound and the test set's share of the variance. Under 3 seeds on a si
 The transfer claims are tested on runs at the published budget only: a comparison whose runs were cut
 (budget_scale < 1) is "cut budget", and a claim with nothing else is "not tested at the published budget".
 Their verdict rests on the summary of the claim's comparisons (`intervals.summary`, random effects): "not
-supported" where it is equivalent to 0 within the margin (TOST), "supported" where it lies in the claimed
-direction (p < ALPHA), else "inconclusive"; how many comparisons differ is said beside it. The margin is
+supported" where it is equivalent to 0 within the margin (TOST) and no comparison differs in the claimed
+direction (where one does, the answer depends on the comparison: "inconclusive"), "supported" where it lies
+in the claimed direction (p < ALPHA) and the placebo, if any, shows nothing, else "inconclusive"; how many
+comparisons differ is said beside it, and the knob an ablation study finds for the largest. The margin is
 `effect` (0.02 of accuracy) a dataset: 2 x effect for a home advantage, which sums two differences. Robustness
 and runtime keep their headline comparison: the largest effect in the claimed direction.
 """
@@ -39,17 +41,14 @@ import numpy as np
 import pandas as pd
 
 from sensitivity.analysis import sentences
-from sensitivity.analysis.intervals import (Difference, difference, holm, ratio, sd_upper, seeds_needed, summary,
-                                            tost)
-from sensitivity.analysis.table import REGIME, NotEnoughData, regime_position, regimes_of, trained, trials_table
+from sensitivity.analysis.comparisons import ENTRY, TRANSFER, gather, none_if_missing
+from sensitivity.analysis.intervals import Difference, holm, sd_upper, seeds_needed, summary, tost
+from sensitivity.analysis.table import REGIME, NotEnoughData, regime_position, regimes_of, trials_table
 
 EFFECT, ALPHA = 0.02, 0.05
 CLAIMS = sentences.CLAIMS
 ANCHORS = {"dataset transfer": "transfer", "framework transfer": "transfer", "robustness": "robustness",
            "runtime-accuracy": "frontier"}
-TRANSFER = ("dataset transfer", "framework transfer")
-ENTRY = [REGIME, "claim", "role", "label", "subject", "reference", "estimate", "low", "high", "unit", "p", "n_a",
-         "n_b", "sd", "se", "df", "test_var", "budget_scale", "compared", "detail"]
 COMPARISONS = [REGIME, "claim", "role", "label", "subject", "reference", "verdict", "estimate", "low", "high", "unit",
                "p", "p_holm", "p_tost", "n_a", "n_b", "seeds_needed", "seeds_for_observed", "budget_scale", "anchor",
                "sentence"]
@@ -111,9 +110,12 @@ def _ablation_note(sources: list) -> str:
     from sensitivity.analysis.ablation import ablation_path
 
     for source in sources:
-        if not source.attrs.get("ablation"):
+        if len((source.attrs.get("ablation") or {}).get("steps") or ()) < 2:
             continue
-        path = ablation_path(source)
+        try:
+            path = ablation_path(source)
+        except (NotEnoughData, KeyError, IndexError):  # a record this code did not write: no attribution
+            continue
         steps = path[path["step"] > 0].dropna(subset=["delta"])
         if steps.empty:
             continue
@@ -126,8 +128,7 @@ def _ablation_note(sources: list) -> str:
 
 def compare(sources: list, effect: float = EFFECT) -> pd.DataFrame:
     """Every comparison of the claims, Holm-corrected within each claim, with verdicts and sentences."""
-    entries = (_crossover_entries(sources) + _transfer_entries(sources) + _robustness_entries(sources)
-               + _tradeoff_entries(sources[0]))
+    entries = gather(sources)
     frame = pd.DataFrame(entries, columns=ENTRY)
     frame["anchor"] = frame["claim"].map(ANCHORS)
     frame["counted"] = frame["compared"] & frame["role"].eq("comparison") & ~_cut(frame)
@@ -135,7 +136,7 @@ def compare(sources: list, effect: float = EFFECT) -> pd.DataFrame:
     frame["p_tost"] = [tost(e, se, margin_of(c, effect), df) if ok else None for e, se, c, df, ok in zip(
         frame["estimate"], frame["se"], frame["claim"], frame["df"], frame["compared"])]
     for claim, part in frame[frame["counted"]].groupby("claim"):
-        frame.loc[part.index, "p_holm"] = pd.Series(holm([_none(p) for p in part["p"]]), index=part.index,
+        frame.loc[part.index, "p_holm"] = pd.Series(holm([none_if_missing(p) for p in part["p"]]), index=part.index,
                                                     dtype=object)
     frame["verdict"] = [_verdict(row) for row in frame.to_dict("records")]
     tests = frame[frame["p_holm"].notna()].groupby("claim").size().to_dict()
@@ -143,7 +144,7 @@ def compare(sources: list, effect: float = EFFECT) -> pd.DataFrame:
     for row in frame.to_dict("records"):
         alpha = ALPHA / max(1, tests.get(row["claim"], 1))
         sd = sd_upper(row["sd"], max(1, row["n_a"] + row["n_b"] - 2)) if row["verdict"] == "inconclusive" else None
-        margin, test_var = margin_of(row["claim"], effect), _none(row["test_var"]) or 0.0
+        margin, test_var = margin_of(row["claim"], effect), none_if_missing(row["test_var"]) or 0.0
         needed.append(seeds_needed(margin, sd, alpha, test_var=test_var) if sd is not None else None)
         size = abs(row["estimate"]) if row["estimate"] == row["estimate"] else 0.0
         observed.append(seeds_needed(size, sd, alpha, test_var=test_var) if sd is not None and size > margin else None)
@@ -167,113 +168,15 @@ def _verdict(row: dict) -> str:
         return "not compared"
     if row["unit"] == "frontier":
         return "described"
-    if row["claim"] in TRANSFER and _none(row["budget_scale"]) is not None and row["budget_scale"] < 1 - 1e-6:
+    if row["claim"] in TRANSFER and none_if_missing(row["budget_scale"]) is not None and row["budget_scale"] < 1 - 1e-6:
         return "cut budget"
-    if _none(row["p_holm"]) is not None and row["p_holm"] < ALPHA:
+    if none_if_missing(row["p_holm"]) is not None and row["p_holm"] < ALPHA:
         return "lower" if row["estimate"] < 0 else "higher"
-    if row["role"] == "placebo" and _none(row["p"]) is not None and row["p"] < ALPHA:
+    if row["role"] == "placebo" and none_if_missing(row["p"]) is not None and row["p"] < ALPHA:
         return "lower" if row["estimate"] < 0 else "higher"
-    if _none(row["p_tost"]) is not None and row["p_tost"] < ALPHA:
+    if none_if_missing(row["p_tost"]) is not None and row["p_tost"] < ALPHA:
         return "equivalent"
     return "inconclusive"
-
-
-def _none(value):
-    return None if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)) else value
-
-
-def _entry(regime, claim, label, subject, reference, diff, unit, budget=None, compared=True, detail=None,
-           role="comparison") -> dict:
-    return {REGIME: regime, "claim": claim, "role": role, "label": label, "subject": subject, "reference": reference,
-            "estimate": diff["estimate"], "low": _none(diff["low"]), "high": _none(diff["high"]), "unit": unit,
-            "p": _none(diff["p"]), "n_a": int(diff["n_a"]), "n_b": int(diff["n_b"]), "sd": _none(diff["sd"]),
-            "se": _none(diff.get("se")), "df": _none(diff.get("df")), "test_var": _none(diff.get("test_var")),
-            "budget_scale": _none(budget), "compared": compared, "detail": detail}
-
-
-def _crossover_entries(sources: list) -> list:
-    from sensitivity.analysis.crossover import crossover_comparisons
-
-    out = []
-    for source in sources:
-        try:
-            rows = crossover_comparisons(source)
-        except NotEnoughData:
-            continue
-        for row in rows.to_dict("records"):
-            kind = "placebo" if row["placebo"] else "comparison"
-            label = (f"{'placebo, ' if row['placebo'] else ''}{row['framework']}: {row['dataset_a']} x "
-                     f"{row['dataset_b']}")
-            out.append(_entry(row[REGIME], "dataset transfer", label, row["config_a"], row["config_b"], row,
-                              "home advantage", row["budget_scale"], detail=row, role=kind))
-    return out
-
-
-def _transfer_entries(sources: list) -> list:
-    from sensitivity.analysis.transfer import richest_transfer, transfer_comparisons
-
-    try:
-        source, _ = richest_transfer(sources)
-    except NotEnoughData:
-        return []
-    out = []
-    for row in transfer_comparisons(source).to_dict("records"):
-        label = f"{row['dataset']}: {row['source_framework']}'s {row['default']} on {row['framework']} vs at home"
-        out.append(_entry(row[REGIME], "framework transfer", label, row["subject"], row["reference"], row,
-                          "accuracy", row["budget_scale"], detail=row))
-    return out
-
-
-def _robustness_entries(sources: list) -> list:
-    from sensitivity.analysis.robustness import robustness_comparisons
-
-    for source in sources:
-        try:
-            rows = robustness_comparisons(source)
-        except NotEnoughData:
-            continue
-        return [_entry(row[REGIME], "robustness", f"{row['dataset']}, {row['attack'].upper()} eps {row['eps']:g}: "
-                       f"{row['framework_a']} vs {row['framework_b']}", row["framework_a"], row["framework_b"], row,
-                       "relative accuracy", compared=bool(row["comparable"]), detail=row)
-                for row in rows.to_dict("records")]
-    return []
-
-
-def _tradeoff_entries(table: pd.DataFrame) -> list:
-    from sensitivity.analysis.frontier import runtime_accuracy_frontier
-    from sensitivity.analysis.seeds import best_configurations
-
-    try:
-        frontier = runtime_accuracy_frontier(table)
-        best = best_configurations(table[table["outcome"].eq("ok")], ("framework", REGIME))
-    except NotEnoughData:
-        return []
-    rows, out = trained(table), []
-    for regime, chosen in best.groupby(REGIME, sort=False):
-        front = frontier.points[frontier.points["on_frontier"] & frontier.points[REGIME].eq(regime)]
-        counts = front["framework"].value_counts()
-        fastest = front.sort_values("train_time_s")["framework"].iloc[0] if len(front) else None
-        on = ", ".join(f"{fw} ({k} point{'s' if k != 1 else ''})" for fw, k in counts.items())
-        none = {"estimate": np.nan, "low": None, "high": None, "p": None, "n_a": len(front), "n_b": 0, "sd": None}
-        out.append(_entry(regime, "runtime-accuracy", "frontier", on, "", none, "frontier",
-                          detail={"frontier": counts.to_dict(), "fastest": fastest,
-                                  "n_trials": int(rows[REGIME].eq(regime).sum())}))
-        seeds = {fw: rows[rows[REGIME].eq(regime) & rows["framework"].eq(fw) & rows["config_id"].eq(cid)]
-                 for fw, cid in zip(chosen["framework"], chosen["best_config_id"])}
-        if len(seeds) < 2:
-            continue
-        chooser = "val_accuracy" if rows["val_accuracy"].notna().any() else "accuracy"
-        top = max(seeds, key=lambda fw: seeds[fw][chooser].mean())
-        for other in sorted(fw for fw in seeds if fw != top):
-            a, b = seeds[top], seeds[other]
-            diff, cost = difference(a["accuracy"], b["accuracy"]), ratio(a["train_time_s"], b["train_time_s"])
-            out.append(_entry(regime, "runtime-accuracy", f"best of {top} vs best of {other}", top, other,
-                              diff.__dict__, "accuracy", detail={
-                                  "time_ratio": cost.estimate, "time_low": cost.low, "time_high": cost.high,
-                                  "fastest": fastest, "accuracy_a": a["accuracy"].mean(),
-                                  "accuracy_b": b["accuracy"].mean(), "time_a": a["train_time_s"].mean(),
-                                  "time_b": b["train_time_s"].mean()}))
-    return out
 
 
 def _claim(regime: str, claim: str, rows: pd.DataFrame, every_regime: pd.DataFrame, effect: float) -> dict:
@@ -334,7 +237,7 @@ def _transfer_claim(regime: str, claim: str, rows: pd.DataFrame, every_regime: p
 
 def _difference(row: dict) -> Difference:
     return Difference(row["estimate"], row["low"], row["high"], row["n_a"], row["n_b"], row["p"], None, "",
-                      _none((row["detail"] or {}).get("se")), _none((row["detail"] or {}).get("df")))
+                      none_if_missing((row["detail"] or {}).get("se")), none_if_missing((row["detail"] or {}).get("df")))
 
 
 def _headline_claim(regime: str, claim: str, rows: pd.DataFrame, effect: float) -> dict:
@@ -354,7 +257,7 @@ def _headline_claim(regime: str, claim: str, rows: pd.DataFrame, effect: float) 
     head = head.to_dict()
     sentence = sentences.headline_claim(regime, claim, verdict, head, tested, len(rows) - len(tested), effect)
     return {"verdict": verdict, "estimate": head["estimate"], "low": head["low"], "high": head["high"],
-            "unit": head["unit"], "p": head["p"], "p_holm": _none(head["p_holm"]), "n_a": int(head["n_a"]),
+            "unit": head["unit"], "p": head["p"], "p_holm": none_if_missing(head["p_holm"]), "n_a": int(head["n_a"]),
             "n_b": int(head["n_b"]), "n_trials": int((tested["n_a"] + tested["n_b"]).sum()),
             "n_tested": len(tested), "n_differ": len(claimed),
             "seeds_needed": head["seeds_needed"] if verdict == "inconclusive" else None, "sentence": sentence}
@@ -381,7 +284,7 @@ def _runtime_claim(regime: str, rows: pd.DataFrame, effect: float) -> dict:
         head = (head if len(head) else pairs).iloc[0]
         verdict = {"higher": "supported", "equivalent": "not supported"}.get(head["verdict"], "inconclusive")
     return {**base, "verdict": verdict, "estimate": head["estimate"], "low": head["low"], "high": head["high"],
-            "unit": "accuracy", "p": head["p"], "p_holm": _none(head["p_holm"]), "n_a": int(head["n_a"]),
+            "unit": "accuracy", "p": head["p"], "p_holm": none_if_missing(head["p_holm"]), "n_a": int(head["n_a"]),
             "n_b": int(head["n_b"]), "seeds_needed": head["seeds_needed"] if verdict == "inconclusive" else None,
             "sentence": sentences.runtime_claim(on, top, fastest, verdict, head.to_dict(), effect)}
 

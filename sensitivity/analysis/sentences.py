@@ -3,9 +3,7 @@ computes them). Every sentence names what was compared, the regime, the budget, 
 its interval, and what would settle it where nothing is settled."""
 from __future__ import annotations
 
-import math
-
-import pandas as pd
+from sensitivity.analysis.comparisons import none_if_missing
 
 REGIME = "semantics"
 CLAIMS = {"dataset transfer": "defaults do not transfer across datasets",
@@ -22,10 +20,6 @@ WOULD_TEST = {"dataset transfer": "sensitivity crossover --framework F --dataset
               "robustness": "sensitivity robustness"}
 
 
-def _none(value):
-    return None if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)) else value
-
-
 def _signed(x) -> str:
     return f"{x:+.3f}"
 
@@ -33,19 +27,19 @@ def _signed(x) -> str:
 def numbers(row: dict) -> str:
     """"-0.104 [-0.128, -0.080] (95% interval, with the test set's error; Holm p=0.003; 5 and 5 seeds)", or
     "-0.104 (2 and 2 seeds: no interval, no test)"."""
-    if _none(row["low"]) is None:
+    if none_if_missing(row["low"]) is None:
         return f"{_signed(row['estimate'])} ({row['n_a']} and {row['n_b']} seeds: no interval, no test)"
     detail = row.get("detail") or {}
     error = "with the test set's error" if detail.get("method") == "welch+test-set" else "seeds' error only"
-    p = (f"Holm p={row['p_holm']:.2g}" if _none(row.get("p_holm")) is not None else
-         f"p={row['p']:.2g}" if _none(row.get("p")) is not None else "no test")
+    p = (f"Holm p={row['p_holm']:.2g}" if none_if_missing(row.get("p_holm")) is not None else
+         f"p={row['p']:.2g}" if none_if_missing(row.get("p")) is not None else "no test")
     return (f"{_signed(row['estimate'])} [{_signed(row['low'])}, {_signed(row['high'])}] "
             f"(95% interval, {error}; {p}; {row['n_a']} and {row['n_b']} seeds)")
 
 
 def needed(row: dict, margin: float) -> str:
     """How many seeds would settle an inconclusive comparison, planned with the SD's upper bound."""
-    count, observed = _none(row["seeds_needed"]), _none(row.get("seeds_for_observed"))
+    count, observed = none_if_missing(row["seeds_needed"]), none_if_missing(row.get("seeds_for_observed"))
     if count is None:
         text = (f"the spread is unknown, or the test set too small, to say how many seeds would detect {margin:g}")
     else:
@@ -59,7 +53,7 @@ def needed(row: dict, margin: float) -> str:
 def _diverged(detail: dict) -> str:
     if not detail or not (detail.get("diverged_a") or detail.get("diverged_b")):
         return ""
-    p = _none(detail.get("p_diverged"))
+    p = none_if_missing(detail.get("p_diverged"))
     return (f"; diverged {detail['diverged_a']} of {detail['runs_a']} against {detail['diverged_b']} of "
             f"{detail['runs_b']} (Fisher p={p:.2g}), accuracy over converged runs" if p is not None else "")
 
@@ -97,7 +91,7 @@ def crossover_divergence(detail: dict) -> str:
         text = (f"on {item['dataset']} the configuration tuned for {item['visitor']} diverged in "
                 f"{item['visitor_diverged']} of {item['visitor_runs']} runs against {item['home_diverged']} of "
                 f"{item['home_runs']}")
-        if _none(item.get("p")) is not None:
+        if none_if_missing(item.get("p")) is not None:
             text += f" (Fisher p={item['p']:.2g})"
         if item["all_diverged"]:
             tuned = " and ".join(f"the one tuned for {name}" for name in item["all_diverged"])
@@ -108,10 +102,10 @@ def crossover_divergence(detail: dict) -> str:
 
 
 def _time(detail: dict) -> str:
-    if _none(detail.get("time_ratio")) is None:
+    if none_if_missing(detail.get("time_ratio")) is None:
         cells = "; ".join(f"{name} {text}" for name, text in (detail.get("cells") or {}).items())
         return f"; no train-time ratio (a cell has no converged run): test accuracy and train time, {cells}"
-    spread = (f" [{detail['time_low']:.2f}, {detail['time_high']:.2f}]" if _none(detail.get("time_low")) is not None
+    spread = (f" [{detail['time_low']:.2f}, {detail['time_high']:.2f}]" if none_if_missing(detail.get("time_low")) is not None
               else "")
     return f"; each dataset's own configuration took {detail['time_ratio']:.2f}x{spread} the other's train time there"
 
@@ -172,7 +166,7 @@ def placebo(rows, margin: float) -> str:
     if rows is None or rows.empty:
         return ""
     row = rows.iloc[0].to_dict()
-    tost = f" (TOST p={row['p_tost']:.2g})" if _none(row.get("p_tost")) is not None else ""
+    tost = f" (TOST p={row['p_tost']:.2g})" if none_if_missing(row.get("p_tost")) is not None else ""
     state = {"equivalent": f"no home advantage within +-{margin:g}{tost}, as it must be",
              "lower": "a home advantage where none can exist: the design is not to be trusted here",
              "higher": "a home advantage where none can exist: the design is not to be trusted here",

@@ -37,7 +37,6 @@ def _add_run_options(p) -> None:
 
 def _add_sweep_parser(commands) -> None:
     from sensitivity.spaces import MAX_SEEDS
-    from sensitivity.spec import MAX_EPOCHS
     from sensitivity.sweep.driver import PRUNERS, SAMPLERS
 
     p = commands.add_parser("sweep", help="run a sweep of a search space on Ray Tune into an Optuna study")
@@ -188,6 +187,7 @@ def _run(command: str, run):
     whose storage failed, to one line and exit 1; print the summary."""
     import sys
 
+    from sensitivity.defaults import DefaultsError
     from sensitivity.spaces import SpaceError
     from sensitivity.sweep.driver import SweepError, SweepFailed
     from sensitivity.sweep.storage import StorageError, StorageLost
@@ -196,7 +196,7 @@ def _run(command: str, run):
     except (SweepFailed, StorageLost) as exc:
         print(f"sensitivity {command}: {str(exc).splitlines()[0]}", file=sys.stderr)
         return EXIT_TRIAL_FAILED
-    except (SpaceError, SweepError, StorageError) as exc:
+    except (SpaceError, SweepError, StorageError, DefaultsError) as exc:  # a --with-defaults plan's too
         raise UsageError(f"sensitivity {command}: {exc}")
     print(f"study {summary['study']} in {summary['storage']}: {summary['final_trials']} final trials"
           + (f"; orphans re-queued: {summary['orphans_requeued']}" if summary["orphans_requeued"] else ""))

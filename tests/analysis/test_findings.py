@@ -357,3 +357,20 @@ def test_the_report_opens_with_the_findings_and_shows_the_crossover_and_every_da
     assert "digits" in transfer_part and "mnist5k" in transfer_part
     assert "Across datasets: crossovers" in transfer_part and "home advantage" in transfer_part
     assert "Budget cut" not in transfer_part  # everything ran its published budget
+
+
+def test_the_knob_an_ablation_finds_is_named_beside_the_framework_transfer_claim():
+    rng = np.random.default_rng(4)
+    rows = transfer_rows(rng, seeds=(5, 5), study=4)
+    ablation = pd.DataFrame([{"number": i, "state": "COMPLETE", "param_framework": "torch", "semantics": "native",
+                              "seed": i % 3, "accuracy": acc, "val_accuracy": acc, "train_time_s": 1.0,
+                              "config_id": f"a{i // 3}", "curve": "[]"}
+                             for i, acc in enumerate([0.95, 0.95, 0.95, 0.90, 0.91, 0.90, 0.91, 0.90, 0.90])])
+    ablation.attrs.update(study="abl", ablation={
+        "from": "tensorflow native", "to": "torch native", "seeds": 3, "inert": [],
+        "steps": [{"knob": "", "framework": "tensorflow", "knobs": {"init": "tensorflow"}, "trials": [0, 1, 2]},
+                  {"knob": "init", "framework": "tensorflow", "knobs": {"init": "torch"}, "trials": [3, 4, 5]},
+                  {"knob": "framework", "framework": "torch", "knobs": {"init": "torch"}, "trials": [6, 7, 8]}]})
+    head = claim(findings(as_frame(rows, "t"), [ablation]), "native", "framework transfer")
+    assert "the ablation from tensorflow native to torch native (study abl, 3 seeds a point) puts the largest step " \
+           "at init: tensorflow -> torch (-0.047 validation accuracy)" in head["sentence"]

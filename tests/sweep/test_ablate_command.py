@@ -78,3 +78,36 @@ def test_bad_input_is_one_line_and_creates_nothing(tmp_path, args, message):
     proc = cli(tmp_path, *base)
     assert proc.returncode == 2 and message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert not (tmp_path / "results").exists()
+
+
+def test_largest_from_picks_the_largest_native_pair_at_the_published_budget(tmp_path):
+    """--largest-from reads a transfer study's framework-transfer pairs: the native one with the largest
+    difference at the published budget gives --from, --to, the dataset and the default's configuration."""
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "analysis"))
+    from planted import as_study, transfer_rows
+
+    from sensitivity.commands.ablate import largest_difference
+    from sensitivity.commands.common import UsageError
+
+    url = f"sqlite:///{tmp_path / 't.db'}"
+    rows = [dict(r, default={"tensorflow-default": "tensorflow-mnist-deep", "torch-default": "torch-train-on-mnist",
+                             "jax-default": "caffe-lenet"}[r["default"]])
+            for r in transfer_rows(__import__("numpy").random.default_rng(0), seeds=(4, 4))]
+    as_study(rows, "t", url)
+    source, target, fields = largest_difference("t", url)
+    assert (source, target, fields["dataset"]) == ("tensorflow:native", "torch:native", "mnist5k")  # the -0.10 pair
+    assert fields["lr"] == 0.0001 and fields["optimizer"] == "adam"  # tensorflow-mnist-deep's own configuration
+    assert abs(largest_difference("t", url, fraction=0.5)[2]["iterations"] - fields["iterations"] / 2) <= 1
+    with pytest.raises(UsageError, match="no study 'nosuch'"):
+        largest_difference("nosuch", url)
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--largest-from", "t", "--from", "torch:native"], "--largest-from chooses --from and --to"),
+    (["--budget-fraction", "0.5", "--from", "torch:native", "--to", "mxnet:native", "--dataset", "digits"],
+     "--budget-fraction goes with --largest-from"),
+    ([], "give --from and --to, or --largest-from STUDY")])
+def test_largest_from_refusals_are_one_line(tmp_path, extra, message):
+    proc = cli(tmp_path, "ablate", *extra, "--storage", f"sqlite:///{tmp_path / 'none.db'}", timeout=120)
+    assert proc.returncode == 2 and message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "none.db").exists()

@@ -1,0 +1,121 @@
+"""The comparisons each claim of the findings rests on, gathered from the studies in hand (`findings` judges
+them): one entry per comparison with its difference, interval, test, seeds, budget and its own record
+(`detail`). Crossovers (dataset transfer and its placebo), framework-transfer pairs, robustness pairs, and
+the runtime frontier of the main study with its best configurations."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from sensitivity.analysis.intervals import difference, ratio
+from sensitivity.analysis.table import REGIME, NotEnoughData, trained
+
+TRANSFER = ("dataset transfer", "framework transfer")
+ENTRY = [REGIME, "claim", "role", "label", "subject", "reference", "estimate", "low", "high", "unit", "p", "n_a",
+         "n_b", "sd", "se", "df", "test_var", "budget_scale", "compared", "detail"]
+
+
+def gather(sources: list) -> list:
+    """Every comparison of the claims, from `sources` (the main study first: its frontier)."""
+    return (_crossover_entries(sources) + _transfer_entries(sources) + _robustness_entries(sources)
+            + _tradeoff_entries(sources[0]))
+
+
+def none_if_missing(value):
+    return None if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)) else value
+
+
+def _entry(regime, claim, label, subject, reference, diff, unit, budget=None, compared=True, detail=None,
+           role="comparison") -> dict:
+    return {REGIME: regime, "claim": claim, "role": role, "label": label, "subject": subject, "reference": reference,
+            "estimate": diff["estimate"], "low": none_if_missing(diff["low"]), "high": none_if_missing(diff["high"]), "unit": unit,
+            "p": none_if_missing(diff["p"]), "n_a": int(diff["n_a"]), "n_b": int(diff["n_b"]), "sd": none_if_missing(diff["sd"]),
+            "se": none_if_missing(diff.get("se")), "df": none_if_missing(diff.get("df")), "test_var": none_if_missing(diff.get("test_var")),
+            "budget_scale": none_if_missing(budget), "compared": compared, "detail": detail}
+
+
+def _crossover_entries(sources: list) -> list:
+    from sensitivity.analysis.crossover import crossover_comparisons
+
+    out = []
+    for source in sources:
+        try:
+            rows = crossover_comparisons(source)
+        except NotEnoughData:
+            continue
+        for row in rows.to_dict("records"):
+            kind = "placebo" if row["placebo"] else "comparison"
+            label = (f"{'placebo, ' if row['placebo'] else ''}{row['framework']}: {row['dataset_a']} x "
+                     f"{row['dataset_b']}")
+            out.append(_entry(row[REGIME], "dataset transfer", label, row["config_a"], row["config_b"], row,
+                              "home advantage", row["budget_scale"], detail=row, role=kind))
+    return out
+
+
+def _transfer_entries(sources: list) -> list:
+    from sensitivity.analysis.transfer import richest_transfer, transfer_comparisons
+
+    try:
+        source, _ = richest_transfer(sources)
+    except NotEnoughData:
+        return []
+    out = []
+    for row in transfer_comparisons(source).to_dict("records"):
+        label = f"{row['dataset']}: {row['source_framework']}'s {row['default']} on {row['framework']} vs at home"
+        out.append(_entry(row[REGIME], "framework transfer", label, row["subject"], row["reference"], row,
+                          "accuracy", row["budget_scale"], detail=row))
+    return out
+
+
+def _robustness_entries(sources: list) -> list:
+    from sensitivity.analysis.robustness import robustness_comparisons
+
+    for source in sources:
+        try:
+            rows = robustness_comparisons(source)
+        except NotEnoughData:
+            continue
+        return [_entry(row[REGIME], "robustness", f"{row['dataset']}, {row['attack'].upper()} eps {row['eps']:g}: "
+                       f"{row['framework_a']} vs {row['framework_b']}", row["framework_a"], row["framework_b"], row,
+                       "relative accuracy", compared=bool(row["comparable"]), detail=row)
+                for row in rows.to_dict("records")]
+    return []
+
+
+def _tradeoff_entries(table: pd.DataFrame) -> list:
+    from sensitivity.analysis.frontier import runtime_accuracy_frontier
+    from sensitivity.analysis.seeds import best_configurations
+
+    try:
+        frontier = runtime_accuracy_frontier(table)
+        best = best_configurations(table[table["outcome"].eq("ok")], ("framework", REGIME))
+    except NotEnoughData:
+        return []
+    rows, out = trained(table), []
+    for regime, chosen in best.groupby(REGIME, sort=False):
+        front = frontier.points[frontier.points["on_frontier"] & frontier.points[REGIME].eq(regime)]
+        counts = front["framework"].value_counts()
+        fastest = front.sort_values("train_time_s")["framework"].iloc[0] if len(front) else None
+        on = ", ".join(f"{fw} ({k} point{'s' if k != 1 else ''})" for fw, k in counts.items())
+        none = {"estimate": np.nan, "low": None, "high": None, "p": None, "n_a": len(front), "n_b": 0, "sd": None}
+        out.append(_entry(regime, "runtime-accuracy", "frontier", on, "", none, "frontier",
+                          detail={"frontier": counts.to_dict(), "fastest": fastest,
+                                  "n_trials": int(rows[REGIME].eq(regime).sum())}))
+        seeds = {fw: rows[rows[REGIME].eq(regime) & rows["framework"].eq(fw) & rows["config_id"].eq(cid)]
+                 for fw, cid in zip(chosen["framework"], chosen["best_config_id"])}
+        if len(seeds) < 2:
+            continue
+        chooser = "val_accuracy" if rows["val_accuracy"].notna().any() else "accuracy"
+        top = max(seeds, key=lambda fw: seeds[fw][chooser].mean())
+        for other in sorted(fw for fw in seeds if fw != top):
+            a, b = seeds[top], seeds[other]
+            diff, cost = difference(a["accuracy"], b["accuracy"]), ratio(a["train_time_s"], b["train_time_s"])
+            out.append(_entry(regime, "runtime-accuracy", f"best of {top} vs best of {other}", top, other,
+                              diff.__dict__, "accuracy", detail={
+                                  "time_ratio": cost.estimate, "time_low": cost.low, "time_high": cost.high,
+                                  "fastest": fastest, "accuracy_a": a["accuracy"].mean(),
+                                  "accuracy_b": b["accuracy"].mean(), "time_a": a["train_time_s"].mean(),
+                                  "time_b": b["train_time_s"].mean()}))
+    return out
