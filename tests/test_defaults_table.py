@@ -174,7 +174,8 @@ def test_a_bad_entry_names_the_file_the_entry_and_the_field(tmp_path):
     (tmp_path / "s.prototxt").write_text('base_lr: 0.1\nlr_policy: "step"\n')
     entry = {"name": "x", "framework": "caffe", "runs_on": "all", "dataset": "mnist", "original_model": "lenet5",
              "source": {"project": "p", "example": "e", "file": "f"}}
-    cases = [({**entry, "caffe_files": ["s.prototxt"]}, r"x.caffe_files: .*s.prototxt:2: lr_policy step needs stepsize"),
+    cases = [({**entry, "caffe_files": ["s.prototxt"]},
+              r"x.caffe_files: .*s.prototxt:2: lr_policy step needs stepsize"),
              ({**entry}, r"x: give either config or caffe_files"),
              ({**entry, "config": {"lr": 0.1, "iterations": 100}}, r"x: .*give train_size"),
              ({**entry, "config": {"lr": 0.1}}, r"x: .*published budget as iterations or as epochs"),

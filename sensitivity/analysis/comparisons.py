@@ -30,9 +30,8 @@ def none_if_missing(value):
 def _entry(regime, claim, label, subject, reference, diff, unit, budget=None, compared=True, detail=None,
            role="comparison") -> dict:
     return {REGIME: regime, "claim": claim, "role": role, "label": label, "subject": subject, "reference": reference,
-            "estimate": diff["estimate"], "low": none_if_missing(diff["low"]), "high": none_if_missing(diff["high"]), "unit": unit,
-            "p": none_if_missing(diff["p"]), "n_a": int(diff["n_a"]), "n_b": int(diff["n_b"]), "sd": none_if_missing(diff["sd"]),
-            "se": none_if_missing(diff.get("se")), "df": none_if_missing(diff.get("df")), "test_var": none_if_missing(diff.get("test_var")),
+            "estimate": diff["estimate"], "unit": unit, "n_a": int(diff["n_a"]), "n_b": int(diff["n_b"]),
+            **{k: none_if_missing(diff.get(k)) for k in ("low", "high", "p", "sd", "se", "df", "test_var")},
             "budget_scale": none_if_missing(budget), "compared": compared, "detail": detail}
 
 

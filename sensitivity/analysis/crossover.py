@@ -10,9 +10,10 @@ budget. Its effect is the home advantage
 in accuracy, with its 95% interval (`intervals.contrast`: the seeds' error and, where the trials recorded
 per-sample correctness, each test set's sampling error); accuracy over converged runs, or, where every run of a
 cell diverged, the chance-level accuracy of the models they left (`arms`). On each dataset the visiting
-configuration's divergence is compared with the home one's (Fisher's exact test). Runtime is reported beside it in the same way: the
-geometric mean, over the two datasets, of the train time of the configuration tuned for the dataset against
-the other's (`time_ratio`, above 1: the home configuration is the slower one). A crossover between two
+configuration's divergence is compared with the home one's (Fisher's exact test). Runtime is reported beside
+it in the same way: the geometric mean, over the two datasets, of the train time of the configuration tuned
+for the dataset against the other's (`time_ratio`, above 1: the home configuration is the slower one), over
+converged runs. A crossover between two
 disjoint halves of one dataset is a placebo: no home advantage can exist there, so it must come out equivalent
 to 0; when both halves' tuned configurations are the same it is vacuous.
 """

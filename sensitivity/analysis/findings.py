@@ -236,8 +236,9 @@ def _transfer_claim(regime: str, claim: str, rows: pd.DataFrame, every_regime: p
 
 
 def _difference(row: dict) -> Difference:
+    detail = row["detail"] or {}
     return Difference(row["estimate"], row["low"], row["high"], row["n_a"], row["n_b"], row["p"], None, "",
-                      none_if_missing((row["detail"] or {}).get("se")), none_if_missing((row["detail"] or {}).get("df")))
+                      none_if_missing(detail.get("se")), none_if_missing(detail.get("df")))
 
 
 def _headline_claim(regime: str, claim: str, rows: pd.DataFrame, effect: float) -> dict:

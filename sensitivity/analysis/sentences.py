@@ -105,8 +105,8 @@ def _time(detail: dict) -> str:
     if none_if_missing(detail.get("time_ratio")) is None:
         cells = "; ".join(f"{name} {text}" for name, text in (detail.get("cells") or {}).items())
         return f"; no train-time ratio (a cell has no converged run): test accuracy and train time, {cells}"
-    spread = (f" [{detail['time_low']:.2f}, {detail['time_high']:.2f}]" if none_if_missing(detail.get("time_low")) is not None
-              else "")
+    low = none_if_missing(detail.get("time_low"))
+    spread = f" [{low:.2f}, {detail['time_high']:.2f}]" if low is not None else ""
     return f"; each dataset's own configuration took {detail['time_ratio']:.2f}x{spread} the other's train time there"
 
 
@@ -143,8 +143,9 @@ def transfer_claim(regime: str, claim: str, verdict: str, pooled, p_tost, margin
     if claim == "dataset transfer":
         detail = head["detail"]
         what = (f"over {len(counted)} crossover{'s' if len(counted) != 1 else ''} at the published budget "
-                f"(budget scale 1.0; {seeds}), the configuration tuned for a dataset against the other's there, summed over both "
-                f"datasets (home advantage): {_pooled(pooled, margin, p_tost)}; the largest, {head['label']} "
+                f"(budget scale 1.0; {seeds}), the configuration tuned for a dataset against the other's there, "
+                f"summed over both datasets (home advantage): {_pooled(pooled, margin, p_tost)}; the largest, "
+                f"{head['label']} "
                 f"(tuned for {detail['dataset_a']}: {detail['config_a']}; for {detail['dataset_b']}: "
                 f"{detail['config_b']}): {numbers(head)}{_time(detail)}{crossover_divergence(detail)}")
     else:
@@ -154,7 +155,7 @@ def transfer_claim(regime: str, claim: str, verdict: str, pooled, p_tost, margin
                 f"{_pooled(pooled, margin, p_tost)}; {len(differ)} of {len(counted)} pairs differ after Holm; the "
                 f"largest loss, {head['label']}: {numbers(head)}")
         if control is not None and control.k:
-            what += (f"; the canonical control (the same formulas in every framework): {_pooled(control, margin, None)}")
+            what += f"; the canonical control (the same formulas in every framework): {_pooled(control, margin, None)}"
         if regime == "canonical":
             what += "; this is the control regime: with the same formulas, what remains is numerics"
     ending = f"; {needed(head, margin)}" if verdict == "inconclusive" and not mixed else ""
@@ -196,7 +197,8 @@ def headline_claim(regime: str, claim: str, verdict: str, head: dict, tested, sk
     what = (f"{detail['framework_a']} against {detail['framework_b']} on {detail['dataset']} under "
             f"{detail['attack'].upper()} at eps {detail['eps']:g}, share of clean accuracy kept "
             f"{detail['relative_a']:.2f} against {detail['relative_b']:.2f}: {numbers(head)}")
-    return (f"{regime.capitalize()}: {lead}: {what}" + (f"; {needed(head, effect)}" if verdict == "inconclusive" else "")
+    settle = f"; {needed(head, effect)}" if verdict == "inconclusive" else ""
+    return (f"{regime.capitalize()}: {lead}: {what}{settle}"
             + f" ({len(tested)} comparison{'s' if len(tested) != 1 else ''}: {tally}"
             + (f"; {skipped} not compared, their clean accuracies differ by more than the margin" if skipped else "")
             + ").")

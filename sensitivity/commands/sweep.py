@@ -239,8 +239,9 @@ def _cmd_defaults(args) -> int:
     except SweepError as exc:
         raise UsageError(f"sensitivity {args.command}: {exc}")
     try:
-        plan = default_plan(space, names, sets, args.seeds, _cut(args), transfer=args.command == "transfer", names=chosen,
-                            record_correct=args.command == "transfer")
+        transfer = args.command == "transfer"
+        plan = default_plan(space, names, sets, args.seeds, _cut(args), transfer=transfer, names=chosen,
+                            record_correct=transfer)
     except DefaultsError as exc:
         raise UsageError(f"sensitivity {args.command}: {exc}")
     if not plan:

@@ -6,7 +6,8 @@ A side's tuned configuration is, in this order: `--tuned DATASET=STUDY`, the bes
 that dataset (mean validation accuracy over its seeds, on the framework and regime), frozen now, before the
 crossover runs, and run at the sweep's own epochs; `--default DATASET=NAME`, a published default tuned for the
 dataset's family; else the framework's own published default for it. A side with none is refused before
-anything runs, and so are two datasets of one family that are not its two disjoint halves (they overlap). The crossover's runs use seeds from FIRST_SEED on, never a sweep's own (seed 0 upwards): the
+anything runs, and so are two datasets of one family that are not its two disjoint halves (they overlap). The
+crossover's runs use seeds from FIRST_SEED on, never a sweep's own (seed 0 upwards): the
 configuration chosen as the best of a sweep is then judged on runs that did not choose it. The two halves of one
 dataset (digits-a and digits-b, mnist5k-a and mnist5k-b: `defaults.HALVES`) make a placebo.
 """
@@ -48,14 +49,15 @@ def resolve(framework: str, dataset: str, regime: str, tuned_study=None, default
             raise CrossoverError(f"--default {dataset}={default}: no such entry in search_spaces/defaults.yaml; "
                                  f"allowed: {', '.join(e.name for e in entries)}")
         if entry.kind != "default" or entry.dataset != family(dataset):
+            what = "a shared setting" if entry.kind == "shared" else f"tuned for {entry.dataset}"
             raise CrossoverError(f"--default {dataset}={default}: {default} was not tuned for {family(dataset)} "
-                                 f"(it is {'a shared setting' if entry.kind == 'shared' else 'tuned for ' + entry.dataset})")
+                                 f"(it is {what})")
         return Tuned(dataset, entry, f"default {entry.name}")
     own = [e for e in entries if e.kind == "default" and e.runs_on == framework and e.dataset == family(dataset)]
     if not own:
-        raise CrossoverError(f"no configuration tuned for {dataset} on {framework}: no published default of {framework} "
-                             f"is tuned for {family(dataset)}; give --tuned {dataset}=SWEEP_STUDY (the best "
-                             f"configuration of a sweep on {dataset}) or --default {dataset}=NAME")
+        raise CrossoverError(f"no configuration tuned for {dataset} on {framework}: no published default of "
+                             f"{framework} is tuned for {family(dataset)}; give --tuned {dataset}=SWEEP_STUDY (the "
+                             f"best configuration of a sweep on {dataset}) or --default {dataset}=NAME")
     return Tuned(dataset, own[0], f"default {own[0].name}")
 
 
@@ -92,7 +94,8 @@ def _from_sweep(framework: str, dataset: str, regime: str, name: str, storage) -
     unused = {"fixed": ("gamma", "power", "stepsize", "stepvalues"), "step": ("power", "stepvalues"),
               "multistep": ("power", "stepsize"), "inv": ("stepsize", "stepvalues"),
               "exp": ("power", "stepsize", "stepvalues"), "cosine": ("gamma", "power", "stepsize", "stepvalues")}
-    for field in unused.get(policy, ()) + (() if config.get("optimizer") in ("momentum", "nesterov") else ("momentum",)):
+    without_momentum = () if config.get("optimizer") in ("momentum", "nesterov") else ("momentum",)
+    for field in unused.get(policy, ()) + without_momentum:
         config.pop(field, None)  # what the configuration does not use: it would only differ by accident
     if config.get("iterations"):
         config.pop("epochs", None)

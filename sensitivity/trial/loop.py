@@ -32,8 +32,8 @@ def accuracy(adapter: Adapter, x: np.ndarray, y: np.ndarray) -> float:
 
 def correct_samples(adapter: Adapter, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Whether the model classifies each sample correctly."""
-    return np.concatenate([np.argmax(adapter.predict(x[start:start + EVAL_BATCH]), axis=1) == y[start:start + EVAL_BATCH]
-                           for start in range(0, len(y), EVAL_BATCH)])
+    return np.concatenate([np.argmax(adapter.predict(x[i:i + EVAL_BATCH]), axis=1) == y[i:i + EVAL_BATCH]
+                           for i in range(0, len(y), EVAL_BATCH)])
 
 
 def run(spec: TrialSpec, data: Dataset, model_name: str, emit: Callable[[dict], None],

@@ -325,7 +325,8 @@ def test_findings_command_prints_a_verdict_per_claim(storage, capsys):
 
     assert main(["findings", "sweep", "--with-study", "transfer", "--storage", storage]) == 0
     out = capsys.readouterr().out
-    assert "[supported] dataset transfer: Native: defaults do not transfer across datasets here: over 1 crossover" in out
+    assert ("[supported] dataset transfer: Native: defaults do not transfer across datasets here: over 1 "
+            "crossover") in out
     assert "[supported] robustness:" in out and "runtime-accuracy: Native: on the runtime-accuracy frontier" in out
     assert main(["findings", "sweep", "--with-study", "transfer", "--storage", storage, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
