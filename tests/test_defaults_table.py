@@ -57,8 +57,6 @@ def test_every_quoted_number_is_the_entrys_own(entry):
             for v in (value if isinstance(value, (list, tuple)) else [value]):
                 assert any(math.isclose(v, n) for n in quoted_numbers(quote)), f"{file}: {field} {v} not in {quote!r}"
     assert len(checked) >= 3
-    print(f"\n{entry.name}: {len(checked)} quoted numbers, {entry.checked_against.repository} at "
-          f"{entry.checked_against.commit[:12]}")
 
 
 def test_a_table_whose_number_departs_from_its_quoted_line_is_refused(tmp_path):

@@ -32,6 +32,7 @@ from scipy.special import ndtr, ndtri
 from sensitivity.correctness import pack
 from sensitivity.sweep.crossover import FIRST_SEED
 
+REPORTED = []  # lines the tests measured, for the test run's summary (conftest.py)
 FRAMEWORKS = ("jax", "tensorflow", "torch")
 DEFAULTS = {"torch-default": "torch", "tensorflow-default": "tensorflow", "jax-default": "jax"}
 DATASETS = ("mnist5k", "digits")

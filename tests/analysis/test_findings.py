@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
-from planted import (EPS, KEEPS, NULL_CROSSOVER, NULL_KEEPS, NULL_TRUE, as_frame, as_study, crossover_rows,
+from planted import (EPS, KEEPS, NULL_CROSSOVER, NULL_KEEPS, NULL_TRUE, REPORTED, as_frame, as_study, crossover_rows,
                      robustness_records, sweep_rows, transfer_rows, true_accuracy, true_home_advantage)
 
 from sensitivity.analysis.crossover import crossover_comparisons
@@ -81,8 +81,8 @@ def test_95_percent_intervals_cover_the_planted_values_95_percent_of_the_time_ac
     every = [hit for kind in hits.values() for hit in kind]
     report = "; ".join(f"{kind}: {np.mean(h):.1%} of {len(h)}" for kind, h in hits.items())
     coverage = float(np.mean(every))
-    print(f"\ncoverage of the 95% intervals across {STUDIES} synthetic studies: {coverage:.1%} of {len(every)} "
-          f"intervals ({report})")
+    REPORTED.append(f"coverage of the 95% intervals across {STUDIES} synthetic studies: {coverage:.1%} of "
+                    f"{len(every)} intervals ({report})")
     assert 0.93 <= coverage <= 0.97, f"coverage {coverage:.1%} of {len(every)} intervals ({report})"
     for kind, h in hits.items():  # the crossovers are 200 intervals: binomial noise alone spans about +-3%
         low = 0.91 if len(h) < 500 else 0.93
@@ -96,8 +96,8 @@ def test_without_the_test_sets_error_the_intervals_would_cover_too_rarely():
     blind = table.assign(test_correct=None)
     with_error = [h for kind in covered(table).values() for h in kind]
     seeds_only = [h for kind in covered(blind).values() for h in kind]
-    print(f"\ncoverage: {np.mean(with_error):.1%} with the test sets' error, {np.mean(seeds_only):.1%} with the "
-          f"seeds' alone ({len(with_error)} intervals)")
+    REPORTED.append(f"coverage: {np.mean(with_error):.1%} with the test sets' error, {np.mean(seeds_only):.1%} with "
+                    f"the seeds' alone ({len(with_error)} intervals)")
     assert np.mean(seeds_only) < 0.93 and np.mean(seeds_only) < np.mean(with_error) - 0.02
 
 
@@ -119,8 +119,8 @@ def test_the_best_of_a_sweep_is_judged_on_fresh_seeds_so_selection_does_not_bias
             planted.FIRST_SEED = 100
         return float(np.mean(errors))
     fresh, reused = mean_error(100), mean_error(0)
-    print(f"\nbest of 30 on digits, test accuracy minus its planted value: {fresh:+.4f} on fresh seeds, "
-          f"{reused:+.4f} on the sweep's own seed")
+    REPORTED.append(f"best of 30 on digits, test accuracy minus its planted value: {fresh:+.4f} on fresh seeds, "
+                    f"{reused:+.4f} on the sweep's own seed")
     assert abs(fresh) < 0.004 and reused > fresh + 0.004
 
 
