@@ -125,7 +125,7 @@ def _sides_option(values: list, option: str, datasets: list) -> dict:
 
 def _cmd_crossover(args) -> int:
     from sensitivity import datasets, frameworks
-    from sensitivity.defaults import DefaultsError
+    from sensitivity.defaults import HALVES, DefaultsError, family
     from sensitivity.sweep.crossover import CrossoverError, crossover_plan, resolve
     from sensitivity.sweep.driver import SweepError, check_inputs, run_space
     from sensitivity.sweep.plans import defaults_space
@@ -140,7 +140,6 @@ def _cmd_crossover(args) -> int:
         if name not in datasets.REGISTRY:
             raise UsageError(f"sensitivity crossover: --datasets: unknown {name!r}; allowed: "
                              f"{', '.join(datasets.REGISTRY)}")
-    from sensitivity.defaults import HALVES, family
     if family(sets[0]) == family(sets[1]) and set(sets) not in HALVES:
         raise UsageError(f"sensitivity crossover: --datasets {args.datasets!r}: both are drawn from "
                          f"{family(sets[0])} and overlap; a placebo crosses two disjoint halves: "

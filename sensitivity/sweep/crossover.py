@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from sensitivity import datasets
 from sensitivity.defaults import HALVES, DefaultEntry, family, load_table, trial_fields
-from sensitivity.sweep.plans import PlannedTrial, steps_per_epoch
+from sensitivity.sweep.plans import PlannedTrial, check_planned, steps_per_epoch
 
 FIRST_SEED = 100
 CONFIG_FIELDS = ("batch_size", "lr", "epochs", "iterations", "optimizer", "momentum", "weight_decay", "lr_policy",
@@ -127,6 +127,7 @@ def crossover_plan(space, framework: str, sides: list, seeds: int, cut=None) -> 
                     dataset, side.entry.config.get("batch_size", 64), space.val_fraction), cut)
                 planned = {**fields, "semantics": regime, "framework": framework, "dataset": dataset,
                            "model": datasets.REGISTRY[dataset].default_model, "record_correct": True}
+                check_planned(planned, f"tuned for {side.dataset} ({side.label}) on {dataset}")
                 attrs = {"crossover": name, "placebo": placebo, "tuned_for": side.dataset, "tuned_config": side.label,
                          "tuned_key": key, **scale.attrs(),
                          "config_id": f"crossover:{name}:tuned for {side.dataset}:on {dataset}"}

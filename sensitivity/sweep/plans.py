@@ -69,28 +69,32 @@ def default_plan(space, frameworks: list, dataset_names: list, seeds: int, cut=N
     return plan
 
 
+def check_planned(planned: dict, what: str) -> None:
+    """A planned configuration must be a valid trial: DefaultsError naming `what` otherwise (a budget beyond the
+    bounds of docs/bounds.md), before anything runs."""
+    try:
+        TrialSpec(**planned)
+    except ValueError as exc:  # pydantic's ValidationError
+        raise DefaultsError(f"{what}: {' '.join(str(exc).splitlines()[1:3])}") from None
+
+
 def planned_seeds(space, entry, entries: list, framework: str, dataset: str, regime: str, fields: dict, scale,
-                  seeds, extra: dict = ()) -> list:
-    """The planned trials of one default on one framework, dataset and regime, one per seed (`seeds`: a count
-    or the seeds themselves)."""
+                  seeds: int) -> list:
+    """The planned trials of one default on one framework, dataset and regime, one per seed."""
     fields = {**fields, "semantics": regime}
     for name in space.parameters:  # what the default does not set is TrialSpec's default
         fields.setdefault(name, TrialSpec.model_fields[name].default)
     planned = {**fields, "framework": framework, "dataset": dataset, "model": datasets.REGISTRY[dataset].default_model}
-    try:
-        TrialSpec(**planned)
-    except ValueError as exc:  # pydantic's ValidationError: a budget beyond the bounds of docs/bounds.md
-        raise DefaultsError(f"{entry.name} on {dataset}: {str(exc).splitlines()[1:3]}") from None
+    check_planned(planned, f"{entry.name} on {dataset}")
     params = {"framework": framework}
     params.update({name: fields[name] for name in space.parameters if name in fields
                    and _representable(space.parameters[name], fields[name])})
     mine = own_default(entries, framework, dataset)
     attrs = {"is_default": framework in entry.own_frameworks([framework]), "default": entry.name,
              "default_kind": entry.kind, "default_source": entry.framework, "source_dataset": entry.dataset,
-             "own_default": mine is not None and mine.name == entry.name, **scale.attrs(), **dict(extra)}
-    config_id = attrs.pop("config_id", None) or f"default:{entry.name}:{framework}:{dataset}:{regime}"
-    return [PlannedTrial(params, planned, {**attrs, "seed": seed, "config_id": config_id})
-            for seed in (range(seeds) if isinstance(seeds, int) else seeds)]
+             "own_default": mine is not None and mine.name == entry.name, **scale.attrs(),
+             "config_id": f"default:{entry.name}:{framework}:{dataset}:{regime}"}
+    return [PlannedTrial(params, planned, {**attrs, "seed": seed}) for seed in range(seeds)]
 
 
 def defaults_space(study: str, frameworks: list, dataset_names: list, seeds: int, regimes=("native",)):
