@@ -71,10 +71,11 @@ class Worker:
             [str(python), "-m", "sensitivity.trial.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True, bufsize=1, env=envs.worker_environ(self.env, self.variables),
             start_new_session=True)
+        # each process gets its own queue: a killed process's reader may still put its end (None) after this
         self.events: queue.Queue = queue.Queue()
         self.stderr_tail.clear()
         self._stderr_ends, self._stderr_eof = 0, False
-        threading.Thread(target=self._read_stdout, args=(self.proc,), daemon=True).start()
+        threading.Thread(target=self._read_stdout, args=(self.proc, self.events), daemon=True).start()
         self._stderr_reader = threading.Thread(target=self._read_stderr, args=(self.proc,), daemon=True)
         self._stderr_reader.start()
         ready_by = time.monotonic() + READY_TIMEOUT_S
@@ -215,13 +216,14 @@ class Worker:
             return f"worker killed by signal {-code} ({name}){hint} before reporting a result"
         return f"worker exited with code {code} before reporting a result"
 
-    def _read_stdout(self, proc) -> None:
+    def _read_stdout(self, proc, events: queue.Queue) -> None:
         for line in proc.stdout:
             try:
-                self.events.put(json.loads(line))
+                events.put(json.loads(line))
             except json.JSONDecodeError:
-                self.stderr_tail.append("[stdout] " + line)
-        self.events.put(None)
+                if proc is self.proc:
+                    self.stderr_tail.append("[stdout] " + line)
+        events.put(None)
 
     def _await_stderr(self, ends: Optional[int]) -> None:
         """Wait (STDERR_WAIT_S at most) until the stderr reader has read `ends` end markers, or, with
@@ -233,7 +235,10 @@ class Worker:
                                        timeout=STDERR_WAIT_S)
 
     def _read_stderr(self, proc) -> None:
+        """Read `proc`'s stderr; once the worker has started another process, this one's lines are dropped."""
         for line in proc.stderr:
+            if proc is not self.proc:
+                continue
             if line == STDERR_END:
                 with self._stderr_seen:
                     self._stderr_ends += 1
@@ -241,7 +246,8 @@ class Worker:
                 continue
             self._stderr_line(line)
         with self._stderr_seen:
-            self._stderr_eof = True
+            if proc is self.proc:
+                self._stderr_eof = True
             self._stderr_seen.notify_all()
 
     def _stderr_line(self, line: str) -> None:

@@ -204,3 +204,22 @@ def test_missing_environment_is_a_failed_result(monkeypatch):
     result = run_trial(digits_spec())
     assert result.status == "failed" and "environment 'modern' is missing" in result.reason
     assert result.env["interpreter"] == "/nonexistent/python" and result.env["host"] and result.env["seed"] == 0
+
+
+def test_a_killed_process_ends_nothing_of_the_worker_started_after_it():
+    """A scheduler kills a pruned trial's worker and the next trial starts a new one at once: the old process's
+    readers, which see its end only later, must put that end into its own queue and not the new one's (where
+    it read as "did not start" or "exited before reporting a result": a trial FAIL under load in CI)."""
+    worker = Worker("modern")
+    try:
+        worker.start()
+        old = worker.proc
+        worker.start()  # the new process starts before the old one's readers have seen its end
+        os.killpg(old.pid, signal.SIGKILL)
+        old.wait()
+        time.sleep(0.5)  # the old readers reach the end of its output now
+        assert worker.alive() and worker.events.empty()
+        result = worker.run(digits_spec(epochs=1))
+    finally:
+        worker.close()
+    assert result.status == "ok", result.reason
