@@ -8,7 +8,8 @@
 #      framework and on the others, native and canonical (the control), 5 seeds a cell, weights kept;
 #   3. dataset transfer: the crossover of mnist5k and digits on torch (Caffe's LeNet default, tuned for MNIST,
 #      against the best torch configuration of step 1, tuned for digits), each on both, 5 seeds a cell; then the
-#      placebo, the same crossover between the two halves of mnist5k, each half's configuration tuned by a sweep;
+#      placebo, the same crossover between the two halves of mnist5k with the MLP, each half's configuration tuned
+#      by a sweep;
 #   4. the ablation of the largest native framework-transfer difference, one knob at a time (cut to half its
 #      budget: it attributes a difference and gives no verdict);
 #   5. robustness: FGSM and PGD against each framework's own default models of step 2, white-box and transferred;
@@ -47,26 +48,49 @@ first=$(echo "$frameworks" | cut -d, -f1)
 stage() { echo "== $* (at ${SECONDS} s)" >&2; }
 stage "frameworks: $frameworks; their MNIST defaults: $defaults"
 
+# One local Ray for the whole job, on the loopback address, which every step joins (--address) instead of starting
+# and stopping a Ray of its own; it ends, with every process it started (its own session), when the job ends.
+ray_temp=$(mktemp -d /tmp/ray-main-XXXXXX)
+port=$(.venv/bin/python -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+RAY_USAGE_STATS_ENABLED=0 setsid .venv/bin/ray start --head --block --node-ip-address 127.0.0.1 --port "$port" \
+    --include-dashboard false --num-cpus "$(nproc)" --object-store-memory 100000000 --temp-dir "$ray_temp" \
+    >"$ray_temp/start.log" 2>&1 &
+ray_session=$!
+trap 'kill -9 -- "-$ray_session" 2>/dev/null || true; rm -rf "$ray_temp"' EXIT
+address=127.0.0.1:$port
+.venv/bin/python - "$port" "$ray_temp/start.log" <<'WAIT'
+import socket, sys, time
+for _ in range(600):  # 60 s at most
+    try:
+        socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1).close()
+        sys.exit(0)
+    except OSError:
+        time.sleep(0.1)
+sys.exit(f"scripts/main_job.sh: the job's Ray did not start; its log: {sys.argv[2]}")
+WAIT
+
 stage "1/6 a sweep on digits: 40 sampled configurations x 3 seeds"
 $sensitivity sweep search_spaces/digits.yaml --frameworks "$frameworks" --trials 120 --seeds 3 --parallel 2 \
-    --sampler random --seed 0 --study "$sweep"
+    --sampler random --seed 0 --study "$sweep" --address "$address"
 stage "2/6 framework transfer on digits at the published budget, native and canonical, $seeds seeds a cell"
 $sensitivity transfer --frameworks "$frameworks" --datasets digits --defaults "$defaults" --seeds "$seeds" \
-    --semantics both --keep-weights --parallel 2 --study "$transfer"
+    --semantics both --keep-weights --parallel 2 --study "$transfer" --address "$address"
 stage "3/6 dataset transfer: the crossover of mnist5k and digits on $first, then the placebo"
 $sensitivity crossover --framework "$first" --datasets mnist5k,digits --default mnist5k=caffe-lenet \
-    --tuned digits="$sweep" --seeds "$seeds" --parallel 2 --study "$crossover"
+    --tuned digits="$sweep" --seeds "$seeds" --parallel 2 --study "$crossover" --address "$address"
 for half in a b; do  # each half's own sweep, with its own sampler seed
-    $sensitivity sweep search_spaces/mnist5k.yaml --dataset "mnist5k-$half" --frameworks "$first" --trials 10 \
-        --seeds 1 --parallel 2 --sampler random --seed "$([ "$half" = a ] && echo 1 || echo 2)" \
-        --study "main-mnist5k-$half-$first" --no-progress
+    $sensitivity sweep search_spaces/mnist5k.yaml --dataset "mnist5k-$half" --model mlp --frameworks "$first" \
+        --trials 10 --seeds 1 --parallel 2 --sampler random --seed "$([ "$half" = a ] && echo 1 || echo 2)" \
+        --study "main-mnist5k-$half-$first" --no-progress --address "$address"
 done
 # twice the seeds: the placebo must show equivalence, not merely no effect
-$sensitivity crossover --framework "$first" --datasets mnist5k-a,mnist5k-b --tuned mnist5k-a="main-mnist5k-a-$first" \
-    --tuned mnist5k-b="main-mnist5k-b-$first" --seeds $((2 * seeds)) --parallel 2 --study "$placebo"
+$sensitivity crossover --framework "$first" --datasets mnist5k-a,mnist5k-b --model mlp \
+    --tuned mnist5k-a="main-mnist5k-a-$first" --tuned mnist5k-b="main-mnist5k-b-$first" --seeds $((2 * seeds)) \
+    --parallel 2 --study "$placebo" --address "$address"
 if [ "$first" != "$frameworks" ]; then
     stage "4/6 ablation of the largest native framework-transfer difference"
-    $sensitivity ablate --largest-from "$transfer" --budget-fraction 0.5 --seeds 3 --parallel 2 --study "$ablation"
+    $sensitivity ablate --largest-from "$transfer" --budget-fraction 0.5 --seeds 3 --parallel 2 --study "$ablation" \
+        --address "$address"
     with_ablation=(--with-study "$ablation")
 else
     stage "4/6 ablation: one framework only, skipped"

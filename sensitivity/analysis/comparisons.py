@@ -47,7 +47,7 @@ def _crossover_entries(sources: list) -> list:
         for row in rows.to_dict("records"):
             kind = "placebo" if row["placebo"] else "comparison"
             label = (f"{'placebo, ' if row['placebo'] else ''}{row['framework']}: {row['dataset_a']} x "
-                     f"{row['dataset_b']}")
+                     f"{row['dataset_b']}" + (f" ({row['model']})" if row.get("model") else ""))
             out.append(_entry(row[REGIME], "dataset transfer", label, row["config_a"], row["config_b"], row,
                               "home advantage", row["budget_scale"], detail=row, role=kind))
     return out

@@ -28,9 +28,9 @@ from sensitivity.analysis.arms import runs_of
 from sensitivity.analysis.intervals import Arm, contrast, divergence, interval_text, mean_interval
 from sensitivity.analysis.table import REGIME, NotEnoughData, derived, regime_sorted, trained, trials_table
 
-COLUMNS = [REGIME, "crossover", "framework", "dataset_a", "dataset_b", "placebo", "vacuous", "config_a", "config_b",
-           "estimate", "low", "high", "p", "se", "df", "test_var", "sd", "method", "n_a", "n_b", "budget_scale",
-           "time_ratio", "time_low", "time_high", "cells", "diverged", "divergence"]
+COLUMNS = [REGIME, "crossover", "framework", "model", "dataset_a", "dataset_b", "placebo", "vacuous", "config_a",
+           "config_b", "estimate", "low", "high", "p", "se", "df", "test_var", "sd", "method", "n_a", "n_b",
+           "budget_scale", "time_ratio", "time_low", "time_high", "cells", "diverged", "divergence"]
 NEEDS = ("dataset transfer needs a crossover: sensitivity crossover --framework F --datasets A,B (a published default "
          "or --tuned DATASET=SWEEP_STUDY for each side)")
 
@@ -78,7 +78,8 @@ def _one(regime: str, name: str, part: pd.DataFrame):
     keys = {tuned: _first(part, tuned, "tuned_key") for tuned in (a, b)}
     placebo = bool(part["placebo"].eq(True).any()) if "placebo" in part else False
     exp = (lambda x: None if x is None or x != x else float(math.exp(x)))
-    return {REGIME: regime, "crossover": name, "framework": part["framework"].iloc[0], "dataset_a": a,
+    models = ", ".join(sorted(set(part["env_model"].dropna()))) if "env_model" in part else ""
+    return {REGIME: regime, "crossover": name, "framework": part["framework"].iloc[0], "model": models, "dataset_a": a,
             "dataset_b": b, "placebo": placebo, "vacuous": placebo and keys[a] is not None and keys[a] == keys[b],
             "config_a": labels[a], "config_b": labels[b], "estimate": accuracy.estimate, "low": accuracy.low,
             "high": accuracy.high, "p": accuracy.p, "se": accuracy.se, "df": accuracy.df,
@@ -124,6 +125,7 @@ def plot_crossover(crossovers: pd.DataFrame, table):
     if crossovers.empty or rows.empty:
         raise NotEnoughData(NEEDS)
     titles = [f"{'placebo: ' if r['placebo'] else ''}{r['framework']}, {r[REGIME]}: {r['dataset_a']} x {r['dataset_b']}"
+              + (f" ({r['model']})" if r.get("model") else "")
               for r in crossovers.to_dict("records")]
     fig = make_subplots(rows=1, cols=len(titles), subplot_titles=titles, horizontal_spacing=0.12)
     for col, row in enumerate(crossovers.to_dict("records"), start=1):

@@ -52,6 +52,7 @@ def _add_sweep_parser(commands) -> None:
     p.add_argument("--seeds", type=number(int, 0, strict=True, maximum=MAX_SEEDS),
                    help="seeds per configuration: replaces the space's")
     p.add_argument("--dataset", help="replaces the space's dataset (e.g. digits-a, a half of digits)")
+    p.add_argument("--model", help="replaces the space's model (default: the space's, else the dataset's own)")
     p.add_argument("--semantics", choices=("native", "canonical"),
                    help="the regime of every trial: replaces the space's fixed one (default: the space's, else native)")
     _add_run_options(p)
@@ -105,6 +106,7 @@ def _add_crossover_parser(commands) -> None:
                         "(default: the framework's own)")
     p.add_argument("--seeds", type=number(int, 0, strict=True, maximum=MAX_SEEDS), default=5)
     p.add_argument("--semantics", choices=("native", "canonical", "both"), default="native")
+    p.add_argument("--model", help="the model every run trains, on both datasets (default: each dataset's own)")
     _add_budget_cut(p)
     _add_run_options(p)
     p.set_defaults(handler=_cmd_crossover, command="crossover")
@@ -144,6 +146,7 @@ def _cmd_crossover(args) -> int:
         raise UsageError(f"sensitivity crossover: --datasets {args.datasets!r}: both are drawn from "
                          f"{family(sets[0])} and overlap; a placebo crosses two disjoint halves: "
                          f"{'; '.join(','.join(sorted(h)) for h in HALVES)}")
+    _check_model(args.model, "crossover")
     tuned, named = _sides_option(args.tuned, "--tuned", sets), _sides_option(args.default, "--default", sets)
     both = set(tuned) & set(named)
     if both:
@@ -154,10 +157,16 @@ def _cmd_crossover(args) -> int:
     try:
         check_inputs(space, args.address, sets)
         sides = [resolve(args.framework, d, regimes[0], tuned.get(d), named.get(d), args.storage) for d in sets]
-        plan = crossover_plan(space, args.framework, sides, args.seeds, _cut(args))
+        plan = crossover_plan(space, args.framework, sides, args.seeds, _cut(args), model=args.model)
     except (SweepError, CrossoverError, DefaultsError) as exc:
         raise UsageError(f"sensitivity crossover: {exc}")
     return _run("crossover", lambda: run_space(space, _options(args, len(plan)), plan))
+
+
+def _check_model(name, command: str) -> None:
+    from sensitivity.models import MODELS
+    if name is not None and name not in MODELS:
+        raise UsageError(f"sensitivity {command}: --model: unknown {name!r}; allowed: {', '.join(sorted(MODELS))}")
 
 
 def _check_study_name(name, command: str) -> None:
@@ -205,10 +214,11 @@ def _run(command: str, run):
 def _cmd_sweep(args) -> int:
     from sensitivity.sweep.driver import run_sweep
     _check_study_name(args.study, "sweep")
+    _check_model(args.model, "sweep")
     names = args.frameworks.split(",") if args.frameworks else None
     return _run("sweep", lambda: run_sweep(args.space, _options(args, args.trials), args.with_defaults,
                                            frameworks=names, seeds=args.seeds, semantics=args.semantics,
-                                           dataset=args.dataset))
+                                           dataset=args.dataset, model=args.model))
 
 
 def _cmd_defaults(args) -> int:

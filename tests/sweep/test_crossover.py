@@ -35,7 +35,8 @@ def test_a_side_without_a_tuned_configuration_is_refused_before_anything_is_writ
              (["--datasets", "mnist5k,digits", "--default", "mnist5k=caffe-cifar10-quick"], "tuned for cifar10"),
              (["--datasets", "digits,digits"], "give two different datasets"),
              (["--datasets", "mnist5k,mnist5k-a"], "both are drawn from mnist and overlap"),
-             (["--datasets", "mnist5k,imagenet"], "--datasets: unknown 'imagenet'")]
+             (["--datasets", "mnist5k,imagenet"], "--datasets: unknown 'imagenet'"),
+             (["--datasets", "mnist5k,digits", "--model", "resnet"], "--model: unknown 'resnet'; allowed: ")]
     for extra, message in cases:
         assert main(["crossover", "--framework", "torch", *extra, "--storage", url, "--no-progress"]) == 2
         err = capsys.readouterr().err
@@ -60,6 +61,9 @@ def test_the_plan_runs_each_side_on_both_datasets_at_its_own_budget_on_fresh_see
     swept = [p for p in plan if p.attrs["tuned_for"] == "digits"]
     assert {p.attrs["run_epochs"] for p in swept} == {2.0} and {p.attrs["budget_scale"] for p in plan} == {1.0}
     assert all(p.planned["record_correct"] and not p.attrs["placebo"] for p in plan)
+    one_model = crossover_plan(space, "torch", sides, 2, model="mlp")  # every run trains the model given
+    assert {p.planned["model"] for p in one_model} == {"mlp"}
+    assert {p.attrs["crossover"] for p in one_model} == {"torch/native: mnist5k x digits (mlp)"}
 
 
 def test_a_placebo_crossover_runs_and_reads_back(tmp_path, capsys):
@@ -69,12 +73,12 @@ def test_a_placebo_crossover_runs_and_reads_back(tmp_path, capsys):
     sweep(tmp_path, url, "half-a", "digits-a", trials=2)
     sweep(tmp_path, url, "half-b", "digits-b", trials=2)
     assert main(["crossover", "--framework", "torch", "--datasets", "digits-a,digits-b", "--tuned", "digits-a=half-a",
-                 "--tuned", "digits-b=half-b", "--seeds", 3, "--storage", url, "--study", "placebo", "--parallel", 2,
+                 "--tuned", "digits-b=half-b", "--model", "mlp", "--seeds", 3, "--storage", url, "--study", "placebo", "--parallel", 2,
                  "--no-progress"]) == 0
     trials = optuna.load_study(study_name="placebo", storage=url).trials
     assert len(trials) == 12 and all(t.user_attrs["placebo"] and t.user_attrs["test_correct"] for t in trials)
     capsys.readouterr()
     assert main(["findings", "placebo", "--storage", url, "--all"]) == 0
     out = capsys.readouterr().out
-    assert "[not tested] dataset transfer" in out and "- placebo, torch: digits-a x digits-b: " in out
-    assert "Placebo (placebo, torch: digits-a x digits-b)" in out  # said beside the claim it controls
+    assert "[not tested] dataset transfer" in out and "- placebo, torch: digits-a x digits-b (mlp): " in out
+    assert "Placebo (placebo, torch: digits-a x digits-b (mlp))" in out  # said beside the claim it controls
