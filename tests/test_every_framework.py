@@ -46,6 +46,12 @@ def test_caffe_lenet_configuration_runs(lenet_config, name, backend):
     assert result["accuracy"] > 0.5  # 40 steps of Caffe's schedule already learn
     if backend:
         assert backend in result["env"]["framework_version"]
+    kernels = result["env"]["kernels"]  # the CPU kernels its numbers came from (sensitivity.trial.kernels)
+    assert kernels["isa"] not in ("", "unknown") and "probe_error" not in kernels, kernels
+    if name in ("tensorflow", "mxnet") or (name, backend) == ("keras", "tensorflow"):
+        assert kernels["onednn_isa"] and kernels["isa"].startswith("oneDNN "), kernels  # oneDNN's own report
+    if name == "torch":
+        assert kernels["aten_cpu_capability"] and kernels["mkl"], kernels
 
 
 @pytest.mark.slow

@@ -25,8 +25,11 @@ def test_every_optional_dependency_names_the_module_that_needs_it():
         assert re.search(r"sensitivity\.\w+|tests/|tool\.pytest", comment), line
 
 
-def test_pytensor_extra_declares_threadpoolctl_and_setup_pins_it():
-    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
-    assert any(req.startswith("threadpoolctl") for req in extras["pytensor"])
-    assert "threadpoolctl" in (ROOT / "sensitivity/frameworks/pytensor_adapter.py").read_text()
-    assert re.search(r"^threadpoolctl==", (ROOT / "constraints/modern.txt").read_text(), re.M)
+def test_threadpoolctl_is_a_dependency_both_environments_pin():
+    """Every worker records numpy's BLAS through it (sensitivity.trial.kernels), the legacy one's too."""
+    dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert any(req.startswith("threadpoolctl") for req in dependencies)
+    for module in ("sensitivity/frameworks/pytensor_adapter.py", "sensitivity/trial/kernels.py"):
+        assert "threadpoolctl" in (ROOT / module).read_text()
+    for environment in ("modern", "legacy"):
+        assert re.search(r"^threadpoolctl==", (ROOT / f"constraints/{environment}.txt").read_text(), re.M)

@@ -43,7 +43,7 @@ import pandas as pd
 from sensitivity.analysis import sentences
 from sensitivity.analysis.comparisons import ENTRY, TRANSFER, gather, none_if_missing
 from sensitivity.analysis.intervals import Difference, holm, sd_upper, seeds_needed, summary, tost
-from sensitivity.analysis.table import REGIME, NotEnoughData, regime_position, regimes_of, trials_table
+from sensitivity.analysis.table import REGIME, NotEnoughData, regime_position, regimes_of, trained, trials_table
 
 EFFECT, ALPHA = 0.02, 0.05
 CLAIMS = sentences.CLAIMS
@@ -98,11 +98,32 @@ def _findings(table: pd.DataFrame, others: list, effect: float) -> Findings:
     claims = [_claim(regime, claim, comparisons[comparisons[REGIME].eq(regime) & comparisons["claim"].eq(claim)],
                      comparisons[comparisons["claim"].eq(claim)], effect) for regime in regimes for claim in CLAIMS]
     claims = pd.DataFrame(claims, columns=CLAIM_COLUMNS)
+    mixed = _kernels_note(sources)
+    if mixed:  # a difference may then be the machines' kernels, not the frameworks'
+        tested = claims["verdict"].ne("not tested")
+        claims.loc[tested, "sentence"] = claims.loc[tested, "sentence"].str.rstrip(".") + mixed + "."
     attributed = _ablation_note(sources)
     if attributed:  # the knob that carries the largest native framework-transfer difference, where ablated
         at = claims[REGIME].eq("native") & claims["claim"].eq("framework transfer") & claims["verdict"].ne("not tested")
         claims.loc[at, "sentence"] = claims.loc[at, "sentence"].str.rstrip(".") + attributed + "."
     return Findings(claims, comparisons)
+
+
+def _kernels_note(sources: list) -> str:
+    """"; the runs of mxnet come from machines whose CPU kernels differ (...)" where a framework's trained runs
+    across the studies record more than one kernel summary (`trial.kernels`), else ""."""
+    frames = [trained(s)[["framework", "env_kernel_isa"]] for s in sources
+              if {"framework", "env_kernel_isa"} <= set(s.columns)]
+    if not frames:
+        return ""
+    runs = pd.concat(frames).dropna()
+    kinds = runs.groupby("framework")["env_kernel_isa"].unique()
+    mixed = {fw: sorted(isas) for fw, isas in kinds.items() if len(isas) > 1}
+    if not mixed:
+        return ""
+    listed = "; ".join(f"{fw}: {' / '.join(isas)}" for fw, isas in sorted(mixed.items()))
+    return (f"; the runs of {', '.join(sorted(mixed))} come from machines whose CPU kernels differ ({listed}): a "
+            "difference may be the kernels', so compare runs of one machine")
 
 
 def _ablation_note(sources: list) -> str:

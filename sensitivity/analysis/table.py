@@ -101,7 +101,7 @@ def _trials_of(study) -> pd.DataFrame:
 
 
 _EXTRA_COLUMNS = (["number", "surplus", "wall_time_s", "is_default", "planned", "test_correct"]
-                  + [f"gpu_{k}" for k in GPU_FIELDS] + [f"env_{k}" for k in ENV_FIELDS])
+                  + [f"gpu_{k}" for k in GPU_FIELDS] + [f"env_{k}" for k in ENV_FIELDS] + ["env_kernel_isa"])
 _EXTRA_ATTRS = ("surplus", "wall_time_s", "is_default", "planned", "test_correct", "gpu", "env")
 
 
@@ -114,6 +114,7 @@ def _extra_fields(trial) -> dict:
            "test_correct": attrs.get("test_correct")}  # packed text (sensitivity.correctness), transfer studies
     row.update({f"gpu_{k}": gpu.get(k) for k in GPU_FIELDS})
     row.update({f"env_{k}": env.get(k) for k in ENV_FIELDS})
+    row["env_kernel_isa"] = (env.get("kernels") or {}).get("isa")  # the CPU kernels' summary (trial.kernels)
     return row
 
 

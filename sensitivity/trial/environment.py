@@ -10,6 +10,7 @@ import sys
 import numpy as np
 
 from sensitivity import envs, semantics
+from sensitivity.trial import kernels
 
 
 @functools.lru_cache(maxsize=None)
@@ -57,6 +58,7 @@ def describe(spec, adapter, threads: int, model_name: str, gpu_name=None) -> dic
         "semantics": semantics.describe(spec),
         "init": semantics.resolve(spec).init,
         "numerics": adapter.numerics(),
+        "kernels": kernels.describe(spec.framework, getattr(adapter, "backend", None)),
         "python": platform.python_version(),
         "numpy": np.__version__,
         "interpreter": sys.executable,

@@ -375,3 +375,20 @@ def test_the_knob_an_ablation_finds_is_named_beside_the_framework_transfer_claim
     head = claim(findings(as_frame(rows, "t"), [ablation]), "native", "framework transfer")
     assert "the ablation from tensorflow native to torch native (study abl, 3 seeds a point) puts the largest step " \
            "at init: tensorflow -> torch (-0.047 validation accuracy)" in head["sentence"]
+
+
+def test_runs_from_machines_with_other_cpu_kernels_are_said_so(planted):
+    """Where a framework's runs record two CPU kernel summaries (env.kernels.isa), every tested claim says so;
+    with one summary each, none does."""
+    sweep, transfer = (table.copy() for table in planted)
+    for table in (sweep, transfer):
+        table.attrs = dict(planted[0].attrs if table is sweep else planted[1].attrs)
+        table["env_kernel_isa"] = "oneDNN AVX2; openblas Haswell"
+    same = findings(sweep, [transfer])
+    assert not same.claims["sentence"].str.contains("CPU kernels differ").any()
+    transfer.loc[transfer["framework"].eq("jax") & transfer["seed"].eq(0), "env_kernel_isa"] = "CPU avx512f/avx2"
+    mixed = findings(sweep, [transfer]).claims
+    tested = mixed[mixed["verdict"].ne("not tested")]
+    assert len(tested) and tested["sentence"].str.contains(
+        "the runs of jax come from machines whose CPU kernels differ (jax: CPU avx512f/avx2 / oneDNN AVX2; openblas "
+        "Haswell)", regex=False).all()
