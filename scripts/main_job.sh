@@ -5,14 +5,15 @@
 #      parameter (framework, lr, optimizer, batch size), 3 seeds each, for the importance, the runtime frontier,
 #      and the configuration tuned for digits;
 #   2. framework transfer on digits: each framework's own MNIST default at its published budget, on its home
-#      framework and on the others, native and canonical (the control), 5 seeds a cell, weights kept;
+#      framework and on the others, native and canonical (the control), 5 seeds a cell, checkpoints kept;
 #   3. dataset transfer: the crossover of mnist5k and digits on torch (Caffe's LeNet default, tuned for MNIST,
 #      against the best torch configuration of step 1, tuned for digits), each on both, 5 seeds a cell; then the
 #      placebo, the same crossover between the two halves of mnist5k with the MLP, each half's configuration tuned
 #      by a sweep;
 #   4. the ablation of the largest native framework-transfer difference, one knob at a time (cut to half its
 #      budget: it attributes a difference and gives no verdict);
-#   5. robustness: FGSM and PGD against each framework's own default models of step 2, white-box and transferred;
+#   5. robustness of step 2's models by search_spaces/robustness.yaml: FGSM and PGD on the whole test set, white-box
+#      and transferred, at matched clean accuracy (checkpoints) and as trained, native and canonical;
 #   6. the report, with its findings printed, and a check that its figures render in Chromium (without Chromium that
 #      check fails the job, unless SENSITIVITY_SKIP_BROWSER_CHECK=1 skips it).
 # Left out, too long for this machine, each with the command that runs it (see the lines printed at the end):
@@ -74,7 +75,7 @@ $sensitivity sweep search_spaces/digits.yaml --frameworks "$frameworks" --trials
     --sampler random --seed 0 --study "$sweep" --address "$address"
 stage "2/6 framework transfer on digits at the published budget, native and canonical, $seeds seeds a cell"
 $sensitivity transfer --frameworks "$frameworks" --datasets digits --defaults "$defaults" --seeds "$seeds" \
-    --semantics both --keep-weights --parallel 2 --study "$transfer" --address "$address"
+    --semantics both --keep-checkpoints --parallel 2 --study "$transfer" --address "$address"
 stage "3/6 dataset transfer: the crossover of mnist5k and digits on $first, then the placebo"
 $sensitivity crossover --framework "$first" --datasets mnist5k,digits --default mnist5k=caffe-lenet \
     --tuned digits="$sweep" --seeds "$seeds" --parallel 2 --study "$crossover" --address "$address"
@@ -96,8 +97,8 @@ else
     stage "4/6 ablation: one framework only, skipped"
     with_ablation=()
 fi
-stage "5/6 robustness of each framework's own defaults"
-$sensitivity robustness "$transfer" --defaults-only --samples 300
+stage "5/6 robustness of step 2's models, by the protocol fixed in search_spaces/robustness.yaml"
+$sensitivity robustness "$transfer" --semantics both
 stage "6/6 report"
 others=(--with-study "$transfer" --with-study "$crossover" --with-study "$placebo")
 $sensitivity report "$sweep" "${others[@]}" "${with_ablation[@]}" --out results/main-report.html

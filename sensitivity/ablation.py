@@ -188,7 +188,8 @@ def run_ablation(base: TrialSpec, start: Setup, end: Setup, seeds: int, options,
         stop_ray()
     record = {"from": str(start), "to": str(end), "seeds": seeds, "objective": OBJECTIVE,
               "config": base.model_dump(mode="json", exclude={"seed", "knobs", "init", "semantics", "framework",
-                                                              "backend", "keep_weights", "data_dir"}),
+                                                              "backend", "keep_weights", "keep_checkpoints",
+                                                              "data_dir"}),
               "inert": inert, "steps": [{"knob": s.knob, "framework": s.point.framework, "knobs": dict(s.point.knobs),
                                          "trials": s.numbers} for s in steps]}
     studies.load(space.study, options.storage).set_user_attr(ATTR, record)

@@ -6,19 +6,23 @@ own automatic differentiation is what is attacked:
 - PGD (Madry et al. 2018): a random start in the L-infinity ball of radius eps, then `PGD_STEPS` steps of
   size 2.5 * eps / PGD_STEPS along sign(grad), each projected back onto the ball.
 Every example stays in the data's value range (the training set's minimum and maximum). Transfer attacks
-evaluate a model on examples another model's attack made (`evaluate_examples`).
+evaluate a model on examples another model's attack made (`evaluate_examples`). Each accuracy comes with which
+samples were classified correctly (packed bits), so that two models can be compared on the samples both get
+right, and with the share of samples whose input gradient is exactly zero: FGSM leaves those unperturbed, and a
+large share is the mark of gradient masking.
 
 A request (one JSON line to the worker, `{"attack": {...}}`) names the trained trial's spec, its weights,
-the dataset, how many test samples, the attacks and epsilons, where to save the examples it makes, and
-other models' example files to evaluate on.
+the dataset, how many test samples (None: the whole test set), the attacks and epsilons, where to save the
+examples it makes, and other models' example files to evaluate on.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from sensitivity.correctness import pack
 from sensitivity.datasets.base import Dataset, atomic_write
 from sensitivity.spec import TrialSpec
-from sensitivity.trial.loop import accuracy
+from sensitivity.trial.loop import accuracy, correct_samples
 
 ATTACKS = ("fgsm", "pgd")
 PGD_STEPS = 10
@@ -50,45 +54,60 @@ def _gradient(adapter, x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def run_request(request: dict, threads: int) -> dict:
-    """Load the trained model, attack it (white-box) and evaluate it on other models' examples."""
+    """Load the trained model, attack it (white-box) and evaluate it on other models' examples: accuracies, and
+    which samples it classifies correctly (packed, `sensitivity.correctness`), on the first `samples` test samples
+    (all of them when None)."""
     from sensitivity import frameworks
     from sensitivity.models import get_model, layers_from_dicts
 
     spec = TrialSpec.model_validate(request["spec"])
     data = Dataset.load_npz(request["data"])
-    x, y = data.x_test[: request["samples"]], data.y_test[: request["samples"]]
+    x, y = data.x_test[: request.get("samples")], data.y_test[: request.get("samples")]
     low, high = float(data.x_train.min()), float(data.x_train.max())
     model = layers_from_dicts(request["model"], spec.layers) if spec.layers else get_model(request["model"])
     model = model.resolve(data.classes)
     adapter = frameworks.load_adapter(spec.framework)
     adapter.setup(threads, spec.device, spec.seed)
     adapter.build(model, data.input_shape, data.classes, load_weights(request["weights"]), spec, total_steps=1)
-    result = {"clean": accuracy(adapter, x, y), "samples": len(y), "white_box": {}, "transfer": {}}
+    clean = correct_samples(adapter, x, y)
+    result = {"clean": float(clean.mean()), "samples": len(y), "white_box": {}, "transfer": {},
+              "correct": {"clean": pack(clean)}, "transfer_correct": {}}
     examples = {}
+    if request.get("attacks"):
+        gradient = _gradient(adapter, x, y)  # at the clean inputs: FGSM's at every eps, and the masking check
+        result["zero_gradient"] = float(np.mean(~np.any(gradient.reshape(len(y), -1) != 0, axis=1)))
     for attack in request.get("attacks", ()):
         rng = np.random.default_rng(spec.seed)
-        result["white_box"][attack] = []
+        result["white_box"][attack], result["correct"][attack] = [], []
         for i, eps in enumerate(request["eps"]):
-            adv = ATTACK_FUNCTIONS[attack](adapter, x, y, eps, low, high, rng)
+            if attack == "fgsm":
+                adv = np.clip(x + eps * np.sign(gradient), low, high).astype(x.dtype)
+            else:
+                adv = ATTACK_FUNCTIONS[attack](adapter, x, y, eps, low, high, rng)
             examples[f"{attack}_{i}"] = adv
-            result["white_box"][attack].append(accuracy(adapter, adv, y))
+            correct = correct_samples(adapter, adv, y)
+            result["white_box"][attack].append(float(correct.mean()))
+            result["correct"][attack].append(pack(correct))
     if request.get("save_examples") and examples:
         with atomic_write(request["save_examples"]) as f:
             np.savez(f, **examples)
     for source, path in (request.get("evaluate") or {}).items():
-        result["transfer"][source] = evaluate_examples(adapter, path, y, request["eps"])
+        result["transfer"][source], result["transfer_correct"][source] = evaluate_examples(
+            adapter, path, y, request["eps"])
     return result
 
 
-def evaluate_examples(adapter, path: str, y: np.ndarray, eps: list) -> dict:
-    """{attack: [accuracy per eps]} of the model on another model's saved examples."""
+def evaluate_examples(adapter, path: str, y: np.ndarray, eps: list) -> tuple:
+    """({attack: [accuracy per eps]}, {attack: [packed correctness per eps]}) of the model on another model's
+    saved examples."""
+    accuracies, correctness = {}, {}
     with np.load(path) as saved:
-        names = sorted(saved.files)
-        out = {}
-        for name in names:
+        for name in sorted(saved.files):
             attack, index = name.rsplit("_", 1)
-            out.setdefault(attack, [None] * len(eps))[int(index)] = accuracy(adapter, saved[name], y)
-    return out
+            correct = correct_samples(adapter, saved[name], y)
+            accuracies.setdefault(attack, [None] * len(eps))[int(index)] = float(correct.mean())
+            correctness.setdefault(attack, [None] * len(eps))[int(index)] = pack(correct)
+    return accuracies, correctness
 
 
 def load_weights(path: str) -> list:

@@ -1,12 +1,25 @@
-"""`sensitivity robustness`: attack the trained models of a study and record the accuracies in it.
+"""`sensitivity robustness`: attack the trained models of a study, by a protocol fixed before any attack
+(search_spaces/robustness.yaml, `robustness_protocol`), and record what each model keeps, sample by sample.
 
-Each model is a completed trial (status ok) whose weights were kept (`sweep --keep-weights`). In a warm
-worker of its framework's environment it is attacked white-box through its own input gradient
-(`sensitivity.attacks`), on the first `samples` test samples of its dataset, at each epsilon; the examples
-are saved under results/robustness/STUDY/. Then each model is tested on the examples every other model of
-the same dataset and model made (transfer attacks). The driver writes one record per model in the study
-(user attribute `robustness:NUMBER`); the analysis reads them from there. A run replaces the records of
-earlier runs; a model whose attack failed is reported and has none.
+Sets. The attackable models are the study's completed trials (status ok) of the regimes asked whose weights were
+kept (`--keep-weights`). They are grouped into the sets whose models are compared with each other (`model_sets`):
+in a study of defaults, each framework's own default at home ("own", per regime and dataset) and each default on
+every framework that ran it ("config": the same configuration, per regime, dataset and default); in any other
+study, the models of one regime and dataset ("all").
+
+Matched clean accuracy. A set's target is the lowest final validation accuracy among its models, fixed before any
+attack. Of the checkpoints a model kept (`--keep-checkpoints`, the trained weights being the last), the two that
+bracket the target are kept and the others deleted; the one whose validation accuracy is nearer the target is the
+model's matched state in that set. A set with a model that kept no checkpoints has no matched states: it is
+compared at the published budget only.
+
+Attacks. Every state (each model as trained, and each matched checkpoint) is attacked white-box on the whole test
+set at every eps of the protocol's grid, its examples saved under results/robustness/STUDY/; then it is tested on
+the examples made on the states of its sets' other frameworks with its seed (transfer attacks: the models
+compared meet the same examples, made without their own gradients). The driver writes the protocol with its sets
+and targets (study attribute `robustness_protocol`) before the first attack, then one record per trial
+(`robustness:NUMBER`: {"published": state, "checkpoints": {epoch: state}}) as soon as it is made. A run
+replaces earlier runs' records; a model whose attack failed is reported and has none.
 """
 from __future__ import annotations
 
@@ -14,18 +27,18 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from sensitivity import datasets, frameworks, paths
-from sensitivity.analysis.robustness import PREFIX
-from sensitivity.attacks import ATTACKS
+from sensitivity.analysis.robustness import PREFIX, PROTOCOL_ATTR
+from sensitivity.robustness_protocol import ProtocolError, load
 from sensitivity.spec import TrialSpec
 from sensitivity.sweep.records import trial_spec
+from sensitivity.trial.loop import checkpoint_path
 from sensitivity.trial.runner import Worker, WorkerError
 
-DEFAULT_EPS = (0.0, 0.05, 0.1, 0.2, 0.3)
 ATTACK_TIMEOUT_S = 3600.0
 
 
 class RobustnessError(Exception):
-    """The study has nothing to attack, or an option is wrong: one line, exit 2."""
+    """The study has nothing to attack, or an option or the protocol is wrong: one line, exit 2."""
 
 
 def attackable(study, defaults_only: bool = False, regimes=("native",)) -> list:
@@ -47,16 +60,97 @@ def attackable(study, defaults_only: bool = False, regimes=("native",)) -> list:
     return chosen
 
 
-def attack_study(study, attacks=ATTACKS, eps=DEFAULT_EPS, samples: int = 500, defaults_only: bool = False,
-                 log: Optional[Callable[[str], None]] = None, regimes=("native",)) -> tuple:
-    """Attack every attackable model of `study`; returns ({trial number: record} as written in the study,
-    {trial number: why its attack failed})."""
+def model_sets(trials: list, specs: dict) -> list:
+    """The sets of models compared with each other (see the module): [{key, kind, regime, dataset, default,
+    members: [trial numbers]}], each with models of two frameworks or more."""
+    groups: dict = {}
+    for trial in trials:
+        spec, attrs = specs[trial.number], trial.user_attrs
+        base = (spec.semantics, spec.dataset)
+        if attrs.get("default"):
+            if attrs.get("own_default"):
+                groups.setdefault(("own", *base, None), []).append(trial)
+            groups.setdefault(("config", *base, attrs["default"]), []).append(trial)
+        else:
+            groups.setdefault(("all", *base, None), []).append(trial)
+    out = []
+    for (kind, regime, dataset, default), members in sorted(groups.items(), key=lambda kv: tuple(map(str, kv[0]))):
+        if len({specs[t.number].framework for t in members}) < 2:
+            continue
+        key = "/".join(p for p in (kind, regime, dataset, default) if p)
+        out.append({"key": key, "kind": kind, "regime": regime, "dataset": dataset, "default": default,
+                    "members": sorted(t.number for t in members)})
+    return out
+
+
+def match(sets: list, trials: dict) -> tuple:
+    """Each set's target and each member's matched checkpoint ({number: epoch}, None for the trained weights
+    themselves; the set's `matched` is None where a member kept no checkpoints or no validation accuracy), and
+    per trial the checkpoint epochs to keep; see the module."""
+    keep: dict = {}
+    for one in sets:
+        members = [trials[n] for n in one["members"]]
+        finals = [t.user_attrs.get("val_accuracy") for t in members]
+        one["target"] = min(finals) if None not in finals else None
+        one["matched"], complete = {}, one["target"] is not None
+        for trial in members:
+            found = _bracket(trial, one["target"])
+            if found is None:
+                complete = False
+                continue
+            epoch, bracket = found
+            one["matched"][str(trial.number)] = epoch
+            keep.setdefault(trial.number, set()).update(bracket)
+        if not complete:
+            one["matched"] = None  # compared at the published budget only
+    return sets, keep
+
+
+def _bracket(trial, target):
+    """`nearest_bracket` of a trial's checkpoints (those on disk, the trained weights last), or None without
+    checkpoints or a target."""
+    if target is None:
+        return None
+    weights, curve = trial.user_attrs["weights"], trial.user_attrs.get("curve") or []
+    points = [(p["epoch"], p["val_accuracy"]) for p in curve[:-1]
+              if p.get("val_accuracy") is not None and Path(checkpoint_path(weights, p["epoch"])).exists()]
+    if not points or not curve or curve[-1].get("val_accuracy") is None:
+        return None
+    return nearest_bracket([*points, (None, trial.user_attrs["val_accuracy"])], target)
+
+
+def nearest_bracket(points: list, target: float) -> tuple:
+    """`points`: [(epoch, validation accuracy)] in order, the trained weights last as (None, final), final >=
+    target. (the epoch of the nearer of the two checkpoints around the first that reaches `target`, None for
+    the trained weights; the epochs of those two)."""
+    above = next(i for i, (_, val) in enumerate(points) if val >= target - 1e-12)
+    bracket = points[max(0, above - 1): above + 1]
+    nearest = min(reversed(bracket), key=lambda p: abs(p[1] - target))  # a tie: the one above
+    return nearest[0], tuple(e for e, _ in bracket if e is not None)
+
+
+def _prune(trials: dict, keep: dict) -> int:
+    """Delete the checkpoints no set needs; returns how many were deleted."""
+    deleted = 0
+    for number, epochs in keep.items():
+        trial = trials[number]
+        for point in (trial.user_attrs.get("curve") or [])[:-1]:
+            path = Path(checkpoint_path(trial.user_attrs["weights"], point["epoch"]))
+            if point["epoch"] not in epochs and path.exists():
+                path.unlink()
+                deleted += 1
+    return deleted
+
+
+def attack_study(study, samples: Optional[int] = None, defaults_only: bool = False,
+                 log: Optional[Callable[[str], None]] = None, regimes=("native",), protocol_path=None) -> tuple:
+    """Attack every attackable model of `study` by the protocol; returns ({trial number: record} as written in
+    the study, {trial number: why its attack failed})."""
     log = log or (lambda message: None)
-    unknown = [a for a in attacks if a not in ATTACKS]
-    if unknown or not attacks:
-        raise RobustnessError(f"--attack {','.join(unknown) or '(none)'}: allowed {', '.join(ATTACKS)}")
-    if any(e < 0 for e in eps) or not eps:
-        raise RobustnessError("--eps: one or more epsilons >= 0")
+    try:
+        protocol, recorded = load(protocol_path)
+    except ProtocolError as exc:
+        raise RobustnessError(str(exc)) from None
     trials = attackable(study, defaults_only, regimes)
     if not trials:
         which = ("own defaults" if defaults_only else "completed trials") + f" ({' or '.join(regimes)})"
@@ -66,51 +160,94 @@ def attack_study(study, attacks=ATTACKS, eps=DEFAULT_EPS, samples: int = 500, de
         out_dir = paths.under(paths.RESULTS / "robustness", study.study_name).resolve()
     except paths.UnsafeName as exc:
         raise RobustnessError(str(exc)) from None
+    by_number = {t.number: t for t in trials}
     specs = {t.number: trial_spec(study, t) for t in trials}
-    requests = {t.number: _request(specs[t.number], t, attacks, eps, samples, out_dir / f"{t.number}.npz")
-                for t in trials}
+    sets, keep = match(model_sets(trials, specs), by_number)
     for key in [k for k, v in study.user_attrs.items() if k.startswith(PREFIX) and v is not None]:
         study.set_user_attr(key, None)  # a run replaces the records of earlier ones (Optuna deletes none)
-    workers: dict = {}
-    records, failures = {}, {}
+    study.set_user_attr(PROTOCOL_ATTR, {**recorded, "samples": samples, "sets": sets})  # before any attack
+    log(f"robustness: {len(trials)} models in {len(sets)} sets; {_prune(by_number, keep)} checkpoints deleted "
+        "(kept: those that bracket a target)")
+    states = [(t.number, None) for t in trials] + sorted({(int(n), e) for s in sets for n, e in
+                                                          (s["matched"] or {}).items() if e is not None})
+    records, failures, workers = {}, {}, {}
+    grids = {n: list(protocol.grid(specs[n].dataset)) for n in by_number}
+    requests = {state: _request(specs[state[0]], by_number[state[0]], state[1], list(protocol.attacks),
+                                grids[state[0]], samples, out_dir / f"{_key(state)}.npz") for state in states}
+    made = {}
 
-    def record(number: int, request: dict, update) -> None:
+    def run(state, request: dict):
         try:
-            result = _worker(workers, specs[number]).attack(request, timeout=ATTACK_TIMEOUT_S)
+            return _worker(workers, specs[state[0]]).attack(request, timeout=ATTACK_TIMEOUT_S)
         except WorkerError as exc:  # one model's failure is reported; the others go on
-            failures[number] = str(exc).splitlines()[0] if str(exc) else "worker error"
-            log(f"trial {number}: attack failed: {failures[number]}")
-            return
-        records[number] = update(result)
-        study.set_user_attr(f"{PREFIX}{number}", records[number])  # kept as soon as made
+            failures[state[0]] = str(exc).splitlines()[0] if str(exc) else "worker error"
+            log(f"trial {state[0]}: attack failed: {failures[state[0]]}")
+            return None
 
     try:
-        for trial in trials:  # white-box, saving each model's examples
-            log(f"attacking trial {trial.number} ({specs[trial.number].framework})")
-            record(trial.number, requests[trial.number], lambda result: {**result, "eps": list(eps),
-                                                                          "attacks": list(attacks)})
-        for number in list(records):  # transfer: every other model's examples of the same data and model
-            mine = requests[number]
-            others = {str(n): requests[n]["save_examples"] for n in records
-                      if n != number and _same_inputs(requests[n], mine)}
-            if others:
-                record(number, {**mine, "attacks": [], "evaluate": others, "save_examples": None},
-                       lambda result, number=number: {**records[number], "transfer": result["transfer"]})
+        for state in states:  # white-box, saving each state's examples
+            log(f"attacking {_describe(state, specs)}")
+            result = run(state, requests[state])
+            if result is not None:
+                made[state] = {**result, "eps": grids[state[0]], "attacks": list(protocol.attacks),
+                               "epoch": state[1], "val_accuracy": _val_at(by_number[state[0]], state[1])}
+        for state, sources in _transfer_sources(sets, made, specs).items():
+            evaluate = {_key(s): requests[s]["save_examples"] for s in sources}
+            result = run(state, {**requests[state], "attacks": [], "evaluate": evaluate, "save_examples": None})
+            if result is not None:
+                made[state].update(transfer=result["transfer"], transfer_correct=result["transfer_correct"])
     finally:
         for worker in workers.values():
             worker.close()
+    for number in by_number:
+        if (number, None) not in made or number in failures:
+            continue
+        checkpoints = {str(e): made[(n, e)] for n, e in made if n == number and e is not None}
+        records[number] = {"published": made[(number, None)], "checkpoints": checkpoints}
+        study.set_user_attr(f"{PREFIX}{number}", records[number])
     return records, failures
 
 
-def _same_inputs(a: dict, b: dict) -> bool:
-    return (a["data"], a["model"], a["samples"]) == (b["data"], b["model"], b["samples"])
+def _transfer_sources(sets: list, made: dict, specs: dict) -> dict:
+    """{state: the states whose examples it is tested on}: in each set, of the other frameworks, with its seed, in
+    the same role (matched checkpoints with matched checkpoints, models as trained with models as trained)."""
+    sources: dict = {}
+    for one in sets:
+        for role in ("published", "matched"):
+            if role == "matched" and not one["matched"]:
+                continue
+            states = [(n, None if role == "published" else one["matched"][str(n)]) for n in one["members"]]
+            states = [s for s in states if s in made]
+            for state in states:
+                spec = specs[state[0]]
+                sources.setdefault(state, set()).update(
+                    s for s in states if specs[s[0]].framework != spec.framework and specs[s[0]].seed == spec.seed)
+    return {state: sorted(found, key=lambda s: (s[0], s[1] or 0)) for state, found in sources.items() if found}
 
 
-def _request(spec: TrialSpec, trial, attacks, eps, samples: int, examples: Path) -> dict:
-    spec = spec.model_copy(update={"keep_weights": None})
+def _key(state: tuple) -> str:
+    """"12" for a model as trained, "12@3" for its checkpoint after epoch 3."""
+    return str(state[0]) if state[1] is None else f"{state[0]}@{state[1]}"
+
+
+def _describe(state: tuple, specs: dict) -> str:
+    spec = specs[state[0]]
+    what = "as trained" if state[1] is None else f"checkpoint after epoch {state[1]}"
+    return f"trial {state[0]} ({spec.framework}, {spec.semantics}, {what})"
+
+
+def _val_at(trial, epoch):
+    if epoch is None:
+        return trial.user_attrs.get("val_accuracy")
+    return next((p.get("val_accuracy") for p in trial.user_attrs.get("curve") or [] if p["epoch"] == epoch), None)
+
+
+def _request(spec: TrialSpec, trial, epoch, attacks, eps, samples, examples: Path) -> dict:
+    spec = spec.model_copy(update={"keep_weights": None, "keep_checkpoints": False})
+    weights = trial.user_attrs["weights"] if epoch is None else checkpoint_path(trial.user_attrs["weights"], epoch)
     return {"spec": spec.model_dump(mode="json"), "data": str(datasets.prepare(spec.dataset, spec.data_dir)),
-            "model": spec.model or datasets.REGISTRY[spec.dataset].default_model, "weights": trial.user_attrs["weights"],
-            "samples": samples, "attacks": list(attacks), "eps": list(eps), "save_examples": str(examples)}
+            "model": spec.model or datasets.REGISTRY[spec.dataset].default_model, "weights": weights,
+            "samples": samples, "attacks": attacks, "eps": eps, "save_examples": str(examples)}
 
 
 def _worker(workers: dict, spec: TrialSpec):

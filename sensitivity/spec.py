@@ -70,6 +70,7 @@ class TrialSpec(BaseModel):
     timeout: Optional[float] = Field(None, gt=0, le=MAX_TIMEOUT_S)  # wall-clock seconds for the whole trial
     data_dir: Optional[str] = None
     keep_weights: Optional[str] = None  # path of an .npz to save the trained weights to
+    keep_checkpoints: bool = False  # with keep_weights, each epoch's weights too (trial.loop.checkpoint_path)
     deterministic: bool = False  # each framework's deterministic-kernel flags (frameworks.gpu.DETERMINISM)
     record_correct: bool = False  # record which test samples the model gets right (sensitivity.correctness)
 

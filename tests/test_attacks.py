@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from sensitivity import attacks, reference
+from sensitivity.correctness import unpack
 from sensitivity.models import get_model, init_weights
 
 pytestmark = pytest.mark.portable
@@ -96,7 +97,10 @@ def test_saved_examples_are_evaluated_per_attack_and_eps(trained, tmp_path):
     target, x, y = trained
     path = tmp_path / "examples.npz"
     np.savez(path, fgsm_0=x, fgsm_1=np.zeros_like(x), pgd_0=x, pgd_1=x)
-    out = attacks.evaluate_examples(target, str(path), y, [0.0, 0.1])
+    out, correct = attacks.evaluate_examples(target, str(path), y, [0.0, 0.1])
     clean = attacks.accuracy(target, x, y)
     assert out["fgsm"][0] == clean and out["pgd"] == [clean, clean]
     assert out["fgsm"][1] == attacks.accuracy(target, np.zeros_like(x), y)
+    by_sample = unpack(correct["fgsm"][1])  # which samples it got right, one bit each
+    assert len(by_sample) == len(y) and by_sample.mean() == out["fgsm"][1]
+    np.testing.assert_array_equal(by_sample, np.argmax(target.predict(np.zeros_like(x)), axis=1) == y)

@@ -69,17 +69,26 @@ def _transfer_entries(sources: list) -> list:
 
 
 def _robustness_entries(sources: list) -> list:
-    from sensitivity.analysis.robustness import robustness_comparisons
+    """Every pair of frameworks of the first study with robustness records (`robustness_pairs`): the claim's own
+    comparisons (matched clean accuracy, transfer attacks, each framework's own default) and, beside them, the
+    same pairs white-box and as trained, and the same configuration on every framework."""
+    from sensitivity.analysis.robustness_pairs import robustness_comparisons
 
     for source in sources:
-        try:
-            rows = robustness_comparisons(source)
-        except NotEnoughData:
+        rows = robustness_comparisons(source)
+        if rows.empty:
             continue
-        return [_entry(row[REGIME], "robustness", f"{row['dataset']}, {row['attack'].upper()} eps {row['eps']:g}: "
-                       f"{row['framework_a']} vs {row['framework_b']}", row["framework_a"], row["framework_b"], row,
-                       "relative accuracy", compared=bool(row["comparable"]), detail=row)
-                for row in rows.to_dict("records")]
+        out = []
+        for row in rows.to_dict("records"):
+            what = {"own": "own defaults", "all": "all models"}.get(row["set_kind"], row["default"])
+            state = "matched" if row["role"] == "matched" else "as trained"
+            label = (f"{row['dataset']}, {what}, {state}, {row['attack'].upper()} {row['kind']}: "
+                     f"{row['framework_a']} vs {row['framework_b']}")
+            diff = {**row, "test_var": None}
+            out.append(_entry(row[REGIME], "robustness", label, row["framework_a"], row["framework_b"], diff,
+                              "robust AUC", compared=bool(row["comparable"]) and row["method"] != "no examples",
+                              detail=row, role="comparison" if row["primary"] else "beside"))
+        return out
     return []
 
 

@@ -95,8 +95,10 @@ def _findings(table: pd.DataFrame, others: list, effect: float) -> Findings:
     comparisons = compare(sources, effect)
     # the main study's regimes and those any comparison has (an ablation study's knobs are not claims)
     regimes = regimes_of(pd.concat([table[[REGIME]], comparisons[[REGIME]]]))
+    checks = _attack_checks(sources)
     claims = [_claim(regime, claim, comparisons[comparisons[REGIME].eq(regime) & comparisons["claim"].eq(claim)],
-                     comparisons[comparisons["claim"].eq(claim)], effect) for regime in regimes for claim in CLAIMS]
+                     comparisons[comparisons["claim"].eq(claim)], effect, checks)
+              for regime in regimes for claim in CLAIMS]
     claims = pd.DataFrame(claims, columns=CLAIM_COLUMNS)
     mixed = _kernels_note(sources)
     if mixed:  # a difference may then be the machines' kernels, not the frameworks'
@@ -107,6 +109,16 @@ def _findings(table: pd.DataFrame, others: list, effect: float) -> Findings:
         at = claims[REGIME].eq("native") & claims["claim"].eq("framework transfer") & claims["verdict"].ne("not tested")
         claims.loc[at, "sentence"] = claims.loc[at, "sentence"].str.rstrip(".") + attributed + "."
     return Findings(claims, comparisons)
+
+
+def _attack_checks(sources: list) -> pd.DataFrame:
+    """The attack checks (`robustness.robustness_checks`) of the first study with robustness records."""
+    from sensitivity.analysis.robustness import robustness_checks
+
+    for source in sources:
+        if source.attrs.get("robustness"):
+            return robustness_checks(source)
+    return pd.DataFrame(columns=[REGIME])
 
 
 def _kernels_note(sources: list) -> str:
@@ -200,7 +212,8 @@ def _verdict(row: dict) -> str:
     return "inconclusive"
 
 
-def _claim(regime: str, claim: str, rows: pd.DataFrame, every_regime: pd.DataFrame, effect: float) -> dict:
+def _claim(regime: str, claim: str, rows: pd.DataFrame, every_regime: pd.DataFrame, effect: float,
+           checks: pd.DataFrame) -> dict:
     """The claim's entry: verdict, effect, sentence (see the module)."""
     base = {REGIME: regime, "claim": claim, "anchor": ANCHORS[claim], "n_comparisons": len(rows), "n_trials": 0,
             "estimate": np.nan, "low": None, "high": None, "unit": "", "p": None, "p_holm": None, "p_tost": None,
@@ -210,7 +223,7 @@ def _claim(regime: str, claim: str, rows: pd.DataFrame, every_regime: pd.DataFra
         return {**base, **_runtime_claim(regime, rows, effect)}
     if claim in TRANSFER:
         return {**base, **_transfer_claim(regime, claim, rows, every_regime, effect)}
-    return {**base, **_headline_claim(regime, claim, rows, effect)}
+    return {**base, **_robustness_claim(regime, rows, effect, checks)}
 
 
 def _transfer_claim(regime: str, claim: str, rows: pd.DataFrame, every_regime: pd.DataFrame, effect: float) -> dict:
@@ -262,26 +275,36 @@ def _difference(row: dict) -> Difference:
                       none_if_missing(detail.get("se")), none_if_missing(detail.get("df")))
 
 
-def _headline_claim(regime: str, claim: str, rows: pd.DataFrame, effect: float) -> dict:
-    """Robustness: supported where a comparison differs, not supported where every one is equivalent."""
-    tested = rows[rows["verdict"].ne("not compared")]
+def _robustness_claim(regime: str, rows: pd.DataFrame, effect: float, checks: pd.DataFrame) -> dict:
+    """Robustness: its own comparisons (matched clean accuracy, transfer attacks) Holm-corrected; "supported"
+    where one differs, "not supported" where their summary is equivalent within the margin and none differs,
+    else "inconclusive"; the comparisons beside and the attack checks are said with it."""
+    claim = "robustness"
+    own = rows[rows["role"].eq("comparison")]
+    tested = own[own["verdict"].ne("not compared")]
+    beside = rows[rows["role"].eq("beside") & rows["verdict"].ne("not compared")]
+    checked = sentences.checks(checks[checks[REGIME].eq(regime)] if len(checks) else checks)
     if tested.empty:
-        return {"verdict": "not tested", "sentence": sentences.not_compared(regime, claim, rows)}
-    claimed = tested[tested["verdict"].isin(("lower", "higher"))]
-    if len(claimed):
-        verdict, head = "supported", claimed.loc[claimed["estimate"].abs().idxmax()]
-    elif tested["verdict"].eq("equivalent").all():
+        sentence = sentences.not_compared(regime, claim, own) if len(own) else sentences.untested(regime, claim)
+        return {"verdict": "not tested", "sentence": sentence.rstrip(".") + checked + "."}
+    pooled = summary([_difference(row) for row in tested.to_dict("records")])
+    p_tost = tost(pooled.estimate, pooled.se, effect)
+    differ = tested[tested["verdict"].isin(("lower", "higher"))]
+    if len(differ):
+        verdict, head = "supported", differ.loc[differ["estimate"].abs().idxmax()]
+    elif p_tost is not None and p_tost < ALPHA:
         verdict, head = "not supported", tested.loc[tested["estimate"].abs().idxmax()]
     else:
         verdict = "inconclusive"
         open_ = tested[tested["verdict"].eq("inconclusive")]
-        head = open_.loc[open_["estimate"].abs().idxmax()]
+        head = (open_ if len(open_) else tested).loc[(open_ if len(open_) else tested)["estimate"].abs().idxmax()]
     head = head.to_dict()
-    sentence = sentences.headline_claim(regime, claim, verdict, head, tested, len(rows) - len(tested), effect)
+    sentence = sentences.robustness_claim(regime, verdict, head, tested, len(own) - len(tested), pooled, p_tost,
+                                          effect, beside) + checked + "."
     return {"verdict": verdict, "estimate": head["estimate"], "low": head["low"], "high": head["high"],
-            "unit": head["unit"], "p": head["p"], "p_holm": none_if_missing(head["p_holm"]), "n_a": int(head["n_a"]),
-            "n_b": int(head["n_b"]), "n_trials": int((tested["n_a"] + tested["n_b"]).sum()),
-            "n_tested": len(tested), "n_differ": len(claimed),
+            "unit": head["unit"], "p": head["p"], "p_holm": none_if_missing(head["p_holm"]), "p_tost": p_tost,
+            "n_a": int(head["n_a"]), "n_b": int(head["n_b"]), "n_trials": int((tested["n_a"] + tested["n_b"]).sum()),
+            "n_tested": len(tested), "n_differ": len(differ),
             "seeds_needed": head["seeds_needed"] if verdict == "inconclusive" else None, "sentence": sentence}
 
 

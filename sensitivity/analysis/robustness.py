@@ -1,41 +1,54 @@
-"""Robustness to adversarial examples (Liu et al. 2018): accuracy against epsilon, white-box and transferred,
-also relative to each model's clean accuracy, and fair comparisons between frameworks.
+"""Robustness to adversarial examples (Liu et al. 2018): accuracy against eps, white-box and transferred,
+also relative to each model's clean accuracy; the checks an attack must pass; and (`robustness_pairs`) the
+frameworks compared at matched clean accuracy.
 
-`sensitivity robustness` stores one record per attacked trial in the study (user attribute
-`robustness:NUMBER`); the trial table carries them in `attrs["robustness"]`. `robustness_curves` gives one
-row per dataset, attack, epsilon and (source framework, target framework): the mean accuracy over the
-target models with its 95% interval (`intervals`: none below 3 models, the range at 2) and n, the models
-behind it; the same for the accuracy relative to each model's clean accuracy. `kind` is `white-box` where
-each model was attacked through its own gradient, `transfer` where it was tested on the examples other
-models' attacks made (other seeds of its own framework included).
-`robustness_comparisons` compares frameworks only where their models' clean accuracies agree within
-CLEAN_MARGIN: an under-trained model's lower accuracy under attack says more about its training than about
-its framework.
-Every row carries the target model's regime (`semantics`); a mean is over models of one regime, and
-examples made on a model of one regime and tested on a model of the other are left out of the curves
-(`robustness_rows` keeps them, with `source_semantics`).
+`sensitivity robustness` stores its protocol (`PROTOCOL_ATTR`: the eps grid, the margin, the sets of models it
+compared with their targets and matched checkpoints) and one record per attacked trial (`robustness:NUMBER`:
+{"published": state, "checkpoints": {epoch: state}}, a state being one attacked model: its clean accuracy, its
+white-box accuracies and per-sample correctness per attack and eps, what it kept on other models' examples, the
+share of samples with a zero input gradient); the trial table carries them in `attrs`. `robustness_curves` gives,
+for the models as trained, one row per dataset, attack, epsilon and (source framework, target framework): the
+mean accuracy over the target models with its 95% interval (`intervals`: none below 3 models, the range at 2) and
+n, the models behind it; the same relative to each model's clean accuracy. `kind` is `white-box` where each model
+was attacked through its own gradient, `transfer` where it was tested on the examples other models' attacks made.
+`robustness_checks` flags, per attacked state, gradient masking (a share of all-zero input gradients above the
+protocol's threshold), PGD weaker than FGSM, and an accuracy that does not fall towards 0 at the largest eps.
+Every row carries the target model's regime (`semantics`); a mean is over models of one regime, and examples made
+on a model of one regime and tested on a model of the other are left out of the curves.
 """
 from __future__ import annotations
-
-from itertools import combinations
 
 import numpy as np
 import pandas as pd
 
-from sensitivity.analysis.intervals import CONFIDENCE, difference, group_intervals
-
+from sensitivity.analysis.intervals import CONFIDENCE, group_intervals
 from sensitivity.analysis.style import colours, dash, finish, go, make_subplots, regime_title, series_name, symbol
-from sensitivity.analysis.table import (REGIME, NotEnoughData, derived, regime_sorted, regimes_of, trained,
-                                        trials_table)
+from sensitivity.analysis.table import REGIME, NotEnoughData, derived, regime_sorted, regimes_of, trained, trials_table
 
 PREFIX = "robustness:"
-CLEAN_MARGIN = 0.02  # models compared under attack only where their clean accuracies agree this closely
-NEEDS = "robustness needs trained weights attacked by sensitivity robustness (sweep with --keep-weights first)"
+PROTOCOL_ATTR = "robustness_protocol"
+CLEAN_MARGIN = 0.02  # the margin of a study attacked before the protocol was recorded
+CHECKS = {"pgd_slack": 0.02, "floor": 0.1, "zero_gradient": 0.01}  # likewise, its checks' thresholds
+NEEDS = ("robustness needs trained weights attacked by sensitivity robustness (transfer or sweep with "
+         "--keep-checkpoints first)")
+
+
+def states_of(record: dict) -> dict:
+    """{"published": state, "checkpoints": {epoch: state}} of a record (one written before checkpoints were
+    recorded is the published state alone)."""
+    if "published" in record:
+        return record
+    return {"published": record, "checkpoints": {}}
+
+
+def protocol_of(table) -> dict:
+    """The protocol `sensitivity robustness` recorded with the study, or {} for a study attacked before."""
+    return table.attrs.get(PROTOCOL_ATTR) or {}
 
 
 def robustness_rows(table) -> pd.DataFrame:
-    """One row per target model, attack, epsilon and source model (the target itself for white-box); computed
-    once per table (`table.derived`): the report's findings and its robustness section share it."""
+    """One row per target model as trained, attack, epsilon and source model (the target itself for
+    white-box); computed once per table (`table.derived`)."""
     return derived(trials_table(table), _robustness_rows)
 
 
@@ -46,14 +59,14 @@ def _robustness_rows(table: pd.DataFrame) -> pd.DataFrame:
             zip(models["number"], models["framework"], models[REGIME], models["dataset"])}
     rows = []
     for number, record in records.items():
-        number = int(number)
+        number, record = int(number), states_of(record)["published"]
         if number not in info:
             continue
         framework, regime, dataset = info[number]
         base = {"dataset": dataset, REGIME: regime, "target_trial": number, "target_framework": framework,
                 "samples": record["samples"], "clean_accuracy": record["clean"]}
         sources = [(number, "white-box", record["white_box"])]
-        sources += [(int(s), "transfer", accs) for s, accs in record.get("transfer", {}).items()]
+        sources += [(int(s), "transfer", accs) for s, accs in record.get("transfer", {}).items() if "@" not in s]
         for source, kind, by_attack in sources:
             if source not in info:
                 continue
@@ -66,6 +79,38 @@ def _robustness_rows(table: pd.DataFrame) -> pd.DataFrame:
     if not rows:
         raise NotEnoughData(NEEDS)
     return pd.DataFrame(rows)
+
+
+def robustness_checks(table) -> pd.DataFrame:
+    """One row per attacked state (each model as trained, each matched checkpoint): the share of samples with an
+    all-zero input gradient, how far PGD's accuracy rises above FGSM's at worst, PGD's accuracy at the largest
+    eps, and which checks fail (`failed`: a list of sentences), against the protocol's thresholds."""
+    limits = {**CHECKS, **(protocol_of(table).get("checks") or {})}
+    info = trained(table).set_index("number")[["framework", REGIME, "dataset"]].to_dict("index")
+    rows = []
+    for number, record in (table.attrs.get("robustness") or {}).items():
+        if int(number) not in info:
+            continue
+        states = states_of(record)
+        for epoch, state in [(None, states["published"]), *states.get("checkpoints", {}).items()]:
+            boxes = state.get("white_box") or {}
+            zero = state.get("zero_gradient")
+            weaker = (float(np.max(np.subtract(boxes["pgd"], boxes["fgsm"]))) if {"pgd", "fgsm"} <= set(boxes)
+                      else None)
+            strongest = boxes.get("pgd") or boxes.get("fgsm")
+            floor = float(strongest[-1]) if strongest else None
+            failed = []
+            if zero is not None and zero > limits["zero_gradient"]:
+                failed.append(f"{zero:.1%} of its samples have an all-zero input gradient (gradient masking?)")
+            if weaker is not None and weaker > limits["pgd_slack"]:
+                failed.append(f"PGD is weaker than FGSM (its accuracy {weaker:.3f} higher at one eps)")
+            if floor is not None and floor > limits["floor"]:
+                failed.append(f"accuracy {floor:.3f} at eps {state['eps'][-1]:g}, above {limits['floor']:g}")
+            rows.append({"trial": int(number), "epoch": None if epoch is None else int(epoch),
+                         **info[int(number)], "zero_gradient": zero, "pgd_above_fgsm": weaker,
+                         "accuracy_at_largest": floor, "largest_eps": state["eps"][-1], "failed": failed})
+    return pd.DataFrame(rows, columns=["trial", "epoch", "framework", REGIME, "dataset", "zero_gradient",
+                                       "pgd_above_fgsm", "accuracy_at_largest", "largest_eps", "failed"])
 
 
 def robustness_curves(table, confidence: float = CONFIDENCE) -> pd.DataFrame:
@@ -89,46 +134,6 @@ def _per_target(rows: pd.DataFrame, keys: list) -> pd.DataFrame:
     """A target tested on several source models of one framework counts once: its mean over them."""
     return (rows.groupby(keys + ["target_trial"], dropna=False)[["accuracy", "relative_accuracy", "clean_accuracy"]]
             .mean().reset_index())
-
-
-def robustness_comparisons(table, margin: float = CLEAN_MARGIN, eps=None) -> pd.DataFrame:
-    """Pairs of frameworks under white-box attack, per regime, dataset and attack, at `eps` (by default the
-    most telling one: the eps > 0 at which the models' mean accuracy relative to clean is nearest 0.5): the
-    difference of their accuracies relative to clean (Welch, `intervals.difference`), made only where their
-    mean clean accuracies agree within `margin`; otherwise `comparable` is False and `note` says why."""
-    rows = robustness_rows(table)
-    rows = rows[rows["kind"].eq("white-box") & rows["eps"].gt(0)]
-    keys = [REGIME, "dataset", "attack"]
-    out = []
-    for (regime, dataset, attack), part in rows.groupby(keys, dropna=False):
-        chosen = eps if eps is not None else _telling_eps(part)
-        at = part[np.isclose(part["eps"], chosen)]
-        models = {fw: m for fw, m in at.groupby("target_framework")}
-        for a, b in combinations(sorted(models), 2):
-            clean_a, clean_b = models[a]["clean_accuracy"].mean(), models[b]["clean_accuracy"].mean()
-            row = {REGIME: regime, "dataset": dataset, "attack": attack, "eps": chosen, "framework_a": a,
-                   "framework_b": b, "clean_a": clean_a, "clean_b": clean_b,
-                   "comparable": bool(abs(clean_a - clean_b) <= margin), "margin": margin,
-                   "relative_a": models[a]["relative_accuracy"].mean(),
-                   "relative_b": models[b]["relative_accuracy"].mean()}
-            if row["comparable"]:
-                diff = difference(models[a]["relative_accuracy"], models[b]["relative_accuracy"])
-                row.update(estimate=diff.estimate, low=diff.low, high=diff.high, p=diff.p, n_a=diff.n_a,
-                           n_b=diff.n_b, sd=diff.sd, method=diff.method, note="")
-            else:
-                row.update(estimate=np.nan, low=None, high=None, p=None, n_a=len(models[a]), n_b=len(models[b]),
-                           sd=None, method="not compared",
-                           note=f"clean accuracies {clean_a:.3f} and {clean_b:.3f} differ by more than {margin:g}")
-            out.append(row)
-    columns = [REGIME, "dataset", "attack", "eps", "framework_a", "framework_b", "clean_a", "clean_b", "comparable",
-               "margin", "relative_a", "relative_b", "estimate", "low", "high", "p", "n_a", "n_b", "sd", "method",
-               "note"]
-    return regime_sorted(pd.DataFrame(out, columns=columns), keys + ["framework_a", "framework_b"])
-
-
-def _telling_eps(rows: pd.DataFrame) -> float:
-    means = rows.groupby("eps")["relative_accuracy"].mean()
-    return float((means - 0.5).abs().idxmin())
 
 
 def plot_robustness(curves: pd.DataFrame):

@@ -3,6 +3,8 @@ computes them). Every sentence names what was compared, the regime, the budget, 
 its interval, and what would settle it where nothing is settled."""
 from __future__ import annotations
 
+import pandas as pd
+
 from sensitivity.analysis.comparisons import none_if_missing
 
 REGIME = "semantics"
@@ -30,7 +32,8 @@ def numbers(row: dict) -> str:
     if none_if_missing(row["low"]) is None:
         return f"{_signed(row['estimate'])} ({row['n_a']} and {row['n_b']} seeds: no interval, no test)"
     detail = row.get("detail") or {}
-    error = "with the test set's error" if detail.get("method") == "welch+test-set" else "seeds' error only"
+    error = {"welch+test-set": "with the test set's error", "paired bootstrap": "paired bootstrap over seeds and "
+             "samples"}.get(detail.get("method"), "seeds' error only")
     p = (f"Holm p={row['p_holm']:.2g}" if none_if_missing(row.get("p_holm")) is not None else
          f"p={row['p']:.2g}" if none_if_missing(row.get("p")) is not None else "no test")
     return (f"{_signed(row['estimate'])} [{_signed(row['low'])}, {_signed(row['high'])}] "
@@ -62,6 +65,8 @@ def comparison(row: dict, margin: float) -> str:
     """One sentence per comparison: what was compared, the difference with its interval, the verdict."""
     verdict, detail = row["verdict"], row["detail"] or {}
     if verdict == "not compared":
+        if not str(detail.get("note", "")).startswith("clean accuracies"):
+            return f"{row['label']}: not compared: {detail.get('note') or 'nothing to compare'}."
         return (f"{row['label']}: not compared, their {detail['note']}, so a difference under attack would reflect "
                 "training, not the framework.")
     if verdict == "described":
@@ -187,21 +192,81 @@ def not_compared(regime: str, claim: str, rows) -> str:
             f"accuracy by more than the margin{example}.")
 
 
-def headline_claim(regime: str, claim: str, verdict: str, head: dict, tested, skipped: int, effect: float) -> str:
+def robustness_claim(regime: str, verdict: str, head: dict, tested, skipped: int, pooled, p_tost, effect: float,
+                     beside) -> str:
+    """The robustness claim: its headline comparison with the models' clean accuracies, target and eps grid, the
+    tally, the summary, and the comparisons beside (as trained, white-box, the same configuration)."""
     counts = tested["verdict"].value_counts()
     tally = ", ".join(f"{k} {name}" for name, k in counts.items())
-    lead = {"supported": f"{CLAIMS[claim]} here",
-            "not supported": f"frameworks keep the same share of their clean accuracy under attack within +-{effect:g}",
-            "inconclusive": f"not settled {QUESTIONS[claim]}"}[verdict]
-    detail = head["detail"]
-    what = (f"{detail['framework_a']} against {detail['framework_b']} on {detail['dataset']} under "
-            f"{detail['attack'].upper()} at eps {detail['eps']:g}, share of clean accuracy kept "
-            f"{detail['relative_a']:.2f} against {detail['relative_b']:.2f}: {numbers(head)}")
+    lead = {"supported": f"{CLAIMS['robustness']} here",
+            "not supported": f"frameworks are as robust within +-{effect:g} of robust AUC",
+            "inconclusive": f"not settled {QUESTIONS['robustness']}"}[verdict]
+    d = head["detail"]
+    state = (f"at matched clean accuracy (each model's checkpoint nearest the target validation accuracy "
+             f"{d['target']:.3f})" if d["role"] == "matched" else "as trained (no checkpoints kept: not matched)")
+    attack = (f"{d['attack'].upper()} examples made on the other frameworks' models of the same seed"
+              if d["kind"] == "transfer" else f"white-box {d['attack'].upper()} (no third framework's examples)")
+    grid = ", ".join(f"{e:g}" for e in (d.get("eps") or [])[1:])
+    models = "each framework's own default" if d["set_kind"] == "own" else "all models"
+    what = (f"{d['framework_a']} against {d['framework_b']} on {d['dataset']}, {models} {state}, "
+            f"clean test accuracy {d['clean_a']:.3f} against {d['clean_b']:.3f}; {attack}, at eps {grid} (the "
+            f"pre-registered grid); area under the robust-accuracy curve on the {d['shared']:.0f} test samples both "
+            f"classify correctly: {d['auc_a']:.3f} against {d['auc_b']:.3f}, difference {numbers(head)}")
     settle = f"; {needed(head, effect)}" if verdict == "inconclusive" else ""
+    summary = ""
+    if pooled.k > 1 and pooled.low is not None:
+        summary = (f"; over the {pooled.k}: {_signed(pooled.estimate)} [{_signed(pooled.low)}, "
+                   f"{_signed(pooled.high)}]" + (f" (TOST p={p_tost:.2g})" if p_tost is not None else ""))
     return (f"{regime.capitalize()}: {lead}: {what}{settle}"
             + f" ({len(tested)} comparison{'s' if len(tested) != 1 else ''}: {tally}"
             + (f"; {skipped} not compared, their clean accuracies differ by more than the margin" if skipped else "")
-            + ").")
+            + f"){summary}{_beside(beside, head)}")
+
+
+def _beside(beside, head: dict) -> str:
+    """"; beside it: as trained, ...; white-box, ...; the same configuration on every framework, ..." (tests
+    unadjusted), in the claim's sets and kinds."""
+    if beside is None or beside.empty:
+        return ""
+    d = head["detail"]
+    details = beside["detail"]
+    own = details.map(lambda x: x["set_kind"] != "config")
+    groups = [("as trained", own & details.map(lambda x: x["role"] == "published" and x["kind"] == d["kind"])),
+              ("white-box", own & details.map(lambda x: x["role"] == d["role"] and x["kind"] == "white-box")),
+              ("the same configuration on every framework",
+               ~own & details.map(lambda x: x["kind"] == "transfer" and x["role"] == d["role"]))]
+    parts = []
+    for name, chosen in groups:
+        rows = beside[chosen.astype(bool)]
+        if rows.empty or (name == "white-box" and d["kind"] == "white-box"):
+            continue
+        top = rows.loc[rows["estimate"].abs().idxmax()]
+        below = int((_numeric(rows["p"]) < 0.05).sum())
+        parts.append(f"{name}, {below} of {len(rows)} pair{'s' if len(rows) != 1 else ''} with p < 0.05 "
+                     f"unadjusted, the largest {top['label']} {_signed(top['estimate'])}")
+    return "; beside it: " + "; ".join(parts) if parts else ""
+
+
+def _numeric(values):
+    return pd.to_numeric(values, errors="coerce")
+
+
+def checks(frame) -> str:
+    """"; the checks held on all 30 attacked models (...)", or what failed, of `robustness_checks` rows."""
+    if frame is None or len(frame) == 0:
+        return ""
+    failed = frame[frame["failed"].map(bool)]
+    zero = _numeric(frame["zero_gradient"]).max()
+    floor = _numeric(frame["accuracy_at_largest"]).max()
+    held = (f"zero input gradient on at most {zero:.1%} of samples; PGD no weaker than FGSM; accuracy at eps "
+            f"{frame['largest_eps'].max():g} at most {floor:.3f}")
+    if failed.empty:
+        return f"; the attack checks held on all {len(frame)} attacked models ({held})"
+    first = failed.iloc[0]
+    where = f"trial {first['trial']}" + (f" after epoch {first['epoch']}" if first["epoch"] == first["epoch"]
+                                         and first["epoch"] is not None else "")
+    return (f"; attack checks failed on {len(failed)} of {len(frame)} attacked models (e.g. {first['framework']} "
+            f"{where}: {first['failed'][0]}), so their robustness may be overstated")
 
 
 def runtime_claim(on: str, top: str, fastest: str, verdict: str, head: dict, effect: float) -> str:

@@ -67,7 +67,8 @@ def _from_study(study) -> pd.DataFrame:
                        directions=[d.name.lower() for d in study.directions],
                        ablation=study.user_attrs.get("ablation"),
                        robustness={int(k.split(":", 1)[1]): v for k, v in study.user_attrs.items()
-                                   if k.startswith("robustness:") and v is not None})
+                                   if k.startswith("robustness:") and v is not None},
+                       robustness_protocol=study.user_attrs.get("robustness_protocol"))
     return frame
 
 
@@ -218,7 +219,8 @@ def derived(table: pd.DataFrame, compute):
     return value
 
 
-HEAVY_ATTRS = ("robustness", "ablation")  # records read from the table itself, never from its slices
+# records read from the table itself, never from its slices
+HEAVY_ATTRS = ("robustness", "robustness_protocol", "ablation")
 
 
 def trained(table: pd.DataFrame) -> pd.DataFrame:

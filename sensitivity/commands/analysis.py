@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from sensitivity.commands.common import (EXIT_OK, EXIT_TRIAL_FAILED, UsageError, float_list, load_study,
+from sensitivity.commands.common import (EXIT_OK, EXIT_TRIAL_FAILED, UsageError, load_study,
                                          number)
 
 # the kinds of sensitivity.analysis.plots.KINDS, named here so that parsing imports no plotting library
@@ -16,10 +16,11 @@ def add_parsers(commands) -> None:
     p = commands.add_parser("robustness", help="attack a study's trained models (FGSM, PGD; white-box and "
                                                "transferred between frameworks) and record accuracy against eps")
     p.add_argument("study")
-    p.add_argument("--attack", default="fgsm,pgd", help="comma-separated: fgsm, pgd (default both)")
-    p.add_argument("--eps", type=float_list, default=(0.0, 0.05, 0.1, 0.2, 0.3),  # robustness.DEFAULT_EPS
-                   help="comma-separated L-infinity radii in the data's units (default 0,0.05,0.1,0.2,0.3)")
-    p.add_argument("--samples", type=number(int, 0, strict=True), default=500, help="test samples per model")
+    p.add_argument("--protocol", metavar="FILE",
+                   help="the robustness protocol fixed before any attack: eps grid, attacks, margin, checks "
+                        "(default search_spaces/robustness.yaml); recorded with the study")
+    p.add_argument("--samples", type=number(int, 0, strict=True),
+                   help="attack only the first N test samples, for a quick look (default: the whole test set)")
     p.add_argument("--defaults-only", action="store_true", help="only each framework's own default")
     p.add_argument("--semantics", choices=("native", "canonical", "both"), default="native",
                    help="attack the models trained in this regime (default native)")
@@ -53,9 +54,9 @@ def _cmd_robustness(args) -> int:
     study = _load("robustness", args)
     try:
         regimes = ("native", "canonical") if args.semantics == "both" else (args.semantics,)
-        records, failures = attack_study(study, tuple(a for a in args.attack.split(",") if a), args.eps,
-                                         args.samples, args.defaults_only, regimes=regimes,
-                                         log=lambda message: print(message, file=sys.stderr))
+        records, failures = attack_study(study, args.samples, args.defaults_only, regimes=regimes,
+                                         log=lambda message: print(message, file=sys.stderr),
+                                         protocol_path=args.protocol)
     except RobustnessError as exc:
         raise UsageError(f"sensitivity robustness: {exc}")
     for trial_number, reason in failures.items():

@@ -62,7 +62,6 @@ def _number_list(kind, noun: str):
 
 
 int_list = _number_list(int, "integers")
-float_list = _number_list(float, "numbers")
 
 
 def load_study(command: str, name: str, storage_url=None):

@@ -32,6 +32,9 @@ def _add_run_options(p) -> None:
     p.add_argument("--allow-space-change", action="store_true", help="resume a study made from another space")
     p.add_argument("--keep-weights", action="store_true",
                    help="each trial saves its trained weights under results/weights/STUDY/ (for sensitivity robustness)")
+    p.add_argument("--keep-checkpoints", action="store_true",
+                   help="--keep-weights, and each epoch's weights beside them (robustness matches clean accuracy "
+                        "with them, then keeps only those that bracket its target)")
     p.add_argument("--no-progress", action="store_true")
 
 
@@ -186,7 +189,8 @@ def _options(args, trials: int):
         pruner=getattr(args, "pruner", "none"), storage=args.storage, study=args.study, address=args.address,
         cpus_per_trial=args.cpus_per_trial, gpus_per_trial=args.gpus_per_trial,
         timeout_per_trial=args.timeout_per_trial, time_budget=args.time_budget, seed=getattr(args, "seed", None),
-        allow_space_change=args.allow_space_change, progress=not args.no_progress, keep_weights=args.keep_weights,
+        allow_space_change=args.allow_space_change, progress=not args.no_progress, keep_weights=args.keep_weights or args.keep_checkpoints,
+        keep_checkpoints=args.keep_checkpoints,
         deterministic=args.deterministic)
 
 

@@ -127,7 +127,7 @@ def _fields_from_study(args) -> dict:
         raise UsageError(f"sensitivity trial: --trial {args.trial}: study {args.from_study} has trials "
                          f"0 to {max(numbers, default=-1)}")
     spec = records.trial_spec(study, numbers[args.trial])
-    return spec.model_copy(update={"keep_weights": None}).model_dump(exclude_defaults=True)
+    return spec.model_copy(update={"keep_weights": None, "keep_checkpoints": False}).model_dump(exclude_defaults=True)
 
 
 def _option(field: str) -> str:

@@ -62,6 +62,7 @@ class SweepOptions:
     allow_space_change: bool = False
     progress: bool = True
     keep_weights: bool = False  # each trial saves its trained weights (for sensitivity robustness)
+    keep_checkpoints: bool = False  # and each epoch's weights beside them (trial.loop.checkpoint_path)
     deterministic: bool = False  # each trial sets its framework's deterministic-kernel flags
 
 

@@ -64,12 +64,13 @@ class StopOnLostStorage(Stopper):
 class StudySearcher(Searcher):
     def __init__(self, study, space: Space, driver_id: str, target: int, run_options: dict,
                  on_change: Optional[Callable[[], None]] = None, weights_dir: Optional[str] = None,
-                 pruning: bool = False, log_path=None):
+                 pruning: bool = False, log_path=None, keep_checkpoints: bool = False):
         metric = space.objectives[0].metric
         super().__init__(metric=metric, mode="max" if space.objectives[0].direction == "maximize" else "min")
         self.study, self.space, self.driver_id, self.target = study, space, driver_id, target
         self.run_options = run_options
         self.weights_dir = weights_dir  # where trials save their trained weights, when kept
+        self.keep_checkpoints = keep_checkpoints  # and each epoch's
         self.on_change = on_change or (lambda: None)
         self.log_path = log_path  # the study's trial log (None: not logged)
         _STUDIES[driver_id] = (study, self.on_change)
@@ -174,7 +175,7 @@ class StudySearcher(Searcher):
             spec = TrialSpec(**{**spec.model_dump(), **attrs["planned"], "seed": seed, **run})
         if self.weights_dir:
             weights = f"{self.weights_dir}/{trial.number}.npz"
-            spec = spec.model_copy(update={"keep_weights": weights})
+            spec = spec.model_copy(update={"keep_weights": weights, "keep_checkpoints": self.keep_checkpoints})
             trial.set_user_attr("weights", weights)
         trial.set_user_attr("spec", spec.model_dump(mode="json"))  # exactly what ran: reruns, robustness
         return spec

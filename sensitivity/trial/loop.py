@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import time
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -92,6 +93,8 @@ def run(spec: TrialSpec, data: Dataset, model_name: str, emit: Callable[[dict], 
             loss = stats.mean_loss
             record = EpochRecord(epoch, loss, accuracy(adapter, x_val, y_val),
                                  accuracy(adapter, data.x_test, data.y_test), seconds)
+            if spec.keep_weights and spec.keep_checkpoints and epoch < epochs:  # the last one is the trained weights
+                save_weights(adapter.get_weights(), checkpoint_path(spec.keep_weights, epoch))
             result.curve.append(vars(record))
             emit({"event": "epoch", **vars(record)})
     tick = time.perf_counter()
@@ -150,6 +153,13 @@ def initial_weights(source: str, spec: TrialSpec, model, data: Dataset):
     if source == spec.framework:
         return None
     return semantics.draw_init(source, model.param_shapes(data.input_shape, data.classes), spec.seed)
+
+
+def checkpoint_path(weights: str, epoch: int) -> str:
+    """Where a trial that keeps checkpoints saves its weights after `epoch` (results/weights/S/12.npz ->
+    results/weights/S/12.epoch3.npz); after its last epoch they are the trained weights themselves."""
+    path = Path(weights)
+    return str(path.with_name(f"{path.stem}.epoch{epoch}{path.suffix}"))
 
 
 def save_weights(weights: list, path: str) -> None:

@@ -15,9 +15,9 @@ Planted, in each regime (canonical scores CANONICAL_OFFSET less everywhere, so e
   null pair); every other pair is null;
 - dataset transfer: on torch, the configuration tuned for mnist5k ("default torch-default") and the one tuned
   for digits (the best of a sweep there): a home advantage of 0.11; the placebo (digits-a x digits-b) none;
-- robustness: jax keeps 0.2 less of its clean accuracy than torch and tensorflow at eps 0.1; torch and
-  tensorflow do not differ (null); on digits torch's clean accuracy (0.85) is far from tensorflow's (0.93):
-  not compared;
+- robustness: jax's models keep fewer of the samples they get right than torch's and tensorflow's, white-box and
+  on the other frameworks' examples (KEEPS, TRANSFER_KEEPS); torch and tensorflow do not differ (null); on digits
+  torch's clean accuracy (0.85) is far from tensorflow's (0.93): not compared;
 - the sweep: lr matters, momentum and batch size do not; jax is the fastest and the least accurate.
 
 `transfer_rows`, `crossover_rows` and `sweep_rows` give trial dicts; `as_frame` a trial table (fast, for many
@@ -29,7 +29,7 @@ import zlib
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from sensitivity.correctness import pack
+from sensitivity.correctness import pack, unpack
 from sensitivity.sweep.crossover import FIRST_SEED
 
 REPORTED = []  # lines the tests measured, for the test run's summary (conftest.py)
@@ -57,8 +57,12 @@ CROSSOVER = {("mnist5k", "mnist5k"): 0.97, ("digits", "mnist5k"): 0.93, ("digits
 PLACEBO = {("digits-a", "digits-a"): 0.94, ("digits-b", "digits-a"): 0.94, ("digits-b", "digits-b"): 0.94,
            ("digits-a", "digits-b"): 0.94}
 EPS = [0.0, 0.1, 0.2, 0.3]
-KEEPS = {"torch": [1.0, 0.7, 0.4, 0.15], "tensorflow": [1.0, 0.7, 0.4, 0.15], "jax": [1.0, 0.5, 0.25, 0.1]}
-KEEP_SD = 0.03
+# the share of the samples it gets right when clean that a framework's models keep at each eps: white-box, and on
+# the examples the other frameworks' models made
+KEEPS = {"torch": [1.0, 0.7, 0.4, 0.05], "tensorflow": [1.0, 0.7, 0.4, 0.05], "jax": [1.0, 0.5, 0.25, 0.03]}
+TRANSFER_KEEPS = {"torch": [1.0, 0.85, 0.6, 0.35], "tensorflow": [1.0, 0.85, 0.6, 0.35],
+                  "jax": [1.0, 0.75, 0.45, 0.25]}
+RHO = 0.5  # how much of a sample's robustness every model shares
 SEED_SD = 0.01  # of the sweep's draws (no per-sample model)
 LAMBDA, TAU, SHIFT = 1.2, 0.6, 0.12  # sample difficulty, configuration x sample interaction, seed shift
 TEST_SIZE = {"mnist5k": 1000, "digits": 360, "digits-a": 179, "digits-b": 180}
@@ -181,19 +185,150 @@ def true_home_advantage(truth=None) -> float:
             - cells[("mnist5k", "digits")])
 
 
-def robustness_records(rng, rows: list, keeps=None) -> dict:
-    """{trial number: record} for each framework's own default models (all seeds), white-box FGSM; `keeps`
-    replaces KEEPS (NULL_KEEPS plants nothing)."""
-    keeps_of, records = keeps or KEEPS, {}
-    for number, row in enumerate(rows):
-        if not row["own_default"]:
-            continue
-        keeps = np.clip(np.asarray(keeps_of[row["framework"]]) + KEEP_SD * rng.standard_normal(len(EPS)), 0, 1)
-        keeps[0] = 1.0
-        clean = row["accuracy"]
-        records[number] = {"samples": 300, "clean": clean, "eps": EPS, "attacks": ["fgsm"],
-                           "white_box": {"fgsm": [float(clean * k) for k in keeps]}, "transfer": {}}
-    return records
+def area(keeps) -> float:
+    """The area under a robust-accuracy curve over EPS (1 at eps 0), divided by the largest eps."""
+    return float(np.trapezoid(keeps, EPS) / EPS[-1])
+
+
+def robustness_records(rows: list, keeps=None, transfer_keeps=None, study=0, zero_gradient=None) -> tuple:
+    """({trial number: record}, protocol) as `sensitivity robustness` records them, for every trained model of
+    `rows` (models as trained: no checkpoints), in its sets (each framework's own default; each default on every
+    framework). A sample a model gets right when clean survives eps with the probability its framework keeps
+    (`keeps`, white-box; `transfer_keeps`, on the other frameworks' examples; NULL_KEEPS plants nothing), sample
+    by sample, samples sharing part of their robustness across models (RHO). `zero_gradient`: {framework:
+    share} of samples with an all-zero input gradient, which FGSM leaves unperturbed (gradient masking)."""
+    keeps, transfer_keeps = keeps or KEEPS, transfer_keeps or keeps or TRANSFER_KEEPS
+    models = {n: r for n, r in enumerate(rows) if r.get("test_correct") and "crossover" not in r}
+    sets = _sets(models)
+    records = {}
+    for n, row in models.items():
+        clean = unpack(row["test_correct"])
+        masked = (zero_gradient or {}).get(row["framework"], 0.0)
+        state = {"samples": len(clean), "clean": float(clean.mean()), "eps": EPS, "attacks": ["fgsm", "pgd"],
+                 "epoch": None, "val_accuracy": row["val_accuracy"], "zero_gradient": masked,
+                 "correct": {"clean": pack(clean)}, "white_box": {}, "transfer": {}, "transfer_correct": {}}
+        for attack, lift in (("pgd", 0.0), ("fgsm", 0.05)):  # FGSM a little weaker than PGD
+            shown = _survivors(clean, np.minimum(1.0, np.asarray(keeps[row["framework"]]) + lift), study, n, attack,
+                               row["dataset"], masked)
+            state["correct"][attack] = [pack(c) for c in shown]
+            state["white_box"][attack] = [float(c.mean()) for c in shown]
+        for source in sorted({m for one in sets for m in one["members"] if n in one["members"]}):
+            if models[source]["framework"] == row["framework"] or models[source]["seed"] != row["seed"]:
+                continue
+            state["transfer_correct"][str(source)], state["transfer"][str(source)] = {}, {}
+            for attack in ("pgd", "fgsm"):
+                shown = _survivors(clean, np.asarray(transfer_keeps[row["framework"]]), study, (n, source), attack,
+                                   row["dataset"])
+                state["transfer_correct"][str(source)][attack] = [pack(c) for c in shown]
+                state["transfer"][str(source)][attack] = [float(c.mean()) for c in shown]
+        records[n] = {"published": state, "checkpoints": {}}
+    protocol = {"file": "planted", "sha256": "0" * 64, "eps": EPS[1:], "clean_margin": 0.02, "samples": None,
+                "attacks": ["fgsm", "pgd"], "bootstrap": {"resamples": 400, "seed": 0}, "sets": sets}
+    return records, protocol
+
+
+LEVELS = {"torch": 1.0, "tensorflow": 0.8, "mxnet": 0.6}  # how far each framework's default trains (matched world)
+EPOCHS = 10
+
+
+def level_accuracy(level: float) -> float:
+    return 0.90 + 0.05 * level
+
+
+def level_keeps(level: float) -> list:
+    """What a model keeps at each eps, by how far it trained alone: the same for every framework."""
+    return [1.0, 0.45 + 0.4 * level, 0.2 + 0.35 * level, 0.02 + 0.05 * level]
+
+
+def matched_world(study: int, seeds: int = 5, margin: float = 0.03) -> tuple:
+    """(rows, (records, protocol)): three frameworks' own defaults on mnist5k, which train to different levels
+    (LEVELS) over EPOCHS epochs; robustness depends on the level alone (`level_keeps`), so frameworks differ only
+    as far as their training does. Each model has a checkpoint per epoch; the protocol matches them at the target
+    (the lowest final validation accuracy) as `sensitivity robustness` does. Models as trained differ under
+    attack; matched, they must not."""
+    from sensitivity.robustness import nearest_bracket
+
+    world, rows = World(study), []
+    levels = {}
+    for framework, top in LEVELS.items():
+        for seed in range(seeds):
+            curve = []
+            for epoch in range(1, EPOCHS + 1):
+                level = top * epoch / EPOCHS
+                run = world.run(f"matched/{framework}/epoch{epoch}", "mnist5k", seed, level_accuracy(level))
+                curve.append({"epoch": epoch, **run})
+                levels[(len(rows), epoch)] = level
+            rows.append({"framework": framework, "dataset": "mnist5k", "semantics": "native", "seed": seed,
+                         "status": "ok", "default": f"{framework}-default", "own_default": True, "is_default": True,
+                         "default_source": framework, "source_dataset": "mnist", "budget_scale": 1.0,
+                         "train_time_s": SPEED.get(framework, 10.0), "config_id": f"matched:{framework}",
+                         **curve[-1], "checkpoints": curve})
+    members = list(range(len(rows)))
+    target = min(rows[n]["val_accuracy"] for n in members)
+    matched = {}
+    for n in members:
+        points = [(p["epoch"], p["val_accuracy"]) for p in rows[n]["checkpoints"][:-1]]
+        matched[str(n)] = nearest_bracket([*points, (None, rows[n]["val_accuracy"])], target)[0]
+    sets = [{"key": "own/native/mnist5k", "kind": "own", "regime": "native", "dataset": "mnist5k", "default": None,
+             "members": members, "target": target, "matched": matched}]
+    states = {}
+    for n in members:
+        for epoch in {matched[str(n)], None}:
+            at = EPOCHS if epoch is None else epoch
+            point = rows[n]["checkpoints"][at - 1]
+            clean = unpack(point["test_correct"])
+            keeps = level_keeps(levels[(n, at)])
+            state = {"samples": len(clean), "clean": float(clean.mean()), "eps": EPS, "attacks": ["fgsm", "pgd"],
+                     "epoch": epoch, "val_accuracy": point["val_accuracy"], "zero_gradient": 0.0,
+                     "correct": {"clean": pack(clean)}, "white_box": {}, "transfer": {}, "transfer_correct": {}}
+            for attack, lift in (("pgd", 0.0), ("fgsm", 0.05)):
+                shown = _survivors(clean, np.minimum(1.0, np.asarray(keeps) + lift), study, (n, at), attack,
+                                   "mnist5k")
+                state["correct"][attack], state["white_box"][attack] = ([pack(c) for c in shown],
+                                                                        [float(c.mean()) for c in shown])
+            states[(n, epoch)] = state
+    for (n, epoch), state in states.items():  # each state on the other frameworks' states of its seed
+        for (m, other), _ in states.items():
+            if rows[m]["framework"] == rows[n]["framework"] or rows[m]["seed"] != rows[n]["seed"]:
+                continue
+            at = EPOCHS if epoch is None else epoch
+            key = str(m) if other is None else f"{m}@{other}"
+            keeps = np.minimum(1.0, np.asarray(level_keeps(levels[(n, at)])) + 0.15)  # transfer: weaker
+            shown = _survivors(unpack(state["correct"]["clean"]), keeps, study, (n, at, key), "pgd", "mnist5k")
+            state["transfer_correct"][key] = {"pgd": [pack(c) for c in shown]}
+            state["transfer"][key] = {"pgd": [float(c.mean()) for c in shown]}
+    records = {n: {"published": states[(n, None)],
+                   "checkpoints": {str(e): states[(m, e)] for (m, e) in states if m == n and e is not None}}
+               for n in members}
+    protocol = {"file": "planted", "sha256": "0" * 64, "eps": EPS[1:], "clean_margin": margin, "samples": None,
+                "attacks": ["fgsm", "pgd"], "bootstrap": {"resamples": 400, "seed": 0}, "sets": sets}
+    for row in rows:
+        row.pop("checkpoints")
+    return rows, (records, protocol)
+
+
+def _survivors(clean: np.ndarray, keeps, study, model, attack: str, dataset: str, masked: float = 0.0) -> list:
+    """Per eps, the samples still right: right when clean, and robust enough for that eps."""
+    shared = _rng(study, "robust", dataset).standard_normal(len(clean))
+    own = _rng(study, "robust", model, attack).standard_normal(len(clean))
+    u = ndtr(RHO * shared + np.sqrt(1 - RHO ** 2) * own)
+    untouched = _rng(study, "masked", model).random(len(clean)) < masked if attack == "fgsm" else False
+    return [clean & ((u < keep) | untouched) for keep in keeps]
+
+
+def _sets(models: dict) -> list:
+    """The sets `sensitivity robustness` would make of these models: own defaults, and each default."""
+    groups: dict = {}
+    for n, row in models.items():
+        base = (row["semantics"], row["dataset"])
+        if row.get("own_default"):
+            groups.setdefault(("own", *base, None), []).append(n)
+        if row.get("default"):
+            groups.setdefault(("config", *base, row["default"]), []).append(n)
+    return [{"key": "/".join(p for p in key if p), "kind": key[0], "regime": key[1], "dataset": key[2],
+             "default": key[3], "members": sorted(members), "target": None, "matched": None}
+            for key, members in sorted(groups.items(), key=lambda kv: tuple(map(str, kv[0])))
+            if len({models[n]["framework"] for n in members}) > 1]
 
 
 def sweep_rows(rng, configs=45, seeds=2, regimes=("native",), defaults=True, peaks=None) -> list:
@@ -232,7 +367,7 @@ RESULT = ("seed", "status", "accuracy", "val_accuracy", "train_time_s", "config_
 
 
 def as_frame(rows: list, study: str, robustness=None, dataset="mnist5k"):
-    """A trial table (`trials_table`) of the rows."""
+    """A trial table (`trials_table`) of the rows; `robustness`: (records, protocol) of `robustness_records`."""
     import pandas as pd
 
     from sensitivity.analysis.table import trials_table
@@ -240,7 +375,8 @@ def as_frame(rows: list, study: str, robustness=None, dataset="mnist5k"):
     frame = pd.DataFrame([{"number": i, "state": "COMPLETE", "param_framework": r["framework"],
                            **{f"param_{p}": r[p] for p in PARAMS if p in r}, "curve": "[]",
                            **{k: r.get(k) for k in (*RESULT, "dataset", "semantics")}} for i, r in enumerate(rows)])
-    frame.attrs.update(study=study, dataset=dataset, robustness=robustness or {})
+    records, protocol = robustness if isinstance(robustness, tuple) else (robustness or {}, None)
+    frame.attrs.update(study=study, dataset=dataset, robustness=records, robustness_protocol=protocol)
     return trials_table(frame)
 
 
@@ -268,6 +404,9 @@ def as_study(rows: list, name: str, storage, robustness=None, dataset="mnist5k")
         trials.append(optuna.trial.create_trial(params=params, distributions={k: distributions[k] for k in params},
                                                 values=[row["val_accuracy"], row["train_time_s"]], user_attrs=attrs))
     study.add_trials(trials)  # one write per trial: a sweep's many small writes would take minutes in SQLite
-    for number, record in (robustness or {}).items():
+    records, protocol = robustness if isinstance(robustness, tuple) else (robustness or {}, None)
+    for number, record in records.items():
         study.set_user_attr(f"robustness:{number}", record)
+    if protocol:
+        study.set_user_attr("robustness_protocol", protocol)
     return study

@@ -1,4 +1,5 @@
 """Robustness curves from the records sensitivity robustness writes: means over models, intervals, n."""
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -58,7 +59,7 @@ def test_records_of_untrained_or_unknown_trials_are_left_out():
 
 
 def test_no_records_says_what_would_fill_it():
-    with pytest.raises(NotEnoughData, match="--keep-weights"):
+    with pytest.raises(NotEnoughData, match="--keep-checkpoints"):
         robustness_curves(table({}))
 
 
@@ -79,16 +80,57 @@ def test_figure_has_curves_with_n_and_the_matrix_at_the_largest_eps():
     assert any("tested on another, eps 0.1" in a.text for a in fig.layout.annotations)
 
 
-def test_frameworks_are_compared_only_where_clean_accuracies_agree():
-    from sensitivity.analysis.robustness import robustness_comparisons
+def test_the_area_difference_and_its_bootstrap_over_seeds_and_samples():
+    """Per seed, each shared sample's area under A's curve minus B's: the estimate is the mean over seeds of their
+    means over the samples both got right; equal seeds give an exact difference, spread ones an interval."""
+    from sensitivity.analysis.robustness_pairs import areas, auc_difference
 
+    assert areas(np.array([[1, 0], [0, 0]]), [0.0, 0.1, 0.2]) == pytest.approx([0.75, 0.25])  # trapezoids / 0.2
+    shared = np.ones((3, 4))
+    exact = auc_difference(np.full((3, 4), 0.1), shared)
+    assert exact["estimate"] == pytest.approx(0.1) and exact["low"] == pytest.approx(exact["high"]) == pytest.approx(0.1)
+    rng = np.random.default_rng(0)
+    diffs = rng.normal(0.05, 0.2, (5, 400))
+    mask = (rng.random((5, 400)) < 0.9).astype(float)
+    found = auc_difference(diffs, mask, resamples=1000)
+    means = (diffs * mask).sum(axis=1) / mask.sum(axis=1)
+    assert found["estimate"] == pytest.approx(means.mean()) and found["low"] < found["estimate"] < found["high"]
+    assert found["method"] == "paired bootstrap" and 0 < found["p"] < 1 and found["n"] == 5
+    assert auc_difference(diffs[:2], mask[:2])["low"] is None  # two seeds: no interval
+
+
+def test_frameworks_are_compared_only_where_clean_accuracies_agree():
+    """A protocol's set of three frameworks: the pair whose clean accuracies agree is compared on the third's
+    examples; the pair that does not is not."""
+    from sensitivity.analysis.robustness_pairs import robustness_comparisons
+    from sensitivity.correctness import pack
+
+    rng = np.random.default_rng(1)
     rows = [model(i, fw) for i, fw in enumerate(["torch"] * 3 + ["mxnet"] * 3 + ["jax"] * 3)]
-    records = {i: record([0.90, 0.90 * k]) for i, k in zip(range(3), (0.70, 0.72, 0.68))}  # torch: clean 0.90
-    records.update({i: record([0.91, 0.91 * k]) for i, k in zip(range(3, 6), (0.50, 0.52, 0.48))})  # mxnet 0.91
-    records.update({i: record([0.54, 0.54 * k]) for i, k in zip(range(6, 9), (0.30, 0.32, 0.28))})  # jax: 0.54
-    pairs = robustness_comparisons(table(records, rows), eps=0.1).set_index(["framework_a", "framework_b"])
-    fair = pairs.loc[("mxnet", "torch")]
-    assert fair["comparable"] and fair["estimate"] == pytest.approx(-0.20) and fair["low"] < -0.2 < fair["high"]
+    for row in rows:
+        row["seed"] = row["number"] % 3
+    clean_of = {"torch": 0.90, "mxnet": 0.91, "jax": 0.60}
+    keep_of = {"torch": 0.7, "mxnet": 0.4, "jax": 0.5}
+    records = {}
+    for row in rows:
+        clean = rng.random(500) < clean_of[row["param_framework"]]
+        kept = clean & (rng.random(500) < keep_of[row["param_framework"]])
+        state = {"samples": 500, "clean": float(clean.mean()), "eps": [0.0, 0.1], "attacks": ["pgd"],
+                 "white_box": {"pgd": [float(clean.mean()), float(kept.mean())]},
+                 "correct": {"clean": pack(clean), "pgd": [pack(clean), pack(kept)]},
+                 "transfer": {}, "transfer_correct": {}}
+        for other in rows:
+            if other["param_framework"] != row["param_framework"] and other["seed"] == row["seed"]:
+                state["transfer_correct"][str(other["number"])] = {"pgd": [pack(clean), pack(kept)]}
+        records[row["number"]] = {"published": state, "checkpoints": {}}
+    frame = table(records, rows)
+    frame.attrs["robustness_protocol"] = {"eps": [0.1], "clean_margin": 0.02, "sets": [
+        {"key": "all/native/digits", "kind": "all", "regime": "native", "dataset": "digits", "default": None,
+         "members": list(range(9)), "target": None, "matched": None}]}
+    pairs = robustness_comparisons(frame).set_index(["framework_a", "framework_b", "kind"])
+    fair = pairs.loc[("mxnet", "torch", "transfer")]
+    assert fair["comparable"] and fair["primary"] and fair["method"] == "paired bootstrap"
+    assert abs(fair["estimate"] + 0.15) < 0.06 and fair["high"] < 0  # areas (1 + kept) / 2: (0.4 - 0.7) / 2
     for pair in (("jax", "mxnet"), ("jax", "torch")):
-        assert not pairs.loc[pair, "comparable"] and pd.isna(pairs.loc[pair, "low"])
-        assert "differ by more than 0.02" in pairs.loc[pair, "note"]
+        assert not pairs.loc[(*pair, "transfer"), "comparable"] and pd.isna(pairs.loc[(*pair, "transfer"), "low"])
+        assert "differ by more than 0.02" in pairs.loc[(*pair, "transfer"), "note"]

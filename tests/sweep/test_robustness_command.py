@@ -1,6 +1,7 @@
-"""Robustness end to end: a real defaults study keeps its weights, real workers attack the models in their
-own frameworks (one of the legacy environment when it is here), the records land in the study, the figure
-and the report draw them."""
+"""Robustness end to end: a real transfer study keeps its weights and checkpoints, real workers attack the models
+in their own frameworks (the legacy environment's too) by a protocol file, matched at clean accuracy; the
+protocol, the records and the pruned checkpoints land where they should, and the findings and report read them."""
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -9,12 +10,14 @@ import numpy as np
 import optuna
 import pytest
 
-from sensitivity import frameworks
-from sensitivity.analysis.robustness import PREFIX
+from sensitivity import datasets, frameworks
+from sensitivity.analysis.robustness import PREFIX, PROTOCOL_ATTR
+from sensitivity.correctness import unpack
+from sensitivity.trial.loop import checkpoint_path
 
 pytestmark = pytest.mark.skipif(not frameworks.importable("torch"), reason="needs torch")
-SECOND = next((n for n in ("mxnet", "tensorflow") if frameworks.probe(n)[1]), None)
-EPS = "0,0.1,0.3"
+OTHERS = [n for n in ("tensorflow", "mxnet") if frameworks.probe(n)[1]]
+PROTOCOL = "eps: [0.1, 0.3]\nclean_margin: 0.05\nbootstrap: {resamples: 500, seed: 1}\n"
 
 
 def cli(cwd, *args, timeout=900):
@@ -22,67 +25,125 @@ def cli(cwd, *args, timeout=900):
                           text=True, timeout=timeout)
 
 
+def records_of(study) -> dict:
+    return {int(k[len(PREFIX):]): v for k, v in study.user_attrs.items() if k.startswith(PREFIX) and v}
+
+
 @pytest.fixture(scope="module")
 def attacked(tmp_path_factory):
-    """Each framework's defaults on digits, two seeds, one epoch, weights kept; then its own defaults attacked."""
-    if SECOND is None:
-        pytest.skip("needs a second framework")
+    """Torch's and MXNet's MNIST defaults on torch and two other frameworks, digits, 3 seeds, cut to 3 epochs,
+    checkpoints kept; then every model attacked by a protocol of two radii."""
+    if len(OTHERS) < 2:
+        pytest.skip("needs three frameworks")
     cwd = tmp_path_factory.mktemp("robustness")
-    proc = cli(cwd, "defaults", "--frameworks", f"torch,{SECOND}", "--datasets", "digits", "--seeds", 2,
-               "--budget-epochs", 1, "--keep-weights", "--parallel", 2, "--study", "d", "--no-progress")
+    (cwd / "protocol.yaml").write_text(PROTOCOL)
+    proc = cli(cwd, "transfer", "--frameworks", ",".join(["torch", *OTHERS]), "--datasets", "digits", "--defaults",
+               "torch-train-on-mnist,mxnet-train-mnist", "--seeds", 3, "--budget-epochs", 3, "--keep-checkpoints",
+               "--parallel", 2, "--study", "d", "--no-progress")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    attack = cli(cwd, "robustness", "d", "--defaults-only", "--samples", 120, "--eps", EPS)
+    attack = cli(cwd, "robustness", "d", "--protocol", "protocol.yaml")
     assert attack.returncode == 0, attack.stderr[-3000:]
     study = optuna.load_study(study_name="d", storage=f"sqlite:///{cwd}/results/optuna.db")
     return cwd, study, attack.stdout
 
 
-def test_own_defaults_of_both_frameworks_are_attacked_white_box_and_by_transfer(attacked):
-    _, study, stdout = attacked
-    models = [t for t in study.trials if t.user_attrs.get("own_default")]
-    records = {int(k[len(PREFIX):]): v for k, v in study.user_attrs.items() if k.startswith(PREFIX)}
-    assert sorted(records) == sorted(t.number for t in models) and len(records) == 4  # 2 frameworks x 2 seeds
-    for trial in models:
-        record = records[trial.number]
-        assert record["samples"] == 120 and record["eps"] == [0.0, 0.1, 0.3]
-        for attack in ("fgsm", "pgd"):
-            accuracies = record["white_box"][attack]
-            assert accuracies[0] == pytest.approx(record["clean"])  # eps 0 leaves the inputs alone
-            assert accuracies[2] < record["clean"] - 0.2  # eps 0.3 on [0, 1] pixels breaks these models
-        assert sorted(map(int, record["transfer"])) == sorted(t.number for t in models if t.number != trial.number)
-        for source in record["transfer"].values():
-            assert source["fgsm"][0] == pytest.approx(record["clean"])  # every model shares one test subset
-    assert "white-box accuracy against eps" in stdout and SECOND in stdout
-
-
-def test_weights_and_examples_are_saved_and_reload(attacked):
+def test_the_protocol_and_its_sets_are_recorded_before_the_records(attacked):
     cwd, study, _ = attacked
-    trial = next(t for t in study.trials if t.user_attrs.get("own_default"))
-    weights = np.load(trial.user_attrs["weights"])
-    assert Path(trial.user_attrs["weights"]).parent == cwd / "results" / "weights" / "d"
-    assert trial.user_attrs["spec"]["keep_weights"] == trial.user_attrs["weights"]
-    assert sum(weights[name].size for name in weights.files) == trial.user_attrs["params"]
-    examples = np.load(cwd / "results" / "robustness" / "d" / f"{trial.number}.npz")
-    assert sorted(examples.files) == ["fgsm_0", "fgsm_1", "fgsm_2", "pgd_0", "pgd_1", "pgd_2"]
-    assert examples["pgd_2"].shape == (120, 1, 8, 8)
+    protocol = study.user_attrs[PROTOCOL_ATTR]
+    assert protocol["eps"] == [0.1, 0.3] and protocol["clean_margin"] == 0.05 and len(protocol["sha256"]) == 64
+    assert protocol["file"].endswith("protocol.yaml") and protocol["samples"] is None
+    kinds = sorted(s["key"] for s in protocol["sets"])
+    assert kinds == ["config/native/digits/mxnet-train-mnist", "config/native/digits/torch-train-on-mnist",
+                     "own/native/digits"]
+    trials = {t.number: t for t in study.trials}
+    for one in protocol["sets"]:
+        finals = [trials[n].user_attrs["val_accuracy"] for n in one["members"]]
+        assert one["target"] == min(finals)  # the lowest final validation accuracy, fixed before any attack
+        for number, epoch in one["matched"].items():  # the nearer of the two around the target's first crossing
+            curve = {p["epoch"]: p["val_accuracy"] for p in trials[int(number)].user_attrs["curve"]}
+            crossing = min(e for e, v in curve.items() if v >= one["target"])
+            around = [e for e in (crossing - 1, crossing) if e in curve]
+            nearest = min(reversed(around), key=lambda e: abs(curve[e] - one["target"]))
+            assert (3 if epoch is None else epoch) == nearest  # None: the trained weights, after the last epoch
 
 
-def test_figure_and_report_draw_the_records(attacked):
+def test_only_the_checkpoints_that_bracket_a_target_are_kept(attacked):
+    _, study, _ = attacked
+    protocol = study.user_attrs[PROTOCOL_ATTR]
+    for trial in study.trials:
+        kept = [e for e in (1, 2) if Path(checkpoint_path(trial.user_attrs["weights"], e)).exists()]
+        needed = {e for one in protocol["sets"] if trial.number in one["members"]
+                  for e in (one["matched"][str(trial.number)],) if e is not None}
+        assert needed <= set(kept) and len(kept) <= 2 * len([s for s in protocol["sets"]
+                                                            if trial.number in s["members"]])
+
+
+def test_every_model_is_attacked_on_the_whole_test_set_and_its_checkpoint_is_the_epochs_model(attacked):
+    _, study, stdout = attacked
+    trials, records = {t.number: t for t in study.trials}, records_of(study)
+    assert sorted(records) == sorted(trials) and len(records) == 2 * 3 * 3
+    test_set = len(datasets.load("digits").y_test)
+    for number, record in records.items():
+        published = record["published"]
+        assert published["samples"] == test_set and published["eps"] == [0.0, 0.1, 0.3]  # the whole test set
+        assert published["clean"] == pytest.approx(trials[number].user_attrs["accuracy"])
+        assert len(unpack(published["correct"]["clean"])) == test_set and 0 <= published["zero_gradient"] <= 1
+        for attack in ("fgsm", "pgd"):
+            assert published["white_box"][attack][0] == pytest.approx(published["clean"])  # eps 0: clean
+            assert published["white_box"][attack][2] < published["clean"] - 0.2
+        curve = {p["epoch"]: p["test_accuracy"] for p in trials[number].user_attrs["curve"]}
+        for epoch, state in record["checkpoints"].items():  # reloaded, a checkpoint scores what its epoch did
+            assert state["clean"] == pytest.approx(curve[int(epoch)]) and state["epoch"] == int(epoch)
+    assert "white-box accuracy against eps" in stdout
+
+
+def test_transfer_attacks_use_the_other_frameworks_models_of_the_same_seed(attacked):
+    _, study, _ = attacked
+    trials, records = {t.number: t for t in study.trials}, records_of(study)
+    for number, record in records.items():
+        spec = trials[number].user_attrs["spec"]
+        for source in record["published"]["transfer"]:  # "12", or "12@2": its checkpoint after epoch 2
+            other = trials[int(source.split("@")[0])].user_attrs["spec"]
+            assert other["framework"] != spec["framework"] and other["seed"] == spec["seed"]
+        assert len(record["published"]["transfer"]) >= 2  # in its default's set, the two other frameworks
+
+
+def test_findings_and_report_read_the_matched_comparisons(attacked):
     cwd, _, _ = attacked
-    proc = cli(cwd, "plot", "d", "--kind", "robustness", "--out", "r.html")
+    proc = cli(cwd, "findings", "d", "--json")
     assert proc.returncode == 0, proc.stderr
-    page = (cwd / "r.html").read_text()
-    assert "torch (n=2 models)" in page and f"{SECOND} (n=2 models)" in page
+    found = json.loads(proc.stdout)
+    claim = next(c for c in found["claims"] if c["claim"] == "robustness" and c["semantics"] == "native")
+    assert claim["verdict"] != "not tested", claim["sentence"]
+    assert "at matched clean accuracy" in claim["sentence"] and "(the pre-registered grid)" in claim["sentence"]
+    assert "attack checks" in claim["sentence"]
+    own = [c for c in found["comparisons"] if c["claim"] == "robustness" and c["role"] == "comparison"]
+    assert own and all(", own defaults, matched, PGD white-box: mxnet vs torch" in c["label"] for c in own)
+    beside = [c for c in found["comparisons"] if c["claim"] == "robustness" and c["role"] == "beside"]
+    assert any("PGD transfer" in c["label"] for c in beside)  # the same configuration: a third framework's examples
     report = cli(cwd, "report", "d", "--out", "report.html")
     assert report.returncode == 0, report.stderr
     text = (cwd / "report.html").read_text()
-    assert 'data-kind="robustness"' in text and 'data-kind="transfer"' in text
+    assert 'data-kind="robustness"' in text and "registered in" in text and "robust AUC" in text
 
 
-def test_a_study_without_kept_weights_is_a_one_line_usage_error(tmp_path, attacked):
+def test_a_bad_protocol_is_one_line_and_writes_nothing(attacked):
+    cwd, study, _ = attacked
+    before = dict(study.user_attrs)
+    cases = [("eps: [0.1, 1.5]\n", "eps: an increasing list of radii in (0, 1]"),
+             ("eps: [0.3, 0.1]\n", "eps: an increasing list"),
+             ("eps: [0.1]\nattacks: [cw]\n", "attacks: cw: allowed fgsm, pgd"),
+             ("eps: [0.1]\nsteps: 3\n", "steps: unknown key; allowed: eps, eps_by_dataset")]
+    for text, message in cases:
+        (cwd / "bad.yaml").write_text(text)
+        proc = cli(cwd, "robustness", "d", "--protocol", "bad.yaml")
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert "bad.yaml: " in proc.stderr and message in proc.stderr, proc.stderr
+    assert dict(optuna.load_study(study_name="d", storage=f"sqlite:///{cwd}/results/optuna.db").user_attrs) == before
+
+
+def test_a_study_without_kept_weights_is_a_one_line_usage_error(attacked):
     cwd, _, _ = attacked
-    proc = cli(cwd, "robustness", "d", "--attack", "cw")
-    assert proc.returncode == 2 and proc.stderr.strip() == "sensitivity robustness: --attack cw: allowed fgsm, pgd"
     proc = cli(cwd, "robustness", "nope")
     assert proc.returncode == 2 and "no study 'nope'" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     other = optuna.create_study(study_name="plain", storage=f"sqlite:///{cwd}/results/optuna.db")
@@ -96,11 +157,12 @@ def test_a_model_that_cannot_be_attacked_is_reported_and_the_others_are_recorded
     cwd, study, _ = attacked
     broken = next(t for t in study.trials if t.user_attrs.get("own_default"))
     Path(broken.user_attrs["weights"]).write_bytes(b"not an npz")
-    proc = cli(cwd, "robustness", "d", "--defaults-only", "--samples", 50, "--attack", "fgsm", "--eps", "0,0.1")
+    proc = cli(cwd, "robustness", "d", "--samples", 50, "--protocol", "protocol.yaml")
     assert proc.returncode == 1, proc.stderr[-2000:]
     assert f"trial {broken.number}: not attacked:" in proc.stdout
     study = optuna.load_study(study_name="d", storage=f"sqlite:///{cwd}/results/optuna.db")
-    records = {int(k[len(PREFIX):]): v for k, v in study.user_attrs.items() if k.startswith(PREFIX) and v}
-    assert sorted(records) == sorted(t.number for t in study.trials
-                                     if t.user_attrs.get("own_default") and t.number != broken.number)
-    assert all(r["samples"] == 50 and str(broken.number) not in r["transfer"] for r in records.values())
+    records = records_of(study)
+    assert sorted(records) == sorted(t.number for t in study.trials if t.number != broken.number)
+    assert all(r["published"]["samples"] == 50 and str(broken.number) not in r["published"]["transfer"]
+               for r in records.values())
+    assert np.all([len(unpack(r["published"]["correct"]["clean"])) == 50 for r in records.values()])

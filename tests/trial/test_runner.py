@@ -3,7 +3,9 @@ import os
 import signal
 import threading
 import time
+from pathlib import Path
 
+import numpy as np
 import psutil
 import pytest
 
@@ -223,3 +225,17 @@ def test_a_killed_process_ends_nothing_of_the_worker_started_after_it():
     finally:
         worker.close()
     assert result.status == "ok", result.reason
+
+
+def test_checkpoints_are_kept_beside_the_trained_weights(tmp_path):
+    """keep_checkpoints saves each epoch's weights; after the last epoch they are the trained weights."""
+    from sensitivity.attacks import load_weights
+    from sensitivity.trial.loop import checkpoint_path
+
+    weights = str(tmp_path / "7.npz")
+    result = run_trial(digits_spec(epochs=3, keep_weights=weights, keep_checkpoints=True))
+    assert result.status == "ok", result.reason
+    assert [Path(checkpoint_path(weights, e)).exists() for e in (1, 2, 3)] == [True, True, False]
+    first, final = load_weights(checkpoint_path(weights, 1)), load_weights(weights)
+    assert len(first) == len(final) and all(a.shape == b.shape for (a, _), (b, _) in zip(first, final))
+    assert any(not np.array_equal(a, b) for (a, _), (b, _) in zip(first, final))  # trained on after epoch 1
