@@ -166,3 +166,11 @@ def test_a_model_that_cannot_be_attacked_is_reported_and_the_others_are_recorded
     assert all(r["published"]["samples"] == 50 and str(broken.number) not in r["published"]["transfer"]
                for r in records.values())
     assert np.all([len(unpack(r["published"]["correct"]["clean"])) == 50 for r in records.values()])
+
+
+def test_the_shipped_protocol_is_the_pre_registered_grid():
+    from sensitivity import robustness_protocol
+
+    protocol, record = robustness_protocol.load()
+    assert protocol.grid("mnist5k") == (0.0, 0.05, 0.1, 0.2, 0.3)
+    assert record["file"].endswith("search_spaces/robustness.yaml") and len(record["sha256"]) == 64
