@@ -3,7 +3,8 @@
 # at the published budget, then its report. Every trial runs native unless it says canonical (docs/semantics.md).
 #   1. a sweep of search_spaces/digits.yaml (torch, tensorflow, mxnet): 40 sampled configurations, 10 per tuned
 #      parameter (framework, lr, optimizer, batch size), 3 seeds each, for the importance, the runtime frontier,
-#      and the configuration tuned for digits;
+#      and the configuration tuned for digits; then its 3 best configurations per framework timed again alone,
+#      pinned to one core, interleaved across frameworks: the ratio of the sweep's times to these;
 #   2. framework transfer on digits: each framework's own MNIST default at its published budget, on its home
 #      framework and on the others, native and canonical (the control), 5 seeds a cell, checkpoints kept;
 #   3. dataset transfer: the crossover of mnist5k and digits on torch (Caffe's LeNet default, tuned for MNIST,
@@ -70,9 +71,10 @@ for _ in range(600):  # 60 s at most
 sys.exit(f"scripts/main_job.sh: the job's Ray did not start; its log: {sys.argv[2]}")
 WAIT
 
-stage "1/6 a sweep on digits: 40 sampled configurations x 3 seeds"
+stage "1/6 a sweep on digits: 40 sampled configurations x 3 seeds, then its 3 best per framework timed alone"
 $sensitivity sweep search_spaces/digits.yaml --frameworks "$frameworks" --trials 120 --seeds 3 --parallel 2 \
     --sampler random --seed 0 --study "$sweep" --address "$address"
+$sensitivity timing "$sweep" --configs 3 --no-progress --address "$address"
 stage "2/6 framework transfer on digits at the published budget, native and canonical, $seeds seeds a cell"
 $sensitivity transfer --frameworks "$frameworks" --datasets digits --defaults "$defaults" --seeds "$seeds" \
     --semantics both --keep-checkpoints --parallel 2 --study "$transfer" --address "$address"
@@ -100,7 +102,7 @@ fi
 stage "5/6 robustness of step 2's models, by the protocol fixed in search_spaces/robustness.yaml"
 $sensitivity robustness "$transfer" --semantics both
 stage "6/6 report"
-others=(--with-study "$transfer" --with-study "$crossover" --with-study "$placebo")
+others=(--with-study "$transfer" --with-study "$crossover" --with-study "$placebo" --with-study "$sweep-alone")
 $sensitivity report "$sweep" "${others[@]}" "${with_ablation[@]}" --out results/main-report.html
 $sensitivity findings "$sweep" "${others[@]}" "${with_ablation[@]}"  # the report's first section, as text
 .venv/bin/python -m sensitivity.analysis.browser results/main-report.html

@@ -73,6 +73,8 @@ class TrialSpec(BaseModel):
     keep_checkpoints: bool = False  # with keep_weights, each epoch's weights too (trial.loop.checkpoint_path)
     deterministic: bool = False  # each framework's deterministic-kernel flags (frameworks.gpu.DETERMINISM)
     record_correct: bool = False  # record which test samples the model gets right (sensitivity.correctness)
+    # the cores the worker is pinned to while it trains (sensitivity timing); its own set is put back after
+    pin_cpus: Optional[tuple[int, ...]] = Field(None, strict=False, min_length=1, max_length=MAX_THREADS)
 
     @field_validator("device")
     @classmethod

@@ -124,6 +124,8 @@ def _tradeoff_entries(table: pd.DataFrame) -> list:
                               diff.__dict__, "accuracy", detail={
                                   "time_ratio": cost.estimate, "time_low": cost.low, "time_high": cost.high,
                                   "fastest": fastest, "accuracy_a": a["accuracy"].mean(),
-                                  "accuracy_b": b["accuracy"].mean(), "time_a": a["train_time_s"].mean(),
+                                  "accuracy_b": b["accuracy"].mean(), "chooser": chooser,
+                                  "chosen_a": a[chooser].mean(), "chosen_b": b[chooser].mean(),
+                                  "time_a": a["train_time_s"].mean(),
                                   "time_b": b["train_time_s"].mean()}))
     return out

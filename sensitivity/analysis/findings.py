@@ -96,8 +96,9 @@ def _findings(table: pd.DataFrame, others: list, effect: float) -> Findings:
     # the main study's regimes and those any comparison has (an ablation study's knobs are not claims)
     regimes = regimes_of(pd.concat([table[[REGIME]], comparisons[[REGIME]]]))
     checks = _attack_checks(sources)
+    timing = _timing_note(sources)
     claims = [_claim(regime, claim, comparisons[comparisons[REGIME].eq(regime) & comparisons["claim"].eq(claim)],
-                     comparisons[comparisons["claim"].eq(claim)], effect, checks)
+                     comparisons[comparisons["claim"].eq(claim)], effect, checks, timing)
               for regime in regimes for claim in CLAIMS]
     claims = pd.DataFrame(claims, columns=CLAIM_COLUMNS)
     mixed = _kernels_note(sources)
@@ -109,6 +110,35 @@ def _findings(table: pd.DataFrame, others: list, effect: float) -> Findings:
         at = claims[REGIME].eq("native") & claims["claim"].eq("framework transfer") & claims["verdict"].ne("not tested")
         claims.loc[at, "sentence"] = claims.loc[at, "sentence"].str.rstrip(".") + attributed + "."
     return Findings(claims, comparisons)
+
+
+def _timing_note(sources: list) -> dict:
+    """{regime: what its runtime claim's times rest on}: the sweep's concurrency against the same configurations
+    timed alone, and the same configuration's time to target on every framework (`runtime`)."""
+    from sensitivity.analysis.runtime import parallel_ratios, ratios_text, same_configuration_times
+
+    ratios = ratios_text(parallel_ratios(sources[0], sources[1:]))
+    notes = {}
+    for source in sources[1:]:
+        times = same_configuration_times(source)
+        if times.empty:
+            continue
+        for regime, part in times.groupby(REGIME, sort=False):
+            notes[regime] = ratios + _times_text(part, source.attrs.get("study"))
+        break
+    return {"": ratios, **notes}
+
+
+def _times_text(times: pd.DataFrame, study) -> str:
+    def framework(r: dict) -> str:
+        return f"{r['framework']} {r['time_text']} ({r['reached']} of {r['n']} runs reached it), {r['at_budget_text']}"
+
+    shown = "; ".join(f"{default} on {dataset}, to {part['target'].iloc[0]:.3f} and at {part['budget'].iloc[0]:.2f} "
+                      "s: " + ", ".join(map(framework, part.to_dict("records")))
+                      for (dataset, default), part in times.groupby(["dataset", "default"], sort=False))
+    return (f"; the same configuration on every framework (study {study}): its mean time to the lowest mean final "
+            f"validation accuracy among the frameworks, then its validation accuracy at the shortest mean train time "
+            f"among them (95% intervals over seeds): {shown}")
 
 
 def _attack_checks(sources: list) -> pd.DataFrame:
@@ -213,14 +243,14 @@ def _verdict(row: dict) -> str:
 
 
 def _claim(regime: str, claim: str, rows: pd.DataFrame, every_regime: pd.DataFrame, effect: float,
-           checks: pd.DataFrame) -> dict:
+           checks: pd.DataFrame, timing: dict) -> dict:
     """The claim's entry: verdict, effect, sentence (see the module)."""
     base = {REGIME: regime, "claim": claim, "anchor": ANCHORS[claim], "n_comparisons": len(rows), "n_trials": 0,
             "estimate": np.nan, "low": None, "high": None, "unit": "", "p": None, "p_holm": None, "p_tost": None,
             "margin": margin_of(claim, effect), "n_a": 0, "n_b": 0, "n_tested": 0, "n_differ": 0,
             "budget_scale": None, "seeds_needed": None}
     if claim == "runtime-accuracy":
-        return {**base, **_runtime_claim(regime, rows, effect)}
+        return {**base, **_runtime_claim(regime, rows, effect, timing.get(regime, timing.get("", "")))}
     if claim in TRANSFER:
         return {**base, **_transfer_claim(regime, claim, rows, every_regime, effect)}
     return {**base, **_robustness_claim(regime, rows, effect, checks)}
@@ -308,7 +338,12 @@ def _robustness_claim(regime: str, rows: pd.DataFrame, effect: float, checks: pd
             "seeds_needed": head["seeds_needed"] if verdict == "inconclusive" else None, "sentence": sentence}
 
 
-def _runtime_claim(regime: str, rows: pd.DataFrame, effect: float) -> dict:
+def _runtime_claim(regime: str, rows: pd.DataFrame, effect: float, timing: str) -> dict:
+    """More accuracy costs more runtime: the most accurate framework's best configuration against each other
+    framework's. A pair supports it where the first is more accurate (Holm) and its train-time ratio's interval
+    lies above 1; it goes against it where the two are equivalent in accuracy, or the first is more accurate and
+    its ratio's interval lies below 1 (more accurate and faster). "Supported" where a pair supports it, "not
+    supported" where every pair goes against it, else "inconclusive"."""
     frontier = rows[rows["unit"].eq("frontier")]
     if frontier.empty:
         return {"verdict": "not tested", "sentence": f"{regime.capitalize()}: {CLAIMS['runtime-accuracy']}? Not "
@@ -319,19 +354,35 @@ def _runtime_claim(regime: str, rows: pd.DataFrame, effect: float) -> dict:
     on = f"{regime.capitalize()}: on the runtime-accuracy frontier: {frontier.iloc[0]['subject']}"
     base = {"n_trials": detail["n_trials"], "n_comparisons": len(pairs), "n_tested": len(pairs)}
     if pairs.empty:
-        return {**base, "verdict": "not tested", "sentence": on + "; one framework only, no trade-off to judge."}
-    top, fastest = pairs.iloc[0]["subject"], detail["fastest"]
-    if top == fastest:  # the fastest is also the most accurate: against its closest competitor
-        head = pairs.loc[pairs["estimate"].idxmin()]
-        verdict = "not supported" if head["verdict"] in ("higher", "equivalent") else "inconclusive"
+        return {**base, "verdict": "not tested", "sentence": on + "; one framework only, no trade-off to judge"
+                                                              + timing + "."}
+    judged = [trade_off(row) for row in pairs.to_dict("records")]
+    if "costs" in judged:
+        verdict, at = "supported", judged.index("costs")
+    elif all(j in ("no cost", "faster") for j in judged):
+        verdict, at = "not supported", int(np.argmax([abs(none_if_missing(e) or 0) for e in pairs["estimate"]]))
     else:
-        head = pairs[pairs["reference"].eq(fastest)]
-        head = (head if len(head) else pairs).iloc[0]
-        verdict = {"higher": "supported", "equivalent": "not supported"}.get(head["verdict"], "inconclusive")
+        verdict, at = "inconclusive", next(i for i, j in enumerate(judged) if j == "open")
+    head = pairs.iloc[at]
     return {**base, "verdict": verdict, "estimate": head["estimate"], "low": head["low"], "high": head["high"],
             "unit": "accuracy", "p": head["p"], "p_holm": none_if_missing(head["p_holm"]), "n_a": int(head["n_a"]),
-            "n_b": int(head["n_b"]), "seeds_needed": head["seeds_needed"] if verdict == "inconclusive" else None,
-            "sentence": sentences.runtime_claim(on, top, fastest, verdict, head.to_dict(), effect)}
+            "n_b": int(head["n_b"]), "n_differ": judged.count("costs"),
+            "seeds_needed": head["seeds_needed"] if verdict == "inconclusive" else None,
+            "sentence": sentences.runtime_claim(on, verdict, head.to_dict(), judged[at], effect) + timing + "."}
+
+
+def trade_off(row: dict) -> str:
+    """"costs" (more accurate and slower), "faster" (more accurate and faster), "no cost" (as accurate) or
+    "open" (not settled) for a runtime comparison."""
+    detail = row["detail"]
+    low, high = none_if_missing(detail.get("time_low")), none_if_missing(detail.get("time_high"))
+    if row["verdict"] == "equivalent":
+        return "no cost"
+    if row["verdict"] == "higher" and low is not None and low > 1:
+        return "costs"
+    if row["verdict"] == "higher" and high is not None and high < 1:
+        return "faster"
+    return "open"
 
 
 def as_records(frame: pd.DataFrame, columns) -> list:

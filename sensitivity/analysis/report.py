@@ -52,6 +52,7 @@ def write_report(study, out_path, *, others=()) -> Path:
 
 SECTIONS = (("findings", "Findings"), ("study", "Study"), ("environment", "Environment"),
             ("summary", "Framework by dataset"), ("frontier", "Runtime-accuracy frontier"),
+            ("runtime", "Runtime beside accuracy"),
             ("importance", "Hyper-parameter importance"), ("isolation", "Isolation of each parameter"),
             ("seeds", "Seeds: mean and interval"), ("resources", "Resource use"), ("divergence", "Divergence"),
             ("curves", "Learning curves"), ("slice", "Slice"), ("contour", "Contour"),
@@ -63,7 +64,7 @@ SECTIONS = (("findings", "Findings"), ("study", "Study"), ("environment", "Envir
 HERE = ("findings", "frontier")
 BESIDE = ("importance",)
 SHARED = ("curves", "divergence", "isolation", "slice", "summary", "contour", "seeds", "transfer", "resources",
-          "environment", "study", "robustness", "ablation")
+          "environment", "study", "robustness", "ablation", "runtime")
 WARM = ("optuna.importance", "scipy.stats")  # what the importance imports (scikit-learn: 1.5 s here)
 
 
@@ -122,6 +123,7 @@ def _sections(table: pd.DataFrame, others) -> dict:
             **{kind: (lambda kind=kind: _figure_section(table, kind))
                for kind in ("isolation", "divergence", "curves", "slice", "contour")},
             "transfer": lambda: _transfer(sources),
+            "runtime": lambda: _runtime(sources),
             "robustness": lambda: _first_of(sources, robustness_curves, _robustness, "run sensitivity robustness"),
             "ablation": lambda: _first_of(sources, ablation_path, _ablation, "run sensitivity ablate")}
 
@@ -201,6 +203,30 @@ def _frontier(table: pd.DataFrame) -> str:
     apart = ", a frontier for each" if len(regimes_of(frontier.points)) > 1 else ""
     return (regime_html(frontier.points, apart) + figure_html(plot_frontier(frontier), "frontier") + note
             + table_html(frontier.summary))
+
+
+def _runtime(sources: list) -> str:
+    """The sweep's times against the same configurations run alone, and the same configuration's time to target
+    and accuracy at equal wall-clock on every framework (`runtime`)."""
+    from sensitivity.analysis.runtime import parallel_ratios, ratios_text, same_configuration_times
+
+    ratios = parallel_ratios(sources[0], sources[1:])
+    alone = (note_html("Train time in the main study over the same configuration and seed run alone (sensitivity "
+                       "timing), per framework: geometric mean over the configurations timed, with its 95% "
+                       "interval." + ratios_text(ratios)) + table_html(ratios)) if len(ratios) else missing_html(
+        "the main study's train times were measured with trials side by side; none was timed alone: run "
+        "sensitivity timing SWEEP and give its study with --with-study")
+    for source in sources:
+        times = same_configuration_times(source)
+        if len(times):
+            label = source.attrs.get("study")
+            return alone + note_html(
+                f"The same configuration on every framework (study {label}): mean time to the lowest mean final "
+                "validation accuracy among the frameworks (target), over the runs that reached it, and validation "
+                "accuracy after the last epoch finished within the shortest mean train time among them (budget), "
+                "95% intervals over seeds.") + regime_html(times) + table_html(times)
+    return alone + missing_html("no study holds one configuration run on two frameworks or more: run sensitivity "
+                                "transfer and give its study with --with-study")
 
 
 def _seeds(table: pd.DataFrame) -> str:

@@ -269,16 +269,25 @@ def checks(frame) -> str:
             f"{where}: {first['failed'][0]}), so their robustness may be overstated")
 
 
-def runtime_claim(on: str, top: str, fastest: str, verdict: str, head: dict, effect: float) -> str:
-    if top == fastest:
-        ending = {"not supported": f"{top} is also the fastest on the frontier: no trade-off",
-                  "inconclusive": f"{top} is also the fastest on the frontier, but whether it is more accurate is "
-                                  "inconclusive: " + needed(head, effect)}[verdict]
-    else:
-        ending = {"supported": f"{top} buys its accuracy with runtime",
-                  "not supported": f"{head['reference']} is as accurate within +-{effect:g} and faster",
-                  "inconclusive": "inconclusive: " + needed(head, effect)}[verdict]
-    other = head["reference"] + (", the fastest on the frontier" if head["reference"] == fastest else "")
-    return (f"{on}; the best configuration of {top}, the most accurate framework "
-            f"({head['detail']['accuracy_a']:.3f}), against that of {other} ({head['detail']['accuracy_b']:.3f}): "
-            f"{numbers(head)}, at {head['detail']['time_ratio']:.2f}x its train time; {ending}.")
+def runtime_claim(on: str, verdict: str, head: dict, judged: str, effect: float) -> str:
+    """The runtime claim: the deciding pair's accuracy difference and train-time ratio, and what they show."""
+    d = head["detail"]
+    low, high = none_if_missing(d.get("time_low")), none_if_missing(d.get("time_high"))
+    ratio = f"{d['time_ratio']:.2f}x" + (f" [{low:.2f}, {high:.2f}]" if low is not None else " (no interval)")
+    top, other = head["subject"], head["reference"]
+    ending = {"costs": f"{top} buys its accuracy with runtime: more accurate, and its train-time ratio's interval "
+                       "lies above 1",
+              "faster": f"{top} is more accurate and faster: no trade-off",
+              "no cost": f"{other} is as accurate within +-{effect:g}: no accuracy to pay for",
+              "open": "inconclusive: " + (needed(head, effect) if head["verdict"] == "inconclusive" else
+                                         "more accurate, but whether it is slower is not settled (the ratio's "
+                                         "interval spans 1)")}[judged]
+    lead = {"supported": "more accuracy costs more runtime here",
+            "not supported": "more accuracy does not cost runtime here",
+            "inconclusive": "not settled whether more accuracy costs more runtime"}[verdict]
+    chosen = ""
+    if d.get("chooser") == "val_accuracy":
+        chosen = f" on validation accuracy ({d['chosen_a']:.3f} against {d['chosen_b']:.3f})"
+    return (f"{on}; {lead}: the best configuration of {top}, the most accurate framework{chosen}, against that of "
+            f"{other}: test accuracy {d['accuracy_a']:.3f} against {d['accuracy_b']:.3f}, {numbers(head)}; {top}'s "
+            f"train time {ratio} {other}'s; {ending}")

@@ -64,13 +64,14 @@ class StopOnLostStorage(Stopper):
 class StudySearcher(Searcher):
     def __init__(self, study, space: Space, driver_id: str, target: int, run_options: dict,
                  on_change: Optional[Callable[[], None]] = None, weights_dir: Optional[str] = None,
-                 pruning: bool = False, log_path=None, keep_checkpoints: bool = False):
+                 pruning: bool = False, log_path=None, keep_checkpoints: bool = False, parallel: int = 1):
         metric = space.objectives[0].metric
         super().__init__(metric=metric, mode="max" if space.objectives[0].direction == "maximize" else "min")
         self.study, self.space, self.driver_id, self.target = study, space, driver_id, target
         self.run_options = run_options
         self.weights_dir = weights_dir  # where trials save their trained weights, when kept
         self.keep_checkpoints = keep_checkpoints  # and each epoch's
+        self.parallel = parallel  # the most trials this driver runs at once
         self.on_change = on_change or (lambda: None)
         self.log_path = log_path  # the study's trial log (None: not logged)
         _STUDIES[driver_id] = (study, self.on_change)
@@ -142,6 +143,7 @@ class StudySearcher(Searcher):
             self.taken += 1
             self.waiting -= "fixed_params" in trial._cached_frozen_trial.system_attrs  # popped from the queue
             trial.set_user_attr("driver", self.driver_id)
+            trial.set_user_attr("parallel", self.parallel)  # how many trials ran beside it: their times share cores
             self.shared = self._others_alive()  # read after the ask: a driver beating later asks later trials
             if self._is_surplus(trial):
                 return Searcher.FINISHED if not self.live else None

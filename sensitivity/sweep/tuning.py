@@ -131,7 +131,7 @@ def run_tune(study, space, options, driver_id: str, missing: int) -> None:
             searcher = StudySearcher(study, space, driver_id, options.trials, run_options, progress.refresh,
                                      weights_dir=weights_dir(study.study_name) if options.keep_weights else None,
                                      pruning=options.pruner != "none", log_path=log_path(study.study_name),
-                                     keep_checkpoints=options.keep_checkpoints)
+                                     keep_checkpoints=options.keep_checkpoints, parallel=options.parallel)
             resources = {"cpu": options.cpus_per_trial, "gpu": options.gpus_per_trial}
             tuner = tune.Tuner(
                 tune.with_resources(trainable, resources),

@@ -7,6 +7,8 @@ first non-finite loss (status diverged, with the accuracy of the model it left),
 from __future__ import annotations
 
 import math
+import os
+import threading
 import time
 from pathlib import Path
 from typing import Callable
@@ -39,7 +41,44 @@ def correct_samples(adapter: Adapter, x: np.ndarray, y: np.ndarray) -> np.ndarra
 
 def run(spec: TrialSpec, data: Dataset, model_name: str, emit: Callable[[dict], None],
         threads: int) -> TrialResult:
-    """Train and evaluate one trial; `emit` receives one event dict per epoch."""
+    """Train and evaluate one trial; `emit` receives one event dict per epoch; pinned to `spec.pin_cpus` while
+    it runs, where given."""
+    if not spec.pin_cpus:
+        return _run(spec, data, model_name, emit, threads)
+    own = _pin(set(spec.pin_cpus))
+    try:
+        result = _run(spec, data, model_name, emit, threads)
+        result.env["pinned_cpus"] = sorted(os.sched_getaffinity(0))
+        return result
+    finally:
+        for thread, cpus in own.items():
+            _set_affinity(thread, cpus)
+
+
+def _pin(cpus: set) -> dict:
+    """Pin every thread of this process (a framework's pools start theirs at import) to `cpus`; returns each
+    thread's own set, to put back."""
+    own = {0: os.sched_getaffinity(0)}
+    os.sched_setaffinity(0, cpus)  # this thread first: cores this machine lacks raise here
+    for thread in map(int, os.listdir("/proc/self/task")):
+        if thread == threading.get_native_id():
+            continue
+        try:
+            own[thread] = os.sched_getaffinity(thread)
+        except OSError:  # the thread ended meanwhile
+            continue
+        _set_affinity(thread, cpus)
+    return own
+
+
+def _set_affinity(thread: int, cpus: set) -> None:
+    try:
+        os.sched_setaffinity(thread, cpus)
+    except OSError:
+        pass
+
+
+def _run(spec: TrialSpec, data: Dataset, model_name: str, emit: Callable[[dict], None], threads: int) -> TrialResult:
     started = time.perf_counter()
     adapter = frameworks.load_adapter(spec.framework)
     model = layers_from_dicts(model_name, spec.layers) if spec.layers else get_model(model_name)

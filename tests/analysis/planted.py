@@ -331,10 +331,11 @@ def _sets(models: dict) -> list:
             if len({models[n]["framework"] for n in members}) > 1]
 
 
-def sweep_rows(rng, configs=45, seeds=2, regimes=("native",), defaults=True, peaks=None) -> list:
+def sweep_rows(rng, configs=45, seeds=2, regimes=("native",), defaults=True, peaks=None, speeds=None) -> list:
     """A sweep on mnist5k: sampled lr (matters), momentum and batch size (do not); the defaults first.
-    `peaks` replaces PEAK, each framework's accuracy at the best lr."""
-    peaks, rows = peaks or PEAK, []
+    `peaks` replaces PEAK, each framework's accuracy at the best lr, and `speeds` SPEED, its train time at
+    batch 64 (a batch of b takes 64 / b of it)."""
+    peaks, speeds, rows = peaks or PEAK, speeds or SPEED, []
     for regime in regimes:
         offset = CANONICAL_OFFSET if regime == "canonical" else 0.0
         if defaults:
@@ -343,7 +344,7 @@ def sweep_rows(rng, configs=45, seeds=2, regimes=("native",), defaults=True, pea
                 rows += [{"framework": framework, "dataset": "mnist5k", "semantics": regime, "default": default,
                           "default_source": framework, "source_dataset": "mnist", "own_default": True,
                           "is_default": True, "planned": True, "seed": s, "accuracy": float(test[s]),
-                          "val_accuracy": float(val[s]), "train_time_s": SPEED[framework], "lr": None,
+                          "val_accuracy": float(val[s]), "train_time_s": speeds[framework], "lr": None,
                           "momentum": None, "batch_size": 64, "config_id": f"default:{default}:{regime}"}
                          for s in range(seeds)]
         for index in range(configs):
@@ -355,7 +356,7 @@ def sweep_rows(rng, configs=45, seeds=2, regimes=("native",), defaults=True, pea
             rows += [{"framework": framework, "dataset": "mnist5k", "semantics": regime, "seed": s,
                       "accuracy": float(test[s]), "val_accuracy": float(val[s]), "lr": lr, "momentum": momentum,
                       "batch_size": batch, "config_id": f"c{index}:{regime}",
-                      "train_time_s": SPEED[framework] * 64 / batch * float(rng.lognormal(0, 0.05))}
+                      "train_time_s": speeds[framework] * 64 / batch * float(rng.lognormal(0, 0.05))}
                      for s in range(seeds)]
     return rows
 
@@ -363,7 +364,7 @@ def sweep_rows(rng, configs=45, seeds=2, regimes=("native",), defaults=True, pea
 PARAMS = ("lr", "momentum", "batch_size")
 RESULT = ("seed", "status", "accuracy", "val_accuracy", "train_time_s", "config_id", "default", "default_source",
           "source_dataset", "own_default", "is_default", "budget_scale", "planned", "test_correct", "crossover",
-          "placebo", "tuned_for", "tuned_config", "tuned_key")
+          "placebo", "tuned_for", "tuned_config", "tuned_key", "parallel", "timing", "timed_study", "timed_trial")
 
 
 def as_frame(rows: list, study: str, robustness=None, dataset="mnist5k"):
@@ -373,7 +374,7 @@ def as_frame(rows: list, study: str, robustness=None, dataset="mnist5k"):
     from sensitivity.analysis.table import trials_table
 
     frame = pd.DataFrame([{"number": i, "state": "COMPLETE", "param_framework": r["framework"],
-                           **{f"param_{p}": r[p] for p in PARAMS if p in r}, "curve": "[]",
+                           **{f"param_{p}": r[p] for p in PARAMS if p in r}, "curve": r.get("curve", "[]"),
                            **{k: r.get(k) for k in (*RESULT, "dataset", "semantics")}} for i, r in enumerate(rows)])
     records, protocol = robustness if isinstance(robustness, tuple) else (robustness or {}, None)
     frame.attrs.update(study=study, dataset=dataset, robustness=records, robustness_protocol=protocol)

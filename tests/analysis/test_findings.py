@@ -13,7 +13,7 @@ from planted import (KEEPS, LEVELS, NULL_CROSSOVER, NULL_KEEPS, NULL_TRUE, REPOR
                      true_accuracy, true_home_advantage)
 
 from sensitivity.analysis.crossover import crossover_comparisons
-from sensitivity.analysis.findings import CLAIMS, findings
+from sensitivity.analysis.findings import CLAIMS, findings, trade_off
 from sensitivity.analysis.importance import parameter_importance
 from sensitivity.analysis.robustness_pairs import robustness_comparisons
 from sensitivity.analysis.transfer import transfer_comparisons, transfer_matrix
@@ -415,7 +415,7 @@ def test_robustness_that_differs_only_with_training_is_found_at_no_framework_onc
     """Three frameworks whose defaults train to different levels, robustness following the level alone: as
     trained, the better-trained framework's models keep more (the confound), clean accuracies within the margin;
     at matched clean accuracy no comparison differs and the claim is not called supported."""
-    flagged = []
+    flagged, confounded = [], 0
     for study in range(4):
         rows, robustness = matched_world(study)
         found = findings(as_frame(rows, f"matched-{study}", robustness))
@@ -426,6 +426,10 @@ def test_robustness_that_differs_only_with_training_is_found_at_no_framework_onc
         assert claim(found, "native", "robustness")["verdict"] != "supported" or any(flagged)
         trained = rows[rows["label"].eq("mnist5k, own defaults, as trained, PGD transfer: mxnet vs torch")].iloc[0]
         assert trained["estimate"] < -0.05 and trained["p"] < 0.05  # as trained, torch's better training shows
+        confounded += 1
+    REPORTED.append(f"robustness by training level alone, 4 studies: as trained, mxnet vs torch differs in "
+                    f"{confounded} of 4; at matched clean accuracy, {sum(flagged)} of {len(flagged)} comparisons "
+                    "differ (nominal 5%)")
     assert LEVELS["torch"] > LEVELS["mxnet"] and sum(flagged) <= 1  # of 12 matched null comparisons, by chance
 
 
@@ -445,3 +449,33 @@ def test_gradient_masking_is_flagged_by_the_checks():
     assert f"attack checks failed on {len(failed)} of {len(checks)} attacked models" in sentence
     clean = robustness_checks(as_frame(rows, "unmasked", robustness_records(rows, study=21)))
     assert not clean["failed"].map(bool).any()
+    REPORTED.append(f"gradient masking (jax, 30% zero gradients): flagged {len(failed)} of "
+                    f"{int(checks['framework'].eq('jax').sum())} jax models and 0 of "
+                    f"{int(checks['framework'].ne('jax').sum())} others; without masking 0 of {len(clean)}")
+
+
+# The most accurate framework (tensorflow) is slower than the others, or faster: the verdict must tell the two
+# apart (trade_off: "costs" is more accurate and slower, "faster" more accurate and faster).
+RUNTIME_WORLDS = {"slower and more accurate": ({"jax": 3.0, "tensorflow": 30.0, "torch": 3.0}, "supported", "costs"),
+                  "faster and more accurate": ({"jax": 30.0, "tensorflow": 1.0, "torch": 30.0}, "not supported",
+                                               "faster")}
+
+
+@pytest.mark.parametrize("world", RUNTIME_WORLDS)
+def test_the_runtime_verdict_tells_a_cost_of_accuracy_from_a_free_gain(world):
+    speeds, verdict, judged = RUNTIME_WORLDS[world]
+    rng = np.random.default_rng(11)
+    rows = sweep_rows(rng, configs=60, seeds=3, defaults=False, peaks={"jax": 0.85, "tensorflow": 0.975,
+                                                                         "torch": 0.85}, speeds=speeds)
+    found = findings(as_frame(rows, "runtime-world"), [])
+    pairs = found.comparisons[found.comparisons["claim"].eq("runtime-accuracy") & found.comparisons["unit"].ne(
+        "frontier")]
+    assert pairs["subject"].eq("tensorflow").all() and len(pairs) == 2
+    assert [trade_off(row) for row in pairs.to_dict("records")] == [judged, judged]
+    head = claim(found, "native", "runtime-accuracy")
+    assert head["verdict"] == verdict
+    assert {"costs": "tensorflow buys its accuracy with runtime", "faster": "tensorflow is more accurate and "
+            "faster: no trade-off"}[judged] in head["sentence"]
+    assert "none was timed alone: sensitivity timing SWEEP" in head["sentence"]
+    ratios = ", ".join(f"{r['detail']['time_ratio']:.2g}x" for r in pairs.to_dict("records"))
+    REPORTED.append(f"runtime, tensorflow {world} (train-time ratios {ratios}): {head['verdict']}")

@@ -22,7 +22,7 @@ from sensitivity.analysis.table import grouped, parameter_names, regime_note, tr
 from sensitivity.analysis.transfer import plot_transfer, transfer_matrix
 
 SECTIONS = ("environment", "summary", "frontier", "importance", "isolation", "seeds", "resources", "divergence",
-            "curves", "slice", "contour", "transfer", "robustness")
+            "curves", "slice", "contour", "transfer", "robustness", "runtime")
 BOTH = "Regimes: native and canonical, kept apart"
 
 

@@ -10,7 +10,7 @@ from sensitivity.analysis.report import environment, write_report
 from sensitivity.analysis.table import trials_table
 
 SECTIONS = ("study", "environment", "summary", "frontier", "importance", "isolation", "seeds", "resources",
-            "divergence", "curves", "slice", "contour", "transfer", "robustness")
+            "divergence", "curves", "slice", "contour", "transfer", "robustness", "runtime")
 
 
 @pytest.fixture(scope="module")
@@ -37,6 +37,7 @@ def test_sections_without_data_say_what_would_fill_them(small_report):
     assert "seed intervals need 2 or more seeds per configuration" in small_report
     assert "not computed for this study: run sensitivity transfer" in small_report
     assert "not computed for this study: run sensitivity robustness" in small_report
+    assert "none was timed alone: run sensitivity timing SWEEP" in small_report
 
 
 def test_report_of_failed_trials_explains_each_empty_section(tmp_path):

@@ -57,14 +57,22 @@ def load(tmp_path, name="t"):
     return optuna.load_study(study_name=name, storage=f"sqlite:///{tmp_path}/results/optuna.db")
 
 
-def test_sweep_records_every_trial_with_its_curve(tmp_path):
-    proc = sweep(tmp_path, write_space(tmp_path, seeds=2), "--trials", 4, "--parallel", 2, "--seed", 1)
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    """A sweep of 3 configurations x 2 seeds at --parallel 2, its folder."""
+    tmp_path = tmp_path_factory.mktemp("recorded")
+    proc = sweep(tmp_path, write_space(tmp_path, seeds=2), "--trials", 6, "--parallel", 2, "--seed", 1)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    study = load(tmp_path)
+    return tmp_path
+
+
+def test_sweep_records_every_trial_with_its_curve(recorded):
+    study = load(recorded)
     trials = study.get_trials()
-    assert len(trials) == 4 and all(t.state == TrialState.COMPLETE for t in trials)
+    assert len(trials) == 6 and all(t.state == TrialState.COMPLETE for t in trials)
     for t in trials:
         assert t.user_attrs["status"] == "ok" and len(t.user_attrs["curve"]) == 2
+        assert t.user_attrs["parallel"] == 2  # its train time was measured beside another trial
         assert sorted(t.intermediate_values) == [1, 2]  # per-epoch values: learning curves
         assert t.value == t.user_attrs["val_accuracy"] and t.user_attrs["accuracy"] is not None
         assert t.user_attrs["env"]["ray_node_id"]
@@ -73,6 +81,65 @@ def test_sweep_records_every_trial_with_its_curve(tmp_path):
         configs.setdefault(t.user_attrs["config_id"], []).append(t)
     assert all(sorted(x.user_attrs["seed"] for x in group) == [0, 1] for group in configs.values())
     assert all(len({json.dumps(x.params, sort_keys=True) for x in group}) == 1 for group in configs.values())
+
+
+def cli(cwd, *args, timeout=600):
+    return subprocess.run([sys.executable, "-m", "sensitivity.cli", *map(str, args)], cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def timed(recorded):
+    proc = cli(recorded, "timing", "t", "--configs", 2, "--no-progress")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return load(recorded, "t-alone")
+
+
+def test_timing_runs_the_best_configurations_alone_pinned_to_one_core(recorded, timed):
+    from sensitivity.analysis.seeds import seed_intervals
+    from sensitivity.analysis.table import trials_table
+
+    sweep = load(recorded)
+    means = seed_intervals(trials_table(sweep), metrics=("val_accuracy",))
+    best = means.sort_values("val_accuracy_mean", ascending=False, kind="stable")["config_id"]
+    trials = timed.get_trials()
+    assert len(trials) == 2 and all(t.user_attrs["status"] == "ok" for t in trials)
+    timed_trials = [sweep.trials[t.user_attrs["timed_trial"]] for t in trials]
+    assert [t.user_attrs["config_id"] for t in timed_trials] == list(best[:2])  # best first
+    for alone, original in zip(trials, timed_trials):
+        assert alone.user_attrs["timing"] == "alone" and alone.user_attrs["timed_study"] == "t"
+        assert alone.user_attrs["env"]["pinned_cpus"] == [0] and alone.user_attrs["parallel"] == 1
+        assert alone.user_attrs["spec"]["threads"] == 1 and alone.user_attrs["spec"]["pin_cpus"] == [0]
+        same = ("lr", "batch_size", "seed", "epochs", "optimizer")
+        assert {k: alone.user_attrs["spec"][k] for k in same} == {k: original.user_attrs["spec"][k] for k in same}
+
+
+def test_findings_put_the_sweeps_times_beside_their_times_alone(recorded, timed):
+    proc = cli(recorded, "findings", "t", "--with-study", "t-alone")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "the sweep's train times ran at --parallel 2; over the same configurations timed alone" in proc.stdout
+    assert "torch " in proc.stdout and "(2 configurations)" in proc.stdout
+    proc = cli(recorded, "report", "t", "--with-study", "t-alone", "--out", "r.html")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    section = (recorded / "r.html").read_text().split('<section id="runtime">')[1].split("</section>")[0]
+    assert "<td>torch</td>" in section and "Train time in the main study over the same configuration" in section
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--parallel", 2], "it times each configuration alone: 1"),
+    (["--configs", 0], "--configs"),
+])
+def test_timing_refuses_bad_input_in_one_line_and_writes_nothing(recorded, timed, args, message):
+    proc = cli(recorded, "timing", "t", "--study", "t-refused", *args)
+    assert proc.returncode == 2 and message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert "t-refused" not in optuna.get_all_study_names(f"sqlite:///{recorded}/results/optuna.db")
+
+
+def test_timing_a_study_with_nothing_to_time_is_one_line(tmp_path):
+    optuna.create_study(study_name="empty", storage=f"sqlite:///{tmp_path}/optuna.db")
+    proc = cli(tmp_path, "timing", "empty", "--storage", f"sqlite:///{tmp_path}/optuna.db")
+    assert proc.returncode == 2 and "has no sampled trial that finished with status ok" in proc.stderr
+    assert optuna.get_all_study_names(f"sqlite:///{tmp_path}/optuna.db") == ["empty"]
 
 
 def test_failing_trials_are_recorded_and_the_sweep_goes_on(tmp_path):

@@ -1,0 +1,40 @@
+"""`sensitivity timing`: a sweep's best configurations timed again one at a time, pinned to one core."""
+from __future__ import annotations
+
+from sensitivity.commands.common import UsageError, number
+
+
+def add_parsers(commands) -> None:
+    from sensitivity.commands.sweep import _add_run_options
+
+    p = commands.add_parser("timing", help="run a sweep's best configurations again one at a time, pinned to one "
+                                           "core, so that its times measured side by side can be put beside them")
+    p.add_argument("sweep", help="the sweep study whose configurations are timed")
+    p.add_argument("--configs", type=number(int, 0, strict=True, maximum=100), default=3,
+                   help="the best configurations per framework (default 3)")
+    _add_run_options(p)
+    p.set_defaults(handler=_cmd_timing, parallel=1)
+
+
+def _cmd_timing(args) -> int:
+    from sensitivity.commands.common import load_study
+    from sensitivity.commands.sweep import _check_study_name, _options, _run
+    from sensitivity.sweep.driver import SweepError, check_inputs, run_space
+    from sensitivity.sweep.plans import defaults_space
+    from sensitivity.sweep.timing import TimingError, timing_plan
+
+    _check_study_name(args.study, "timing")
+    if args.parallel != 1:
+        raise UsageError(f"sensitivity timing: --parallel {args.parallel}: it times each configuration alone: 1")
+    sweep = load_study("timing", args.sweep, args.storage)
+    try:
+        plan, frameworks, regimes, dataset = timing_plan(sweep, args.configs)
+    except TimingError as exc:
+        raise UsageError(f"sensitivity timing: {exc}")
+    args.study = args.study or f"{args.sweep}-alone"
+    space = defaults_space(args.study, frameworks, [dataset], 1, regimes)
+    try:
+        check_inputs(space, args.address, [dataset])
+    except SweepError as exc:
+        raise UsageError(f"sensitivity timing: {exc}")
+    return _run("timing", lambda: run_space(space, _options(args, len(plan)), plan))
