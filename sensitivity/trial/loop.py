@@ -50,14 +50,14 @@ def run(spec: TrialSpec, data: Dataset, model_name: str, emit: Callable[[dict], 
         result = _run(spec, data, model_name, emit, threads)
         result.env["pinned_cpus"] = sorted(os.sched_getaffinity(0))
         return result
-    finally:
-        for thread, cpus in own.items():
-            _set_affinity(thread, cpus)
+    finally:  # the threads started meanwhile inherited the pinned set: they get the process's own
+        for thread in map(int, os.listdir("/proc/self/task")):
+            _set_affinity(thread, own.get(thread, own[0]))
 
 
 def _pin(cpus: set) -> dict:
     """Pin every thread of this process (a framework's pools start theirs at import) to `cpus`; returns each
-    thread's own set, to put back."""
+    thread's own set, to put back (0: the calling thread's, the process's own)."""
     own = {0: os.sched_getaffinity(0)}
     os.sched_setaffinity(0, cpus)  # this thread first: cores this machine lacks raise here
     for thread in map(int, os.listdir("/proc/self/task")):

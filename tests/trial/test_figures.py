@@ -57,3 +57,26 @@ def test_threads_are_read_back_from_the_library_that_runs_the_work(framework):
     assert result.status == "ok", result.reason + result.stderr_tail
     assert (result.env["threads"], result.env["threads_requested"]) == (2, 2)
     assert result.params == result.env["params_spec"] and not result.env["params_mismatch"]
+
+
+@pytest.mark.skipif(not frameworks.importable("torch"), reason="needs torch")
+def test_a_pinned_trial_runs_on_its_core_and_every_thread_gets_the_process_set_back():
+    import os
+    import threading
+
+    data = Dataset.load_npz(datasets.prepare("digits"))
+    own, seen, started = os.sched_getaffinity(0), [], []
+
+    def emit(event):  # inside the pinned run: this thread's set, and a thread started meanwhile
+        seen.append(os.sched_getaffinity(0))
+        stop = threading.Event()
+        thread = threading.Thread(target=stop.wait, daemon=True)
+        thread.start()
+        started.append((thread, stop))
+
+    result = loop.run(spec(pin_cpus=[0], epochs=2), data, "mlp", emit, 1)
+    assert result.env["pinned_cpus"] == [0] and seen and all(cpus == {0} for cpus in seen)
+    assert os.sched_getaffinity(0) == own
+    assert all(os.sched_getaffinity(thread.native_id) == own for thread, _ in started)
+    for _, stop in started:
+        stop.set()
