@@ -213,7 +213,8 @@ def _runtime(sources: list) -> str:
     ratios = parallel_ratios(sources[0], sources[1:])
     alone = (note_html("Train time in the main study over the same configuration and seed run alone (sensitivity "
                        "timing), per framework: geometric mean over the configurations timed, with its 95% "
-                       "interval." + ratios_text(ratios)) + table_html(ratios)) if len(ratios) else missing_html(
+                       "interval. In words: " + ratios_text(ratios).removeprefix("; ") + ".")
+             + table_html(ratios)) if len(ratios) else missing_html(
         "the main study's train times were measured with trials side by side; none was timed alone: run "
         "sensitivity timing SWEEP and give its study with --with-study")
     for source in sources:
@@ -224,9 +225,18 @@ def _runtime(sources: list) -> str:
                 f"The same configuration on every framework (study {label}): mean time to the lowest mean final "
                 "validation accuracy among the frameworks (target), over the runs that reached it, and validation "
                 "accuracy after the last epoch finished within the shortest mean train time among them (budget), "
-                "95% intervals over seeds.") + regime_html(times) + table_html(times)
+                "95% intervals over seeds.") + regime_html(times) + table_html(_times_shown(times))
     return alone + missing_html("no study holds one configuration run on two frameworks or more: run sensitivity "
                                 "transfer and give its study with --with-study")
+
+
+def _times_shown(times: pd.DataFrame) -> pd.DataFrame:
+    shown = regime_sorted(times, [REGIME, "dataset", "default", "framework"])
+    return shown.rename(columns={"n": "runs", "target": "target val accuracy", "reached": "runs that reached it",
+                                 "time_text": "time to target", "budget": "budget s",
+                                 "at_budget_text": "val accuracy at budget"})[
+        [REGIME, "dataset", "default", "framework", "runs", "target val accuracy", "runs that reached it",
+         "time to target", "budget s", "val accuracy at budget"]]
 
 
 def _seeds(table: pd.DataFrame) -> str:
