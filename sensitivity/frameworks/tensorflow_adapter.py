@@ -82,6 +82,7 @@ class TensorflowAdapter:
         self._step = tf.function(self._train_step)
         self.check_every = 1 if self.device.startswith("/CPU") else 25  # reading the loss syncs a GPU
         self._forward = tf.function(lambda x: self._apply(x, training=False))
+        self._gradient = tf.function(self._input_gradient)  # an attack calls it 40 times a batch: one graph
 
     def framework_rates(self, spec, total_steps: int) -> np.ndarray:
         from sensitivity.frameworks.keras_adapter import keras_rates
@@ -198,13 +199,14 @@ class TensorflowAdapter:
         return params if kind == "flatten" and len(params) == 3 else None
 
     def input_gradient(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        xt = tf.constant(to_nhwc(x))
+        return from_nhwc(self._gradient(tf.constant(to_nhwc(x)), tf.constant(y)).numpy())
+
+    def _input_gradient(self, xt, y):
         with tf.GradientTape() as tape:
             tape.watch(xt)
             logits = self._apply(xt, training=False)
-            loss = tf.reduce_sum(tf.nn.sparse_softmax_cross_entropy_with_logits(tf.constant(y), logits))
-        grad = tape.gradient(loss, xt).numpy()
-        return from_nhwc(grad)
+            loss = tf.reduce_sum(tf.nn.sparse_softmax_cross_entropy_with_logits(y, logits))
+        return tape.gradient(loss, xt)
 
 
 def _pool(x, layer: Pool, padding, counts):
