@@ -111,8 +111,10 @@ def _tradeoff_entries(table: pd.DataFrame) -> list:
         out.append(_entry(regime, "runtime-accuracy", "frontier", on, "", none, "frontier",
                           detail={"frontier": counts.to_dict(), "fastest": fastest,
                                   "n_trials": int(rows[REGIME].eq(regime).sum())}))
-        seeds = {fw: rows[rows[REGIME].eq(regime) & rows["framework"].eq(fw) & rows["config_id"].eq(cid)]
+        # over converged runs (a diverged seed would make the sample bimodal); the diverged are counted beside
+        every = {fw: rows[rows[REGIME].eq(regime) & rows["framework"].eq(fw) & rows["config_id"].eq(cid)]
                  for fw, cid in zip(chosen["framework"], chosen["best_config_id"])}
+        seeds = {fw: runs[runs["outcome"].eq("ok")] for fw, runs in every.items()}
         if len(seeds) < 2:
             continue
         chooser = "val_accuracy" if rows["val_accuracy"].notna().any() else "accuracy"
@@ -126,6 +128,7 @@ def _tradeoff_entries(table: pd.DataFrame) -> list:
                                   "fastest": fastest, "accuracy_a": a["accuracy"].mean(),
                                   "accuracy_b": b["accuracy"].mean(), "chooser": chooser,
                                   "chosen_a": a[chooser].mean(), "chosen_b": b[chooser].mean(),
-                                  "time_a": a["train_time_s"].mean(),
+                                  "diverged_a": int(len(every[top]) - len(a)),
+                                  "diverged_b": int(len(every[other]) - len(b)), "time_a": a["train_time_s"].mean(),
                                   "time_b": b["train_time_s"].mean()}))
     return out

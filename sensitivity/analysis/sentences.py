@@ -288,6 +288,9 @@ def runtime_claim(on: str, verdict: str, head: dict, judged: str, effect: float)
     chosen = ""
     if d.get("chooser") == "val_accuracy":
         chosen = f" on validation accuracy ({d['chosen_a']:.3f} against {d['chosen_b']:.3f})"
+    if d.get("diverged_a") or d.get("diverged_b"):
+        chosen += (f" (over converged runs; diverged, left out: {d.get('diverged_a', 0)} of {top}'s, "
+                   f"{d.get('diverged_b', 0)} of {other}'s)")
     return (f"{on}; {lead}: the best configuration of {top}, the most accurate framework{chosen}, against that of "
             f"{other}: test accuracy {d['accuracy_a']:.3f} against {d['accuracy_b']:.3f}, {numbers(head)}; {top}'s "
             f"train time {ratio} {other}'s; {ending}")

@@ -479,3 +479,25 @@ def test_the_runtime_verdict_tells_a_cost_of_accuracy_from_a_free_gain(world):
     assert "none was timed alone: sensitivity timing SWEEP" in head["sentence"]
     ratios = ", ".join(f"{r['detail']['time_ratio']:.2g}x" for r in pairs.to_dict("records"))
     REPORTED.append(f"runtime, tensorflow {world} (train-time ratios {ratios}): {head['verdict']}")
+
+
+def test_a_diverged_seed_of_a_best_configuration_is_counted_not_averaged():
+    """The runtime comparison's accuracies are over converged runs; a diverged seed is counted beside them."""
+    rng = np.random.default_rng(11)
+    rows = sweep_rows(rng, configs=60, seeds=3, defaults=False, peaks={"jax": 0.85, "tensorflow": 0.975,
+                                                                         "torch": 0.85}, speeds=RUNTIME_WORLDS[
+        "slower and more accurate"][0])
+    before = findings(as_frame(rows, "runtime-world"), []).comparisons
+    pair = before[before["label"].eq("best of tensorflow vs best of jax")].iloc[0]
+    chosen = [r for r in rows if r["framework"] == "tensorflow"]
+    top = max({r["config_id"] for r in chosen}, key=lambda c: np.mean([r["val_accuracy"] for r in chosen
+                                                                       if r["config_id"] == c]))
+    diverged = next(r for r in rows if r["config_id"] == top and r["seed"] == 2)
+    diverged.update(status="diverged", accuracy=0.1)
+    after = findings(as_frame(rows, "runtime-world"), []).comparisons
+    moved = after[after["label"].eq("best of tensorflow vs best of jax")].iloc[0]
+    kept = [r["accuracy"] for r in rows if r["config_id"] == top and r["seed"] != 2]
+    assert moved["detail"]["accuracy_a"] == pytest.approx(np.mean(kept)) and moved["detail"]["diverged_a"] == 1
+    assert moved["n_a"] == 2 and pair["n_a"] == 3
+    sentence = claim(findings(as_frame(rows, "runtime-world"), []), "native", "runtime-accuracy")["sentence"]
+    assert "diverged, left out: 1 of tensorflow's, 0 of " in sentence
