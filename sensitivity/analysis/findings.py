@@ -115,18 +115,12 @@ def _findings(table: pd.DataFrame, others: list, effect: float) -> Findings:
 def _timing_note(sources: list) -> dict:
     """{regime: what its runtime claim's times rest on}: the sweep's concurrency against the same configurations
     timed alone, and the same configuration's time to target on every framework (`runtime`)."""
-    from sensitivity.analysis.runtime import parallel_ratios, ratios_text, same_configuration_times
+    from sensitivity.analysis.runtime import first_same_configuration_times, parallel_ratios, ratios_text
 
     ratios = ratios_text(parallel_ratios(sources[0], sources[1:]))
-    notes = {}
-    for source in sources[1:]:
-        times = same_configuration_times(source)
-        if times.empty:
-            continue
-        for regime, part in times.groupby(REGIME, sort=False):
-            notes[regime] = ratios + _times_text(part, source.attrs.get("study"))
-        break
-    return {"": ratios, **notes}
+    times, study = first_same_configuration_times(sources)
+    return {"": ratios, **{regime: ratios + _times_text(part, study)
+                           for regime, part in times.groupby(REGIME, sort=False)}}
 
 
 def _times_text(times: pd.DataFrame, study) -> str:

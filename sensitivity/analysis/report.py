@@ -208,7 +208,7 @@ def _frontier(table: pd.DataFrame) -> str:
 def _runtime(sources: list) -> str:
     """The sweep's times against the same configurations run alone, and the same configuration's time to target
     and accuracy at equal wall-clock on every framework (`runtime`)."""
-    from sensitivity.analysis.runtime import parallel_ratios, ratios_text, same_configuration_times
+    from sensitivity.analysis.runtime import first_same_configuration_times, parallel_ratios, ratios_text
 
     ratios = parallel_ratios(sources[0], sources[1:])
     alone = (note_html("Train time in the main study over the same configuration and seed run alone (sensitivity "
@@ -217,17 +217,15 @@ def _runtime(sources: list) -> str:
              + table_html(ratios)) if len(ratios) else missing_html(
         "the main study's train times were measured with trials side by side; none was timed alone: run "
         "sensitivity timing SWEEP and give its study with --with-study")
-    for source in sources:
-        times = same_configuration_times(source)
-        if len(times):
-            label = source.attrs.get("study")
-            return alone + note_html(
-                f"The same configuration on every framework (study {label}): mean time to the lowest mean final "
-                "validation accuracy among the frameworks (target), over the runs that reached it, and validation "
-                "accuracy after the last epoch finished within the shortest mean train time among them (budget), "
-                "95% intervals over seeds.") + regime_html(times) + table_html(_times_shown(times))
-    return alone + missing_html("no study holds one configuration run on two frameworks or more: run sensitivity "
-                                "transfer and give its study with --with-study")
+    times, study = first_same_configuration_times(sources)
+    if times.empty:
+        return alone + missing_html("no study holds one configuration run on two frameworks or more: run "
+                                    "sensitivity transfer and give its study with --with-study")
+    return alone + note_html(
+        f"The same configuration on every framework (study {study}): mean time to the lowest mean final validation "
+        "accuracy among the frameworks (target), over the runs that reached it, and validation accuracy after the "
+        "last epoch finished within the shortest mean train time among them (budget), 95% intervals over "
+        "seeds.") + regime_html(times) + table_html(_times_shown(times))
 
 
 def _times_shown(times: pd.DataFrame) -> pd.DataFrame:

@@ -55,6 +55,15 @@ def same_configuration_times(table) -> pd.DataFrame:
     return pd.DataFrame(out, columns=TIMES)
 
 
+def first_same_configuration_times(sources: list) -> tuple:
+    """(`same_configuration_times` of the first source that has any, that source's study name); (empty, None)."""
+    for source in sources:
+        times = same_configuration_times(source)
+        if len(times):
+            return times, source.attrs.get("study")
+    return pd.DataFrame(columns=TIMES), None
+
+
 def _time_to(curve: list, target: float):
     elapsed = 0.0
     for point in curve:
