@@ -58,6 +58,7 @@ def _add_sweep_parser(commands) -> None:
     p.add_argument("--model", help="replaces the space's model (default: the space's, else the dataset's own)")
     p.add_argument("--semantics", choices=("native", "canonical"),
                    help="the regime of every trial: replaces the space's fixed one (default: the space's, else native)")
+    _add_dry_run(p)
     _add_run_options(p)
     p.set_defaults(handler=_cmd_sweep)
     for name, help_text in [("defaults", "each framework's own defaults on each dataset, as a study"),
@@ -74,6 +75,29 @@ def _add_sweep_parser(commands) -> None:
         _add_run_options(p)
         p.set_defaults(handler=_cmd_defaults, command=name)
     _add_crossover_parser(commands)
+
+
+def _add_dry_run(p) -> None:
+    p.add_argument("--dry-run", action="store_true",
+                   help="launch nothing: print the plan and its forecast (core-hours, GPU-hours, energy, wall time) "
+                        "from a throughput probe of each framework, model, device and batch size, cached per host")
+    p.add_argument("--probe-steps", type=number(int, 0, strict=True, maximum=100_000), default=200,
+                   help="timed training steps of each probe cell (default 200), after 10 warm-up steps")
+
+
+def _print_forecast(args, runs: list, heading: str, sampled: bool):
+    """The forecast of `runs`, printed and returned; a plan no node holds is a usage error."""
+    import sys
+
+    from sensitivity.forecast.estimate import text
+    from sensitivity.forecast.launch import ForecastError, forecast_of
+    try:
+        found = forecast_of(runs, _options(args, len(runs)), sampled=sampled, steps=args.probe_steps,
+                            log=lambda message: print(message, file=sys.stderr))
+    except ForecastError as exc:
+        raise UsageError(f"sensitivity {args.command}: {exc}")
+    print(text(found, heading))
+    return found
 
 
 def _add_budget_cut(p) -> None:
@@ -220,9 +244,35 @@ def _cmd_sweep(args) -> int:
     _check_study_name(args.study, "sweep")
     _check_model(args.model, "sweep")
     names = args.frameworks.split(",") if args.frameworks else None
-    return _run("sweep", lambda: run_sweep(args.space, _options(args, args.trials), args.with_defaults,
-                                           frameworks=names, seeds=args.seeds, semantics=args.semantics,
-                                           dataset=args.dataset, model=args.model))
+    overrides = dict(frameworks=names, seeds=args.seeds, semantics=args.semantics, dataset=args.dataset,
+                     model=args.model)
+    if args.dry_run:
+        return _dry_run_sweep(args, overrides)
+    return _run("sweep", lambda: run_sweep(args.space, _options(args, args.trials), args.with_defaults, **overrides))
+
+
+def _dry_run_sweep(args, overrides: dict) -> int:
+    from sensitivity.forecast.launch import sweep_runs
+    from sensitivity.sweep.driver import sweep_plan
+
+    args.command = "sweep"
+    options = _options(args, args.trials)
+    space, plan = _run_checks("sweep", lambda: sweep_plan(args.space, options, args.with_defaults, **overrides))
+    runs = sweep_runs(space, args.trials, options, plan)
+    _print_forecast(args, runs, f"plan of sweep {args.space} (study {args.study or space.study}): {args.trials} "
+                                f"trials, {len(plan)} of them planned defaults; nothing launched", len(runs) > len(plan))
+    return EXIT_OK
+
+
+def _run_checks(command: str, check):
+    """`check()`, its bad input a one-line usage error."""
+    from sensitivity.defaults import DefaultsError
+    from sensitivity.spaces import SpaceError
+    from sensitivity.sweep.driver import SweepError
+    try:
+        return check()
+    except (SpaceError, SweepError, DefaultsError) as exc:
+        raise UsageError(f"sensitivity {command}: {exc}")
 
 
 def _cmd_defaults(args) -> int:

@@ -4,6 +4,7 @@
     prepare(name)    -> Path of the cached .npz, which `Dataset.load_npz` reads with numpy alone
     ready(name)      -> the same path, the dataset checked and parsed but not loaded (before a sweep)
     is_present(name) -> whether load can work without a download
+    sizes(name)      -> (training, test) samples, the official ones of a file set not present
     download(name)   -> fetch and verify the official files (file sets only)
     info_table()     -> one dict per dataset, for `sensitivity datasets`
 
@@ -23,7 +24,7 @@ from .downloads import download
 from .registry import REGISTRY, get_info, resolve
 
 __all__ = ["REGISTRY", "Dataset", "DatasetError", "DatasetInfo", "cache_root", "download", "get_info",
-           "info_table", "is_present", "load", "prepare", "ready", "resolve_data_dir", "split_validation"]
+           "info_table", "is_present", "load", "prepare", "ready", "resolve_data_dir", "sizes", "split_validation"]
 
 
 def _package_version(info: DatasetInfo) -> str:
@@ -79,6 +80,16 @@ def is_present(name: str, data_dir: str | Path | None = None) -> bool:
     except DatasetError:
         return False
     return True
+
+
+def sizes(name: str) -> tuple:
+    """(training, test) samples of `name`: the parsed dataset's, or, for a file set whose files are absent,
+    its official sizes (what a forecast made before they are present counts)."""
+    info = get_info(name)
+    if not info.offline and info.official_sizes and not is_present(name):
+        return info.official_sizes
+    data = Dataset.load_npz(prepare(name))
+    return len(data.y_train), len(data.y_test)
 
 
 def info_table(data_dir: str | Path | None = None) -> list[dict]:

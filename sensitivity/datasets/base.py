@@ -36,6 +36,7 @@ class DatasetInfo:
     offline: bool
     package: str = ""
     files: str = ""
+    official_sizes: tuple = ()  # a file set's (training, test) samples, for a forecast made before its files exist
 
     def __post_init__(self):
         if self.offline != bool(self.package) or self.offline == bool(self.files):

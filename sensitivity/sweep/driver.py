@@ -66,19 +66,34 @@ class SweepOptions:
     deterministic: bool = False  # each trial sets its framework's deterministic-kernel flags
 
 
-def run_sweep(space_path, options: SweepOptions, with_defaults: bool = False, **overrides) -> dict:
-    """Sweep a space file; `overrides` (frameworks, seeds, semantics) replace the file's values."""
+def sweep_plan(space_path, options: SweepOptions, with_defaults: bool = False, **overrides) -> tuple:
+    """(the checked space of a space file, the planned trials of --with-defaults); `overrides` (frameworks,
+    seeds, semantics) replace the file's values."""
     space = load_space(space_path, **overrides)
     _check_gpus(space, options)  # the options' own consistency first: it holds on any machine
     check_inputs(space, options.address)  # the defaults' plan reads the dataset
     cut = Cut(epochs=space.fixed["epochs"]) if "epochs" in space.fixed else None  # the sweep's own budget
     plan = default_plan(space, space.frameworks, [space.dataset], seeds=space.seeds, cut=cut) if with_defaults else []
-    return run_space(space, options, plan)
+    return space, plan
 
 
-def run_space(space: Space, options: SweepOptions, plan: list = (), keep_ray: bool = False) -> dict:
+def run_sweep(space_path, options: SweepOptions, with_defaults: bool = False, **overrides) -> dict:
+    """Sweep a space file (see `sweep_plan`); the forecast is kept with the study where the probe's cache
+    holds every cell of it (`sensitivity sweep --dry-run` fills it)."""
+    from sensitivity.forecast.launch import forecast_of, sweep_runs
+
+    space, plan = sweep_plan(space_path, options, with_defaults, **overrides)
+    runs = sweep_runs(space, options.trials, options, plan)
+    kept = forecast_of(runs, options, sampled=len(runs) > len(plan), probe=False)
+    return run_space(space, options, plan, attrs={"forecast": kept.attrs()} if kept else None)
+
+
+def run_space(space: Space, options: SweepOptions, plan: list = (), keep_ray: bool = False,
+              attrs: Optional[dict] = None) -> dict:
     """Run a validated space to N final trials; `plan`'s trials (PlannedTrial) are queued first, once.
-    With `keep_ray`, a Ray this process started stays up for the next call (stop it with tuning.stop_ray)."""
+    With `keep_ray`, a Ray this process started stays up for the next call (stop it with tuning.stop_ray).
+    `attrs` (the forecast made before the launch, a preset's description) are kept as the study's user
+    attributes, each unless the study holds it already (a resumed run keeps its first forecast)."""
     _check_options(space, options)
     _check_environments(space, options)
     check_inputs(space, options.address)
@@ -101,6 +116,9 @@ def run_space(space: Space, options: SweepOptions, plan: list = (), keep_ray: bo
             stop_beating = _start_heartbeat(study, driver_id, url)
             try:
                 orphans = recover(study, driver_id)
+                for key, value in (attrs or {}).items():
+                    if key not in study.user_attrs:
+                        study.set_user_attr(key, value)
                 enqueue_plan(study, plan)
                 missing = options.trials - count_final(study)
                 summary = {"study": study.study_name, "storage": describe(url), "orphans_requeued": orphans}

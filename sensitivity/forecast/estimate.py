@@ -1,0 +1,172 @@
+"""The forecast of a plan: each trial's train time from the probe's seconds per step, its evaluation and
+compile beside it, summed per framework, dataset and device, and the run's core-hours, GPU-hours, energy
+(where the probe read a GPU's energy counter) and wall time on the slots the cluster gives.
+
+A planned trial's steps are known (`iterations`). A sampled sweep's are not: its trials are forecast from the
+space's distribution (SAMPLES draws, each weighed trials / SAMPLES), and the forecast says so. Diverged runs
+stop early: a forecast is of every run reaching its budget, an upper bound where some diverge.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from sensitivity.forecast.probe import Cell
+
+SAMPLES = 2000  # draws of a sampled space's distribution
+
+
+@dataclass(frozen=True)
+class Run:
+    """One trial (or, with `count`, that many alike) as the forecast sees it."""
+    cell: Cell
+    dataset: str
+    steps: int  # optimizer steps of the whole run
+    epochs: int  # evaluations: one after each epoch
+    eval_samples: int  # validation and test samples evaluated after each epoch
+    count: float = 1.0
+    status: str = "run"  # or "not run: files absent"
+    label: str = ""  # the default's name, or "sampled"
+
+
+@dataclass
+class Forecast:
+    rows: list  # per framework, dataset, device and status: trials, epochs, train_s, wall_s
+    train_s: float  # summed train time of the trials that run
+    wall_trial_s: float  # summed wall time of those trials (train, per-epoch evaluation, compile)
+    core_hours: float
+    gpu_hours: float
+    energy_kwh: object  # None where no GPU energy counter was read
+    wall_s: float  # the run's wall time on `slots` trials at once
+    slots: int
+    sampled: bool
+    notes: list = field(default_factory=list)
+
+    def attrs(self) -> dict:
+        """What a study keeps of the forecast made before it ran."""
+        return {"train_s": round(self.train_s, 3), "wall_s": round(self.wall_s, 3),
+                "core_hours": round(self.core_hours, 4), "gpu_hours": round(self.gpu_hours, 4),
+                "energy_kwh": None if self.energy_kwh is None else round(self.energy_kwh, 6),
+                "slots": self.slots, "sampled": self.sampled,
+                "trials": round(sum(r["trials"] for r in self.rows if r["status"] == "run"), 3)}
+
+
+def trial_seconds(run: Run, figures: dict) -> tuple:
+    """(train seconds, wall seconds) of one run from its cell's probe figures."""
+    train = run.steps * figures["step_s"]
+    evaluation = (run.epochs * run.eval_samples) / figures["eval_samples_per_s"]
+    return train, train + evaluation + figures["compile_s"]
+
+
+def forecast(runs: list, figures: dict, slots: int, cpus_per_trial: float = 1, gpus_per_trial: float = 0,
+             sampled: bool = False) -> Forecast:
+    """The forecast of `runs` from the probe's `figures` ({cell: dict}) on `slots` trials at once."""
+    rows, walls, energy, has_energy = {}, [], 0.0, False
+    train_total = wall_total = 0.0
+    for run in runs:
+        train, wall = trial_seconds(run, figures[run.cell])
+        key = (run.cell.framework, run.dataset, run.cell.device, run.status)
+        row = rows.setdefault(key, {"framework": key[0], "dataset": key[1], "device": key[2], "status": key[3],
+                                    "trials": 0.0, "epochs": set(), "train_s": 0.0, "wall_s": 0.0})
+        row["trials"] += run.count
+        row["epochs"].add(run.epochs)
+        row["train_s"] += train * run.count
+        row["wall_s"] += wall * run.count
+        if run.status != "run":
+            continue
+        train_total += train * run.count
+        wall_total += wall * run.count
+        walls += [wall] * max(1, round(run.count)) if not sampled else []
+        joules = figures[run.cell].get("joules_per_step")
+        if joules is not None:
+            has_energy = True
+            energy += joules * run.steps * run.count
+    if sampled:  # alike trials of the expected mean: the makespan of equal jobs
+        trials = sum(r.count for r in runs if r.status == "run")
+        mean = wall_total / trials if trials else 0.0
+        walls = [mean] * math.ceil(trials)
+    notes = []
+    if sampled:
+        notes.append(f"sampled: forecast from the space's distribution ({SAMPLES:,} draws), not from the "
+                     "configurations the sampler will choose")
+    if not has_energy:
+        notes.append("energy: not forecast (no GPU energy counter was read by the probe; NVML is needed)")
+    return Forecast(rows=[{**r, "epochs": sorted(r["epochs"])} for r in rows.values()], train_s=train_total,
+                    wall_trial_s=wall_total, core_hours=wall_total * cpus_per_trial / 3600,
+                    gpu_hours=wall_total * gpus_per_trial / 3600,
+                    energy_kwh=energy / 3.6e6 if has_energy else None, wall_s=makespan(walls, slots),
+                    slots=slots, sampled=sampled, notes=notes)
+
+
+def makespan(seconds: list, slots: int) -> float:
+    """Wall time of jobs taken longest first by the first free of `slots` (Graham's LPT)."""
+    free = [0.0] * max(1, slots)
+    for job in sorted(seconds, reverse=True):
+        heapq.heappush(free, heapq.heappop(free) + job)
+    return max(free)
+
+
+def _epochs_text(epochs: list) -> str:
+    return ", ".join(str(e) for e in epochs) if len(epochs) <= 4 else f"{epochs[0]}-{epochs[-1]}"
+
+
+def text(result: Forecast, heading: str) -> str:
+    """The plan and its forecast, as printed by --dry-run."""
+    lines = [heading, f"{'framework':<12} {'dataset':<10} {'device':<6} {'trials':>8} {'epochs each':<14} "
+             f"{'train':>10} {'wall':>10}  status"]
+    for row in sorted(result.rows, key=lambda r: (r["status"] != "run", r["dataset"], r["framework"], r["device"])):
+        trials = f"{row['trials']:.0f}" if float(row["trials"]).is_integer() else f"{row['trials']:.1f}"
+        lines.append(f"{row['framework']:<12} {row['dataset']:<10} {row['device']:<6} {trials:>8} "
+                     f"{_epochs_text(row['epochs']):<14} {duration(row['train_s']):>10} {duration(row['wall_s']):>10}"
+                     f"  {row['status']}")
+    run = [r for r in result.rows if r["status"] == "run"]
+    lines.append(f"total (runs): {sum(r['trials'] for r in run):.0f} trials, train {duration(result.train_s)} summed, "
+                 f"{result.core_hours:.3g} core-hours, {result.gpu_hours:.3g} GPU-hours, "
+                 f"energy {'not forecast' if result.energy_kwh is None else f'{result.energy_kwh:.3g} kWh'}, "
+                 f"wall {duration(result.wall_s)} on {result.slots} slot{'s' if result.slots != 1 else ''}")
+    lines += [f"note: {note}" for note in result.notes]
+    return "\n".join(lines)
+
+
+def duration(seconds: float) -> str:
+    """"42 s", "13 min", "5.2 h", "31 d"."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 3 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.0f} d"
+
+
+def draw_configurations(space, count: int = SAMPLES, seed: int = 0) -> list:
+    """`count` configurations drawn from the space's distributions (the framework among them), as dicts of
+    TrialSpec fields with the space's fixed values."""
+    rng = np.random.default_rng(seed)
+    draws = []
+    for _ in range(count):
+        params = {"framework": space.frameworks[rng.integers(len(space.frameworks))]}
+        for name, p in space.parameters.items():
+            params[name] = _draw(p, rng)
+        draws.append({**space.fixed, **params})
+    return draws
+
+
+def _draw(p, rng):
+    if p.type == "categorical":
+        return p.choices[rng.integers(len(p.choices))]
+    low, high = p.low, p.high
+    value = math.exp(rng.uniform(math.log(low), math.log(high))) if p.log else rng.uniform(low, high)
+    if p.type == "int":
+        step = p.step
+        return int(min(high, low + round((value - low) / step) * step))
+    if p.step is not None:
+        return float(min(high, low + round((value - low) / p.step) * p.step))
+    return float(value)
+
+
+def with_count(runs: list, count: float) -> list:
+    return [replace(r, count=count) for r in runs]

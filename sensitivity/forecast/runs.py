@@ -1,0 +1,66 @@
+"""What a forecast is made of: a plan's trials, or a sampled space's distribution, as `estimate.Run`s, and the
+trial slots a machine or cluster gives."""
+from __future__ import annotations
+
+import math
+import os
+
+from sensitivity import datasets
+from sensitivity.forecast.estimate import SAMPLES, Run, draw_configurations
+from sensitivity.forecast.probe import Cell
+from sensitivity.spec import TrialSpec
+
+ABSENT = "not run: files absent"
+
+
+def run_of(fields: dict, val_fraction: float, device: str, threads: int, status: str = "run", label: str = "",
+           count: float = 1.0) -> Run:
+    """The Run of one trial's TrialSpec fields."""
+    dataset = fields["dataset"]
+    info = datasets.get_info(dataset)
+    train, test = datasets.sizes(dataset)
+    kept = int(train * (1 - val_fraction))
+    batch = int(fields.get("batch_size", TrialSpec.model_fields["batch_size"].default))
+    per_epoch = max(1, kept // batch)
+    steps = fields.get("iterations") or per_epoch * int(fields.get("epochs", TrialSpec.model_fields["epochs"].default))
+    cell = Cell(framework=fields["framework"], model=fields.get("model") or info.default_model,
+                input_shape=tuple(info.input_shape), classes=info.classes, batch_size=batch,
+                device="cpu" if device == "cpu" else "gpu", threads=int(fields.get("threads") or threads),
+                semantics=fields.get("semantics", "native"), optimizer=fields.get("optimizer", "momentum"),
+                backend=fields.get("backend") or "")
+    return Run(cell, dataset, int(steps), math.ceil(steps / per_epoch), (train - kept) + test, count, status, label)
+
+
+def runs_of_plan(plan: list, val_fraction: float, device: str, threads: int, status: str = "run") -> list:
+    """The Runs of planned trials (`sweep.plans.PlannedTrial`)."""
+    return [run_of(p.planned, val_fraction, device, threads, status, p.attrs.get("default", "")) for p in plan]
+
+
+def runs_of_space(space, trials: int, device: str, threads: int) -> list:
+    """`trials` sampled trials of `space` as SAMPLES draws of its distribution, each weighed trials / SAMPLES."""
+    fixed = {"dataset": space.dataset, "model": space.model}
+    return [run_of({**draw, **fixed}, space.val_fraction, device, threads, label="sampled",
+                   count=trials / SAMPLES) for draw in draw_configurations(space)]
+
+
+def trial_slots(parallel: int, cpus_per_trial: float, gpus_per_trial: float, resources: dict = None) -> int:
+    """Trials at once: --parallel, at most what the resources ({"CPU": n, "GPU": m}: a Ray cluster's, else this
+    machine's) hold."""
+    resources = resources or {"CPU": os.cpu_count() or 1, "GPU": _local_gpus()}
+    slots = min(parallel, int(resources.get("CPU", 1) // cpus_per_trial) or 0)
+    if gpus_per_trial:
+        slots = min(slots, int(resources.get("GPU", 0) // gpus_per_trial))
+    return slots
+
+
+def _local_gpus() -> int:
+    from sensitivity.frameworks import gpu
+    return gpu.visible_count() or 0
+
+
+def cluster_resources(address: str) -> dict:
+    """The Ray cluster's total resources, joined for the question (Ray is imported only here)."""
+    import ray
+    if not ray.is_initialized():
+        ray.init(address=address, logging_level="ERROR", log_to_driver=False)
+    return ray.cluster_resources()
