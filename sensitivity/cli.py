@@ -15,7 +15,7 @@ from sensitivity.commands.common import EXIT_USAGE, Parser, UsageError
 GROUPS = {"trial": ("trial",), "listing": ("frameworks", "datasets", "semantics", "import-caffe"),
           "sweep": ("sweep", "defaults", "transfer", "crossover", "studies", "export", "dashboard"),
           "analysis": ("robustness", "plot", "report"), "findings": ("findings",), "ablate": ("ablate",),
-          "timing": ("timing",)}
+          "timing": ("timing",), "reproduce": ("reproduce",)}
 _COMMANDS = {name for names in GROUPS.values() for name in names}
 # Commands that read a study and write files or print, and start nothing that outlives them (`plot` may start
 # kaleido's browser: not here): run as the process's own command line, they end it as soon as their output is

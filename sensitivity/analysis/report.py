@@ -21,6 +21,7 @@ from sensitivity.analysis.ablation import ablation_path, plot_ablation
 from sensitivity.analysis.beside import Beside
 from sensitivity.analysis.claims import findings_html, importance_html, robustness_html, transfer_html
 from sensitivity.analysis.frontier import runtime_accuracy_frontier
+from sensitivity.analysis.papers import forecast_html, papers_html
 from sensitivity.analysis.pages import (STYLE, figure_html, guarded, missing_html, note_html, regime_html,
                                         table_html)
 from sensitivity.analysis.plots import KINDS, plot_frontier, plot_resources, plot_seeds
@@ -57,14 +58,15 @@ SECTIONS = (("findings", "Findings"), ("study", "Study"), ("environment", "Envir
             ("seeds", "Seeds: mean and interval"), ("resources", "Resource use"), ("divergence", "Divergence"),
             ("curves", "Learning curves"), ("slice", "Slice"), ("contour", "Contour"),
             ("transfer", "Transfer of defaults"), ("robustness", "Robustness"),
-            ("ablation", "Ablation path between set-ups"))  # the page's order
+            ("ablation", "Ablation path between set-ups"), ("papers", "The study's numbers beside ours"),
+            ("forecast", "Forecast beside measured"))  # the page's order
 # Who draws what. Here first: the findings, whose cache lives with this process's table, and the frontier,
 # which shares their computation. Beside first: the importance, the slowest section, in the process that
 # imported scikit-learn. Then the others, slowest first, each by whichever process is free (`Beside.claim`).
 HERE = ("findings", "frontier")
 BESIDE = ("importance",)
 SHARED = ("curves", "divergence", "isolation", "slice", "summary", "contour", "seeds", "transfer", "resources",
-          "environment", "study", "robustness", "ablation", "runtime")
+          "environment", "study", "robustness", "ablation", "runtime", "papers", "forecast")
 WARM = ("optuna.importance", "scipy.stats")  # what the importance imports (scikit-learn: 1.5 s here)
 
 
@@ -125,7 +127,8 @@ def _sections(table: pd.DataFrame, others) -> dict:
             "transfer": lambda: _transfer(sources),
             "runtime": lambda: _runtime(sources),
             "robustness": lambda: _first_of(sources, robustness_curves, _robustness, "run sensitivity robustness"),
-            "ablation": lambda: _first_of(sources, ablation_path, _ablation, "run sensitivity ablate")}
+            "ablation": lambda: _first_of(sources, ablation_path, _ablation, "run sensitivity ablate"),
+            "papers": lambda: papers_html(sources), "forecast": lambda: forecast_html(sources)}
 
 
 def study_section(table: pd.DataFrame, others=()) -> str:

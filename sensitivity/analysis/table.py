@@ -65,7 +65,8 @@ def _from_study(study) -> pd.DataFrame:
     frame = cached_frame(study, build)
     frame.attrs.update(study=study.study_name, storage=storage_description(study), dataset=space.get("dataset"),
                        directions=[d.name.lower() for d in study.directions],
-                       ablation=study.user_attrs.get("ablation"),
+                       ablation=study.user_attrs.get("ablation"), forecast=study.user_attrs.get("forecast"),
+                       reproduce=study.user_attrs.get("reproduce"),
                        robustness={int(k.split(":", 1)[1]): v for k, v in study.user_attrs.items()
                                    if k.startswith("robustness:") and v is not None},
                        robustness_protocol=study.user_attrs.get("robustness_protocol"))
