@@ -53,7 +53,7 @@ def _row(cell: dict, entry, home, source: pd.DataFrame, described: dict, placed:
     status = placed.get(cell["dataset"], "not in this preset")
     dataset = cell["dataset"] if status == "run" else (status.split()[2] if status.startswith("run on ") else None)
     row = {"paper": cell["paper"], "framework": cell["framework"], "dataset": cell["dataset"], "device": cell["device"],
-           "paper accuracy %": cell["accuracy"], "paper train s": cell.get("train_s"),
+           "paper accuracy %": cell["accuracy"], "paper train s": _seconds(cell.get("train_s")),
            "paper hardware": hardware[cell["paper"]],
            "paper network": entry.original_model if entry is not None else "not in search_spaces/defaults.yaml",
            "ours on": home or "-", "our dataset": dataset or "-", "our accuracy %": "-", "our train s": "-",
@@ -76,9 +76,15 @@ def _row(cell: dict, entry, home, source: pd.DataFrame, described: dict, placed:
     scaled = lambda v: None if v is None else 100 * v
     row.update({"our accuracy %": interval_text(scaled(interval.mean), scaled(interval.low), scaled(interval.high),
                                                 interval.n, digits=2),
-                "our train s": float(ok["train_time_s"].mean()),
+                "our train s": _seconds(float(ok["train_time_s"].mean())),
                 "our hardware": _hardware(ok), "our network": ", ".join(sorted(ok["env_model"].dropna().astype(str).unique()))})
     return row
+
+
+def _seconds(value) -> str:
+    if value is None:
+        return "not stated"
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
 
 
 def _hardware(rows: pd.DataFrame) -> str:
@@ -104,7 +110,9 @@ def papers_html(sources: list) -> str:
     head = note_html(f"Preset {described['preset']}, native regime, {described['seeds']} seeds a cell, on "
                      f"{described.get('device', 'cpu')}; ours: mean test accuracy over converged runs with its 95% "
                      "interval over seeds, mean train time. The papers trained each framework's own network; ours "
-                     "trains one framework-neutral network per dataset, named beside it.")
+                     "trains one framework-neutral network per dataset, named beside it. The papers' files name "
+                     "their machines only (GTDLBench's CSVs: Server1); their CPU and GPU are as each paper "
+                     "describes them.")
     if scale < 1 or stand_ins:
         head += warning_html(f"A rehearsal: budgets at {scale:g} of the published epochs"
                              + (f"; {'; '.join(stand_ins)}" if stand_ins else "")

@@ -68,22 +68,37 @@ def _cmd_reproduce(args) -> int:
         raise UsageError(f"sensitivity reproduce: {exc}")
     if preset.robustness:
         args.keep_checkpoints = True
-    options = _options(args, len(planned))
-    device, threads = run_device(options), run_threads(options)
-    runs = runs_of_plan(planned, space.val_fraction, device, threads) + runs_of_plan(
-        absent, space.val_fraction, device, threads, status=ABSENT)
-    heading = (f"plan of reproduce {preset.name} (study {args.study}), scale {scale:g}, {seeds} seeds a cell: "
-               + "; ".join(f"{p.official}: {p.status}" for p in placed)
-               + ("; nothing launched" if args.dry_run else ""))
-    found = _print_forecast(args, runs, heading, sampled=False)
-    if args.dry_run:
-        return EXIT_OK
-    if not planned:
+    if not planned and not args.dry_run:
         raise UsageError(f"sensitivity reproduce: nothing to run: no dataset of {preset.name} is present "
                          f"({', '.join(preset.datasets)}); sensitivity datasets download NAME --data-dir DIR")
-    described = {"preset": preset.name, "scale": scale, "seeds": seeds, "frameworks": names,
-                 "datasets": {p.official: p.status for p in placed}, "device": device}
-    return _launch(args, preset, space, options, planned, {"forecast": found.attrs(), "reproduce": described})
+    passes = []  # (study, options): a GPU run of dlbench on the CPU first, then on the GPU
+    if preset.gpu and args.gpus_per_trial:
+        passes.append((args.study, _options(_with(args, gpus_per_trial=0), len(planned))))
+        passes.append((f"{args.study}-gpu", _options(_with(args, study=f"{args.study}-gpu"), len(planned))))
+    else:
+        passes.append((args.study, _options(args, len(planned))))
+    statuses = "; ".join(f"{p.official}: {p.status}" for p in placed)
+    launches = []
+    for study, options in passes:
+        device, threads = run_device(options), run_threads(options)
+        runs = runs_of_plan(planned, space.val_fraction, device, threads) + runs_of_plan(
+            absent, space.val_fraction, device, threads, status=ABSENT)
+        heading = (f"plan of reproduce {preset.name} (study {study}) on {device}, scale {scale:g}, {seeds} seeds a "
+                   f"cell: {statuses}" + ("; nothing launched" if args.dry_run else ""))
+        found = _print_forecast(args, runs, heading, sampled=False)
+        described = {"preset": preset.name, "scale": scale, "seeds": seeds, "frameworks": names,
+                     "datasets": {p.official: p.status for p in placed}, "device": device}
+        launches.append((study, options, {"forecast": found.attrs(), "reproduce": described}))
+    if args.dry_run:
+        return EXIT_OK
+    codes = [_launch(args, preset, space.model_copy(update={"study": study}), options, planned, attrs)
+             for study, options, attrs in launches]
+    return max(codes)
+
+
+def _with(args, **changes):
+    import argparse
+    return argparse.Namespace(**{**vars(args), **changes})
 
 
 def _launch(args, preset, space, options, planned: list, attrs: dict) -> int:
@@ -105,7 +120,7 @@ def _launch(args, preset, space, options, planned: list, attrs: dict) -> int:
         stop_ray()
     if code != EXIT_OK:
         return code
-    study = load_study("reproduce", args.study, args.storage)
+    study = load_study("reproduce", space.study, args.storage)
     failed = False
     if preset.robustness:
         try:
@@ -114,6 +129,7 @@ def _launch(args, preset, space, options, planned: list, attrs: dict) -> int:
         except RobustnessError as exc:
             print(f"sensitivity reproduce: robustness: {exc}", file=sys.stderr)
             failed = True
-    out = Path(args.out) if args.out else _results_path(args.study, "-report.html", "reproduce")
+    out = (Path(args.out).with_stem(Path(args.out).stem + space.study.removeprefix(args.study)) if args.out
+           else _results_path(space.study, "-report.html", "reproduce"))
     print(f"report: {write_report(study, out).resolve()}")
     return EXIT_TRIAL_FAILED if failed else EXIT_OK

@@ -127,6 +127,11 @@ def text(result: Forecast, heading: str) -> str:
                  f"{result.core_hours:.3g} core-hours, {result.gpu_hours:.3g} GPU-hours, "
                  f"energy {'not forecast' if result.energy_kwh is None else f'{result.energy_kwh:.3g} kWh'}, "
                  f"wall {duration(result.wall_s)} on {result.slots} slot{'s' if result.slots != 1 else ''}")
+    absent = [r for r in result.rows if r["status"] != "run"]
+    if absent:
+        lines.append(f"total (not run): {sum(r['trials'] for r in absent):.0f} trials, train "
+                     f"{duration(sum(r['train_s'] for r in absent))} summed, "
+                     f"{sum(r['wall_s'] for r in absent) / 3600:.3g} trial-hours of wall time, forecast only")
     lines += [f"note: {note}" for note in result.notes]
     return "\n".join(lines)
 

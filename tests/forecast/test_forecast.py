@@ -58,3 +58,10 @@ def test_slots_are_parallel_at_most_what_the_resources_hold():
     assert trial_slots(1, 1, 0, {"CPU": 16}) == 1
     assert trial_slots(8, 2, 0.5, {"CPU": 16, "GPU": 1}) == 2
     assert trial_slots(4, 1, 1, {"CPU": 16}) == 0  # no GPU: nothing can run
+
+
+def test_cells_not_run_are_totalled_apart():
+    runs = [Run(CELL, "cifar10", steps=360_000, epochs=5, eval_samples=0, count=2, status="not run: files absent")]
+    printed = text(forecast(runs, FIGURES, slots=1), "plan")
+    assert "total (runs): 0 trials" in printed
+    assert "total (not run): 2 trials, train 2.0 h summed" in printed
