@@ -59,6 +59,7 @@ def _check_nodes(options) -> None:
 def forecast_of(runs: list, options, sampled: bool = False, probe: bool = True, steps: int = STEPS, log=None):
     """The Forecast of `runs` under `options`; with `probe` False, None unless the cache holds every cell."""
     cells = {r.cell for r in runs}
+    found_slots = slots(options, ask_cluster=probe)  # a plan no node holds is refused before any probe
     if probe:
         try:
             figures = throughput.measured(cells, options.address, options.gpus_per_trial, steps, log=log)
@@ -68,8 +69,7 @@ def forecast_of(runs: list, options, sampled: bool = False, probe: bool = True, 
         figures = throughput.cached(cells)
         if len(figures) < len(cells):
             return None
-    return forecast(runs, figures, slots(options, ask_cluster=probe), options.cpus_per_trial, options.gpus_per_trial,
-                    sampled)
+    return forecast(runs, figures, found_slots, options.cpus_per_trial, options.gpus_per_trial, sampled)
 
 
 def measured_beside(forecast_attrs: dict, table) -> dict:

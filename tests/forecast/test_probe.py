@@ -56,6 +56,7 @@ def test_sweep_dry_run_prints_the_forecast_and_writes_no_study(tmp_path, capsys,
     (["--scale", "1.5"], "--scale 1.5: allowed 0 < F <= 1"),
     ([], "sensitivity datasets download mnist --data-dir DIR"),
     (["--frameworks", "caffe"], "'caffe' is not in liu2018"),
+    (["--scale", "0.01", "--dry-run", "--cpus-per-trial", "64"], "no node of this machine holds one trial"),
 ])
 def test_reproduce_refuses_in_one_line_before_anything_exists(tmp_path, capsys, monkeypatch, args, says):
     monkeypatch.chdir(tmp_path)
