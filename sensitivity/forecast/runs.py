@@ -2,6 +2,7 @@
 trial slots a machine or cluster gives."""
 from __future__ import annotations
 
+import functools
 import math
 import os
 
@@ -13,12 +14,17 @@ from sensitivity.spec import TrialSpec
 ABSENT = "not run: files absent"
 
 
+@functools.lru_cache(maxsize=None)
+def _sizes(dataset: str) -> tuple:
+    return datasets.sizes(dataset)
+
+
 def run_of(fields: dict, val_fraction: float, device: str, threads: int, status: str = "run", label: str = "",
            count: float = 1.0) -> Run:
     """The Run of one trial's TrialSpec fields."""
     dataset = fields["dataset"]
     info = datasets.get_info(dataset)
-    train, test = datasets.sizes(dataset)
+    train, test = _sizes(dataset)
     kept = int(train * (1 - val_fraction))
     batch = int(fields.get("batch_size", TrialSpec.model_fields["batch_size"].default))
     per_epoch = max(1, kept // batch)
