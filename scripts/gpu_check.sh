@@ -3,7 +3,8 @@
 # For each framework usable in this interpreter: one lenet5 trial on mnist5k (3 epochs) on the GPU, its
 # placement verified, and the same on the CPU; then, if Ray and Optuna are here, a 4-trial sweep sharing
 # one GPU at 0.25 each. Prints one table: framework, device, status, accuracy, median epoch seconds,
-# compile seconds, the trial's own peak device memory (the framework's allocator), NVML energy (whole GPU).
+# compile seconds, the trial's own peak device memory (the framework's allocator), NVML energy (whole GPU);
+# then, per GPU trial, the forecast of its train time by the throughput probe beside the time it measured.
 # It finishes within 8 minutes (trials past the budget are skipped, and it says so) and depends only on
 # what it checks for: what is missing is skipped with the reason.
 #
@@ -70,6 +71,27 @@ def row(name, device, result=None, why=""):
         f.write(result.to_json() + "\n")
 
 
+forecasts = []
+
+
+def forecast_beside(name, spec, result):
+    """The throughput probe of the trial's cell on this GPU (sensitivity.forecast.probe, no Ray, no Optuna):
+    its forecast of the 3-epoch trial's train time beside the time the trial measured."""
+    from sensitivity.forecast.probe import Cell
+    from sensitivity.datasets import get_info
+    info = get_info(dataset)
+    cell = Cell(name, "lenet5", tuple(info.input_shape), info.classes, 64, device="gpu", threads=0)
+    probe = subprocess.run([sys.executable, "-m", "sensitivity.forecast.probe"], capture_output=True, text=True,
+                           input=json.dumps({"cells": [cell.key()], "steps": 200}), timeout=120)
+    line = json.loads(probe.stdout.splitlines()[-1]) if probe.stdout.strip() else {"error": probe.stderr[-200:]}
+    if "error" in line:
+        return f"  {name}: probe failed: {line['error']}"
+    forecast = result.steps * line["step_s"]
+    return (f"  {name} gpu: forecast {forecast:.2f} s of train time ({result.steps} steps x {line['step_s'] * 1e3:.3f} "
+            f"ms, probe compile {line['compile_s']:.1f} s), measured {result.train_time_s:.2f} s: "
+            f"{result.train_time_s / forecast:.2f}x")
+
+
 for name in names:
     if not frameworks.importable(name):
         row(name, "-", why="not installed here")
@@ -84,7 +106,10 @@ for name in names:
             continue
         spec = TrialSpec(framework=name, dataset=dataset, model="lenet5", epochs=3, batch_size=64, lr=0.01,
                          device=device, timeout=150)
-        row(name, device, run_trial(spec))
+        result = run_trial(spec)
+        row(name, device, result)
+        if device == "gpu" and result is not None and result.train_time_s:
+            forecasts.append(forecast_beside(name, spec, result))
 
 if importlib.util.find_spec("ray") and importlib.util.find_spec("optuna") and driver and \
         time.monotonic() - started < budget - 120:
@@ -115,5 +140,7 @@ widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head) - 
 for r in [head] + rows:
     print("  ".join(str(v).ljust(w) for v, w in zip(r, widths)) + "  " + str(r[-1]))
 print("\n".join(notes))
+print("forecast of the 3-epoch GPU trials from the throughput probe, beside their measured train time:")
+print("\n".join(forecasts) or "  none: no GPU trial ran")
 print(f"gpu_check: {time.monotonic() - started:.0f} s; results in {out}/results.jsonl")
 EOF

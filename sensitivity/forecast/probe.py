@@ -9,6 +9,7 @@ GPU machine: `python -m sensitivity.forecast.probe < cells.json` prints one JSON
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -63,7 +64,7 @@ def measure(cell: Cell, steps: int = STEPS) -> dict:
     samples = max(cell.batch_size * 4, EVAL_SAMPLES)
     x = rng.random((samples, *cell.input_shape), dtype=np.float32)
     y = rng.integers(0, cell.classes, samples).astype(np.int64)
-    adapter.setup(cell.threads, cell.device, 0)
+    adapter.setup(cell.threads or len(os.sched_getaffinity(0)), cell.device, 0)  # 0: as a trial, every core
 
     class _Shape:  # what initial_weights reads of a dataset
         input_shape, classes = tuple(cell.input_shape), cell.classes
