@@ -407,7 +407,9 @@ def _optimizer(kind: str, config: dict, solver, solver_path) -> str:
 def _read(path: Path) -> prototxt.Message:
     from sensitivity.configs import read_text
     try:
-        return prototxt.parse(read_text(path, CaffeImportError), str(path))
+        message = prototxt.parse(read_text(path, CaffeImportError), str(path))
+        prototxt.check_repeats(message, str(path))
+        return message
     except prototxt.PrototxtError as exc:
         raise CaffeImportError(str(exc)) from None
 

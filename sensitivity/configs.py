@@ -34,7 +34,9 @@ def read_mapping(path, error=None) -> dict:
     text = read_text(path, error)
     try:
         _check_depth(text, path, error)
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=StrictLoader)
+    except DuplicateKey as exc:
+        raise error(f"{path}: {exc}") from None
     except yaml.YAMLError as exc:
         raise error(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
     except ValueError as exc:
@@ -47,6 +49,36 @@ def read_mapping(path, error=None) -> dict:
     if _count(data, MAX_NODES) > MAX_NODES:
         raise error(f"{path}: more than {MAX_NODES:,} values (aliases counted where they are used)")
     return data
+
+
+class DuplicateKey(yaml.YAMLError):
+    """A mapping that gives one key twice; YAML's last-one-wins would silently drop the first value."""
+
+
+class StrictLoader(yaml.SafeLoader):
+    """PyYAML's safe loader that refuses a key given twice in one mapping, naming it and both lines. A key
+    that overrides a merged one (`<<: *base`) is YAML's documented way to override, and stays valid."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
+                    continue
+                key, mark = self.construct_object(key_node), key_node.start_mark
+                try:
+                    first = seen.setdefault(key, mark)
+                except TypeError:  # an unhashable key: the constructor refuses it below
+                    continue
+                if first is not mark:
+                    raise DuplicateKey(f"key {str(key)[:60]!r} given twice, at {_where(first, mark)} and "
+                                       f"{_where(mark, first)}")
+        return super().construct_mapping(node, deep=deep)
+
+
+def _where(mark, other) -> str:
+    """`line N`, with the column where both are on one line (a flow mapping)."""
+    return f"line {mark.line + 1}" + (f" column {mark.column + 1}" if mark.line == other.line else "")
 
 
 def read_text(path, error) -> str:

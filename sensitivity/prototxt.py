@@ -17,6 +17,21 @@ _TOKEN = re.compile(r"""
 MAX_DEPTH = 64  # nested messages; Caffe's nets nest four deep
 
 
+# The fields caffe.proto declares `repeated` (in any message); every other field given twice in one message
+# is refused, where protobuf's text format would keep the last value silently.
+REPEATED = frozenset({
+    "dim", "data", "diff", "double_data", "double_diff",  # BlobShape, BlobProto
+    "input", "input_shape", "input_dim", "layer", "layers",  # NetParameter
+    "test_net", "test_net_param", "test_iter", "test_state", "stepvalue", "weights",  # SolverParameter
+    "stage", "not_stage",  # NetState, NetStateRule
+    "bottom", "top", "loss_weight", "param", "blobs", "propagate_down", "include", "exclude",  # LayerParameter
+    "blob_share_mode", "blobs_lr", "weight_decay",  # V1LayerParameter (its weight_decay is per blob)
+    "mean_value", "pad", "kernel_size", "stride", "dilation",  # Transformation-, ConvolutionParameter
+    "data_filler", "shape", "num", "channels", "height", "width",  # DummyData-, InputParameter
+    "slice_point", "offset",  # SliceParameter, CropParameter
+})
+
+
 class PrototxtError(ValueError):
     """Malformed text; the message names the file and line."""
 
@@ -37,6 +52,20 @@ class Message:
 
     def line_of(self, name: str) -> int:
         return next((line for key, _, line in self.fields if key == name), self.line)
+
+
+def check_repeats(message: Message, source: str, repeated=REPEATED, top_level=True) -> None:
+    """PrototxtError naming the field and both lines where a field Caffe does not repeat is given twice in
+    one message. At the top level of a solver `weight_decay` is one number; only layers repeat it."""
+    seen = {}
+    for name, value, line in message.fields:
+        single = name not in repeated or (top_level and name == "weight_decay")
+        if single and name in seen:
+            raise PrototxtError(f"{source}:{line}: field {name} given twice (lines {seen[name]} and {line}); "
+                                "Caffe does not repeat it")
+        seen.setdefault(name, line)
+        if isinstance(value, Message):
+            check_repeats(value, source, repeated, top_level=False)
 
 
 def parse(text: str, source: str = "<text>") -> Message:
