@@ -8,18 +8,18 @@ from sensitivity.forecast.probe import Cell
 from sensitivity.forecast.runs import trial_slots
 from sensitivity.spaces import load_space
 
-pytestmark = pytest.mark.portable
-
 CELL = Cell("torch", "mlp", (1, 8, 8), 10, 32)
 FIGURES = {CELL: {"step_s": 0.01, "eval_samples_per_s": 1000.0, "compile_s": 0.5}}
 
 
+@pytest.mark.portable
 def test_makespan_takes_the_longest_first_on_the_first_free_slot():
     assert makespan([3, 3, 2, 2, 2], 2) == 7  # LPT: 3+2+2 | 3+2
     assert makespan([5, 1, 1], 1) == 7
     assert makespan([], 4) == 0
 
 
+@pytest.mark.portable
 def test_forecast_sums_train_evaluation_and_compile_of_the_runs_that_run():
     runs = [Run(CELL, "digits", steps=100, epochs=2, eval_samples=500, count=3),
             Run(CELL, "cifar10", steps=10_000, epochs=5, eval_samples=500, status="not run: files absent")]
@@ -35,6 +35,7 @@ def test_forecast_sums_train_evaluation_and_compile_of_the_runs_that_run():
     assert "not run: files absent" in printed and "wall 5 s on 2 slots" in printed
 
 
+@pytest.mark.portable
 def test_energy_is_forecast_where_the_probe_read_the_gpu_counter():
     figures = {CELL: {**FIGURES[CELL], "joules_per_step": 36.0}}
     found = forecast([Run(CELL, "digits", steps=1000, epochs=1, eval_samples=0)], figures, slots=1)
@@ -53,6 +54,7 @@ def test_draws_keep_the_space_distributions():
     assert all(d["epochs"] == 3 for d in draws)
 
 
+@pytest.mark.portable
 def test_slots_are_parallel_at_most_what_the_resources_hold():
     assert trial_slots(8, 1, 0, {"CPU": 2}) == 2
     assert trial_slots(1, 1, 0, {"CPU": 16}) == 1
@@ -60,6 +62,7 @@ def test_slots_are_parallel_at_most_what_the_resources_hold():
     assert trial_slots(4, 1, 1, {"CPU": 16}) == 0  # no GPU: nothing can run
 
 
+@pytest.mark.portable
 def test_cells_not_run_are_totalled_apart():
     runs = [Run(CELL, "cifar10", steps=360_000, epochs=5, eval_samples=0, count=2, status="not run: files absent")]
     printed = text(forecast(runs, FIGURES, slots=1), "plan")
