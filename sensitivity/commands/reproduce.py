@@ -31,6 +31,18 @@ def add_parsers(commands) -> None:
 
 
 def _cmd_reproduce(args) -> int:
+    """With --data-dir, the run reads $SENSITIVITY_DATA_DIR (its workers too), put back when it ends."""
+    before = os.environ.get("SENSITIVITY_DATA_DIR")
+    try:
+        return _reproduce(args)
+    finally:
+        if before is None:
+            os.environ.pop("SENSITIVITY_DATA_DIR", None)
+        else:
+            os.environ["SENSITIVITY_DATA_DIR"] = before
+
+
+def _reproduce(args) -> int:
     from sensitivity import frameworks
     from sensitivity.commands.sweep import _check_study_name, _options, _print_forecast
     from sensitivity.defaults import DefaultsError
