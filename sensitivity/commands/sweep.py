@@ -96,6 +96,10 @@ def _print_forecast(args, runs: list, heading: str, sampled: bool):
                             log=lambda message: print(message, file=sys.stderr))
     except ForecastError as exc:
         raise UsageError(f"sensitivity {args.command}: {exc}")
+    finally:
+        if args.address:  # the cluster was joined to ask its resources and run the probe there
+            from sensitivity.sweep.tuning import stop_ray
+            stop_ray()
     print(text(found, heading))
     return found
 

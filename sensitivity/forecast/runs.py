@@ -66,7 +66,5 @@ def _local_gpus() -> int:
 
 def cluster_resources(address: str) -> dict:
     """The Ray cluster's total resources, joined for the question (Ray is imported only here)."""
-    import ray
-    if not ray.is_initialized():
-        ray.init(address=address, logging_level="ERROR", log_to_driver=False)
-    return ray.cluster_resources()
+    from sensitivity.sweep.ray_processes import joined
+    return joined(address).cluster_resources()

@@ -116,10 +116,9 @@ def run_probe(env: str, variables: dict, keys: list, steps: int = STEPS) -> list
 def _remote(env: str, variables: dict, cells: list, steps: int, address: str, gpus: float) -> list:
     """The probe as one Ray task on the cluster at `address`, on a node with the trial's resources (Ray is
     imported here only: the probe itself never imports it)."""
-    import ray
+    from sensitivity.sweep.ray_processes import joined
 
-    if not ray.is_initialized():
-        ray.init(address=address, logging_level="ERROR", log_to_driver=False)
+    ray = joined(address)
     task = ray.remote(num_cpus=max(c.threads for c in cells), num_gpus=gpus)(run_probe)
     return ray.get(task.remote(env, variables, [c.key() for c in cells], steps), timeout=PROBE_TIMEOUT_S)
 

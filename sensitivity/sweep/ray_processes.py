@@ -67,6 +67,16 @@ def init_ray(address=None) -> None:
     _record_own(temp_dir)
 
 
+def joined(address: str):
+    """The `ray` module, joined to the cluster at `address` (by `init_ray`, before Ray is first imported: it
+    reads the token mode from the environment then) unless this process already has a Ray."""
+    import sys
+    if "ray" not in sys.modules or not sys.modules["ray"].is_initialized():
+        init_ray(address)
+    import ray
+    return ray
+
+
 def stopped() -> None:
     """After ray.shutdown(): remove the local Ray's folder and record, and end its reaper."""
     reaper = _local.pop("reaper", None)
