@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -172,6 +172,3 @@ def _draw(p, rng):
         return float(min(high, low + round((value - low) / p.step) * p.step))
     return float(value)
 
-
-def with_count(runs: list, count: float) -> list:
-    return [replace(r, count=count) for r in runs]
