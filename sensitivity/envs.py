@@ -33,7 +33,9 @@ def interpreter(env: str) -> Path:
 
 
 def is_available(env: str) -> bool:
-    return interpreter(env).exists()
+    """Whether `env`'s interpreter is a file this process can run (a folder of that name is not)."""
+    python = interpreter(env)
+    return python.is_file() and os.access(python, os.X_OK)
 
 
 def _openblas_coretype() -> dict:

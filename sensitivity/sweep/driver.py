@@ -80,11 +80,16 @@ def sweep_plan(space_path, options: SweepOptions, with_defaults: bool = False, *
 def run_sweep(space_path, options: SweepOptions, with_defaults: bool = False, **overrides) -> dict:
     """Sweep a space file (see `sweep_plan`); the forecast is kept with the study where the probe's cache
     holds every cell of it (`sensitivity sweep --dry-run` fills it)."""
-    from sensitivity.forecast.launch import forecast_of, sweep_runs
+    from sensitivity.forecast.launch import ForecastError, forecast_of, sweep_runs
 
     space, plan = sweep_plan(space_path, options, with_defaults, **overrides)
+    _check_options(space, options)  # the launch's refusals in its own words before the forecast reads versions
+    _check_environments(space, options)
     runs = sweep_runs(space, options.trials, options, plan)
-    kept = forecast_of(runs, options, sampled=len(runs) > len(plan), probe=False)
+    try:
+        kept = forecast_of(runs, options, sampled=len(runs) > len(plan), probe=False)
+    except ForecastError:  # a plan no node holds: Ray's start refuses it below, in one line
+        kept = None
     return run_space(space, options, plan, attrs={"forecast": kept.attrs()} if kept else None)
 
 

@@ -29,3 +29,15 @@ def test_legacy_interpreter_reads_a_prepared_dataset():
                           env=envs.worker_environ("legacy"), timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split()[0] == "1.23.5" and "(1438, 1, 8, 8) 10" in proc.stdout
+
+
+def test_an_environment_whose_interpreter_is_a_folder_or_not_executable_is_missing(tmp_path, monkeypatch):
+    """A folder where the interpreter should be (CI once had a /nonexistent folder) is no environment."""
+    monkeypatch.setenv("SENSITIVITY_PYTHON_LEGACY", str(tmp_path))
+    assert not envs.is_available("legacy")
+    plain = tmp_path / "python"
+    plain.write_text("")
+    monkeypatch.setenv("SENSITIVITY_PYTHON_LEGACY", str(plain))
+    assert not envs.is_available("legacy")
+    plain.chmod(0o755)
+    assert envs.is_available("legacy")
