@@ -119,7 +119,7 @@ def import_solver(solver_path, net_path=None) -> dict:
         elif name in ("net", "train_net"):
             if not isinstance(value, str):
                 raise CaffeImportError(f"{where}: {name} {_shown(value)}: expected a quoted path")
-            net_path = net_path if net_path is not None else _beside(solver_path, value)
+            net_path = net_path if net_path is not None else _beside(solver_path, value, where)
         elif name in CANONICAL:
             if value != CANONICAL[name]:
                 raise CaffeImportError(f"{where}: {name} {value} is not supported: the canonical value is "
@@ -414,14 +414,24 @@ def _read(path: Path) -> prototxt.Message:
         raise CaffeImportError(str(exc)) from None
 
 
-def _beside(solver_path: Path, net: str):
-    """Caffe's net path is relative to Caffe's root: look beside the solver, by path and by name."""
+def _beside(solver_path: Path, net: str, where: str):
+    """Caffe's net path is relative to Caffe's root: look beside the solver, by path and by name. What is found
+    must be a regular file in the solver's folder (or below it), else CaffeImportError, the file unread; a net
+    found nowhere is None (the import notes it)."""
+    folder = solver_path.parent.resolve()
     for candidate in (solver_path.parent / net, solver_path.parent / Path(net).name):
         try:
-            if candidate.is_file():
-                return candidate
-        except (OSError, ValueError):  # a name too long, a NUL
-            pass
+            if not candidate.exists():
+                continue
+            found = candidate.resolve()
+        except (OSError, ValueError, RuntimeError):  # a name too long, a NUL, a loop of links
+            continue
+        if not found.is_relative_to(folder):
+            raise CaffeImportError(f"{where}: net {_shown(net)} lies outside the solver's folder {folder}; put the "
+                                   "net file beside the solver")
+        if not found.is_file():
+            raise CaffeImportError(f"{where}: net {_shown(net)} is not a regular file")
+        return candidate
     return None
 
 

@@ -68,6 +68,30 @@ def test_without_a_net_max_iter_stays_in_iterations(tmp_path):
     assert explicit["config"]["batch_size"] == 64
 
 
+@pytest.mark.parametrize("net, message", [
+    ("../secret.prototxt", "lies outside the solver's folder"),
+    ("/dev/zero", "lies outside the solver's folder"),
+    ("sub", "is not a regular file"),
+])
+def test_a_solver_net_outside_its_folder_or_not_a_file_is_refused_unread(tmp_path, net, message):
+    """A solver's `net:` must name a regular file in its folder: the importer never reads (or quotes) another."""
+    (tmp_path / "secret.prototxt").write_text("password: 'do-not-quote-me'\n")
+    folder = tmp_path / "solvers"
+    (folder / "sub").mkdir(parents=True)
+    solver = folder / "solver.prototxt"
+    solver.write_text(re.sub(r'net: "[^"]*"', f'net: "{net}"', (CAFFE / "lenet_solver.prototxt").read_text()))
+    with pytest.raises(CaffeImportError, match=re.escape(message)) as refused:
+        import_solver(solver)
+    assert "do-not-quote-me" not in str(refused.value) and str(solver) in str(refused.value)
+
+
+def test_a_solver_net_named_by_caffe_root_path_is_found_beside_it(tmp_path):
+    for name in ("lenet_solver.prototxt", "lenet_train_test.prototxt"):
+        (tmp_path / name).write_text((CAFFE / name).read_text())
+    entry = import_solver(tmp_path / "lenet_solver.prototxt")  # net: "examples/mnist/lenet_train_test.prototxt"
+    assert entry["config"]["batch_size"] == 64 and entry["source"]["net"] == str(tmp_path / "lenet_train_test.prototxt")
+
+
 def test_a_missing_net_option_is_an_error_naming_the_file(tmp_path):
     missing = tmp_path / "nonet.prototxt"
     with pytest.raises(CaffeImportError, match=r"nonet.prototxt: no such file"):
