@@ -18,6 +18,20 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str):
         raise UsageError(f"{self.prog}: {message}")
 
+    def add_argument(self, *names, **kwargs):
+        """As argparse's; an option or argument that takes text (no type of its own) refuses an empty one: an
+        empty value never stands for the default."""
+        if kwargs.get("action", "store") == "store" and "type" not in kwargs:
+            kwargs["type"] = text
+        return super().add_argument(*names, **kwargs)
+
+
+def text(value: str) -> str:
+    """An argparse type: any text but an empty or blank one."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("empty; give a value, or leave the option out for its default")
+    return value
+
 
 def number(kind, minimum=None, strict=False, maximum=None):
     """An argparse type: an int or a finite float, at least `minimum` (above it when `strict`), at most
