@@ -41,3 +41,13 @@ def under(root, name: str, suffix: str = "") -> Path:
     if not path.resolve().is_relative_to(root.resolve()):
         raise UnsafeName(f"study name {name!r} leaves {root}")
     return path
+
+
+def check_results_folder() -> None:
+    """ValueError unless results/ is a folder this process can write in, or can be made in the current one."""
+    folder = RESULTS if RESULTS.exists() else Path(".")
+    if RESULTS.exists() and not RESULTS.is_dir():
+        raise ValueError(f"{RESULTS.resolve()} is not a folder: runs write their records under results/; move the "
+                         "file, or run from another folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"{folder.resolve()} is not writable: runs write their records under results/")

@@ -40,7 +40,7 @@ def _cmd_ablate(args) -> int:
     from sensitivity.spaces import SpaceError
     from sensitivity.spec import TrialSpec
     from sensitivity.sweep import studies
-    from sensitivity.sweep.driver import SweepError, SweepFailed
+    from sensitivity.sweep.driver import SweepError, SweepFailed, check_destinations
     from sensitivity.sweep.storage import StorageError, StorageLost
 
     given = {name: getattr(args, name) for name in CONFIGURATION_FIELDS if getattr(args, name, None) is not None}
@@ -69,6 +69,7 @@ def _cmd_ablate(args) -> int:
     _check_study_name(args.study, "ablate")
     options.study = args.study or f"ablate-{start.framework}-{start.regime}-{end.framework}-{end.regime}-{base.dataset}"
     try:
+        check_destinations(options)  # before the first point's line is printed
         run_ablation(base, start, end, args.seeds, options, log=lambda message: print(message, file=sys.stderr))
         study = studies.load(options.study, options.storage)
     except (SweepFailed, StorageLost) as exc:  # a run that lost or left trials: one line, exit 1

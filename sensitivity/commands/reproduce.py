@@ -48,6 +48,7 @@ def _reproduce(args) -> int:
     from sensitivity.defaults import DefaultsError
     from sensitivity.forecast.launch import run_device, run_threads
     from sensitivity.forecast.runs import ABSENT, runs_of_plan
+    from sensitivity.sweep.driver import SweepError, check_destinations
     from sensitivity.sweep.plans import defaults_space
     from sensitivity.sweep.reproduce import PRESETS, ReproduceError, check_scale, placements, plan
 
@@ -69,6 +70,10 @@ def _reproduce(args) -> int:
             raise UsageError(f"sensitivity reproduce: framework {name} is not usable here ({frameworks.probe(name)[2]}): "
                              "scripts/setup.sh installs it, or leave it out with --frameworks")
     _check_study_name(args.study, "reproduce")
+    try:
+        check_destinations(_options(args, 1))  # before the datasets are read and the probe's cache written
+    except SweepError as exc:
+        raise UsageError(f"sensitivity reproduce: {exc}")
     args.study = args.study or f"reproduce-{preset.name}" + (f"-scale{scale:g}" if scale < 1 else "")
     seeds = args.seeds or preset.seeds
     try:
@@ -123,7 +128,7 @@ def _launch(args, preset, space, options, planned: list, attrs: dict) -> int:
     from sensitivity.sweep.tuning import stop_ray
 
     try:
-        check_inputs(space, options.address, sorted({t.planned["dataset"] for t in planned}))
+        check_inputs(space, options, sorted({t.planned["dataset"] for t in planned}))
     except SweepError as exc:
         raise UsageError(f"sensitivity reproduce: {exc}")
     try:

@@ -186,7 +186,7 @@ def _cmd_crossover(args) -> int:
     regimes = ("native", "canonical") if args.semantics == "both" else (args.semantics,)
     space = defaults_space(args.study or "crossover", [args.framework], sets, args.seeds, regimes)
     try:
-        check_inputs(space, args.address, sets)
+        check_inputs(space, _options(args, 1), sets)
         sides = [resolve(args.framework, d, regimes[0], tuned.get(d), named.get(d), args.storage) for d in sets]
         plan = crossover_plan(space, args.framework, sides, args.seeds, _cut(args), model=args.model)
     except (SweepError, CrossoverError, DefaultsError) as exc:
@@ -302,7 +302,7 @@ def _cmd_defaults(args) -> int:
     regimes = ("native", "canonical") if args.semantics == "both" else (args.semantics,)
     space = defaults_space(args.study or args.command, names, sets, args.seeds, regimes)
     try:
-        check_inputs(space, args.address, sets)  # the plan reads the datasets
+        check_inputs(space, _options(args, 1), sets)  # the plan reads the datasets
     except SweepError as exc:
         raise UsageError(f"sensitivity {args.command}: {exc}")
     try:

@@ -34,7 +34,7 @@ def _cmd_timing(args) -> int:
     args.study = args.study or f"{args.sweep}-alone"
     space = defaults_space(args.study, frameworks, [dataset], 1, regimes)
     try:
-        check_inputs(space, args.address, [dataset])
+        check_inputs(space, _options(args, 1), [dataset])
     except SweepError as exc:
         raise UsageError(f"sensitivity timing: {exc}")
     return _run("timing", lambda: run_space(space, _options(args, len(plan)), plan))

@@ -70,8 +70,9 @@ def sweep_plan(space_path, options: SweepOptions, with_defaults: bool = False, *
     """(the checked space of a space file, the planned trials of --with-defaults); `overrides` (frameworks,
     seeds, semantics) replace the file's values."""
     space = load_space(space_path, **overrides)
-    _check_gpus(space, options)  # the options' own consistency first: it holds on any machine
-    check_inputs(space, options.address)  # the defaults' plan reads the dataset
+    _check_options(space, options)
+    _check_environments(space, options)
+    check_inputs(space, options)  # the defaults' plan reads the dataset
     cut = Cut(epochs=space.fixed["epochs"]) if "epochs" in space.fixed else None  # the sweep's own budget
     plan = default_plan(space, space.frameworks, [space.dataset], seeds=space.seeds, cut=cut) if with_defaults else []
     return space, plan
@@ -83,8 +84,6 @@ def run_sweep(space_path, options: SweepOptions, with_defaults: bool = False, **
     from sensitivity.forecast.launch import ForecastError, forecast_of, sweep_runs
 
     space, plan = sweep_plan(space_path, options, with_defaults, **overrides)
-    _check_options(space, options)  # the launch's refusals in its own words before the forecast reads versions
-    _check_environments(space, options)
     runs = sweep_runs(space, options.trials, options, plan)
     try:
         kept = forecast_of(runs, options, sampled=len(runs) > len(plan), probe=False)
@@ -101,7 +100,7 @@ def run_space(space: Space, options: SweepOptions, plan: list = (), keep_ray: bo
     attributes, each unless the study holds it already (a resumed run keeps its first forecast)."""
     _check_options(space, options)
     _check_environments(space, options)
-    check_inputs(space, options.address)
+    check_inputs(space, options)
     from sensitivity.sweep.tuning import ResourceError, run_tune, start_ray, stop_ray
 
     url = options.storage or default_url()
@@ -204,11 +203,6 @@ def _check_options(space: Space, options: SweepOptions) -> None:
     if options.trials <= 0 or options.parallel <= 0:
         raise SweepError("--trials and --parallel must be positive")
     _check_gpus(space, options)
-    from sensitivity.sweep.tuning import check_address
-    try:
-        check_address(options.address)  # before the study: an unreachable cluster would be retried for minutes
-    except ValueError as exc:
-        raise SweepError(str(exc)) from None
 
 
 def _check_gpus(space: Space, options: SweepOptions) -> None:
@@ -237,10 +231,29 @@ def _check_environments(space: Space, options: SweepOptions) -> None:
             raise SweepError(f"--gpus-per-trial {options.gpus_per_trial:g}: {name} cannot use a GPU here: {refusal}")
 
 
-def check_inputs(space: Space, address=None, datasets_used=None) -> None:
-    """The datasets (`datasets_used`, else the space's) load here without a download (parsed into the cache
-    now: a missing or corrupt file is one line before Ray starts, not a failed trial), and a fixed GPU exists
-    on this machine where Ray is local (no `address`)."""
+def check_destinations(options: SweepOptions) -> None:
+    """Where a run writes, checked before anything is written: the storage URL (its kind, its file's folder,
+    a server answering), --address (its form, then a cluster answering: an unreachable one would be retried
+    for minutes) and results/ (a folder this process can write in)."""
+    from sensitivity.paths import check_results_folder
+    from sensitivity.sweep.tuning import check_address
+    try:
+        st.check_url(options.storage or default_url())
+    except st.StorageError as exc:
+        raise SweepError(str(exc)) from None
+    try:
+        check_address(options.address)
+        check_results_folder()
+    except ValueError as exc:
+        raise SweepError(str(exc)) from None
+
+
+def check_inputs(space: Space, options: SweepOptions, datasets_used=None) -> None:
+    """After `check_destinations`, the first write: the datasets (`datasets_used`, else the space's) load here
+    without a download (parsed into the cache now: a missing or corrupt file is one line before Ray starts,
+    not a failed trial); and a fixed GPU exists on this machine where Ray is local (no --address)."""
+    check_destinations(options)
+    address = options.address
     from sensitivity import datasets
     from sensitivity.frameworks import gpu
     if not address:

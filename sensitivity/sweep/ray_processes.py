@@ -86,7 +86,8 @@ def stopped() -> None:
     temp_dir = _local.pop("temp_dir", None)
     if temp_dir:
         shutil.rmtree(temp_dir, ignore_errors=True)
-    _record_path().unlink(missing_ok=True)
+    if RECORDS.is_dir():  # none where the run was refused before it wrote
+        _record_path().unlink(missing_ok=True)
 
 
 def _start_reaper(temp_dir: str) -> subprocess.Popen:

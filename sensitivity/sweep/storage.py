@@ -93,6 +93,68 @@ def _open_sqlite(url: str, attempts: int = 5):
             time.sleep(0.2 * (attempt + 1))
 
 
+ALLOWED = "sqlite:///FILE, postgresql://USER@HOST:PORT/DATABASE, journal:FILE"
+CONNECT_TIMEOUT_S = 5
+
+
+def check_url(url: str) -> None:
+    """A storage URL checked before anything is written, here or on the server: its kind (no in-memory
+    database, which would vanish with the run), its file's folder (it must exist: none is created, but for
+    the default results/), an existing file sound, a server answering within CONNECT_TIMEOUT_S."""
+    where = f"storage {describe(url)}"
+    if not url.strip():
+        raise StorageError(f"storage: empty; allowed {ALLOWED}")
+    path = _file_of(url)
+    in_memory = url.startswith("sqlite:") and (path is None or str(path) in ("", ".", ":memory:")
+                                              or "mode=memory" in url)
+    if in_memory:
+        raise StorageError(f"{where}: an in-memory database, which would vanish when the run ends; name a file: "
+                           "sqlite:///FILE")
+    if path is None:
+        if url.split("://")[0].split("+")[0] not in ("postgresql", "postgres") or "://" not in url:
+            raise StorageError(f"{where}: unknown kind of storage; allowed {ALLOWED}")
+        _check_server(url, where)
+        return
+    if path.exists() and not path.is_file():
+        raise StorageError(f"{where}: {path} is not a regular file")
+    folder = path.parent
+    if folder.resolve() == DEFAULT_DB.parent.resolve() and not folder.exists():
+        folder = folder.parent  # the default's folder, results/, is made when the run writes
+    if folder.exists() and not folder.is_dir():
+        raise StorageError(f"{where}: {folder.resolve()} is not a folder")
+    if not folder.is_dir():
+        raise StorageError(f"{where}: no folder {folder}; create it first (a storage's folder is never created)")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise StorageError(f"{where}: the folder {folder} is not writable")
+    if url.startswith("sqlite:///"):
+        check_sqlite_file(url)
+
+
+def _check_server(url: str, where: str) -> None:
+    """A database server answers at `url` within CONNECT_TIMEOUT_S (a connection only: nothing written)."""
+    import sqlalchemy
+    import sqlalchemy.exc
+    try:
+        engine = sqlalchemy.create_engine(url, connect_args={"connect_timeout": CONNECT_TIMEOUT_S})
+    except (sqlalchemy.exc.SQLAlchemyError, ImportError, ValueError, TypeError) as exc:
+        raise StorageError(f"{where}: not a valid database URL ({reason(exc)}); allowed {ALLOWED}") from None
+    try:
+        with engine.connect():
+            pass
+    except (sqlalchemy.exc.SQLAlchemyError, OSError, ValueError) as exc:
+        raise StorageError(f"{where} cannot be opened: {reason(exc)}") from None
+    finally:
+        engine.dispose()
+
+
+def _make_folder(path: Path) -> None:
+    """The folder of a storage file: the default's, results/, is made; any other must exist (`check_url`)."""
+    if path.parent.resolve() == DEFAULT_DB.parent.resolve():
+        path.parent.mkdir(exist_ok=True)
+    elif not path.parent.is_dir():
+        raise StorageError(f"no folder {path.parent}; create it first (a storage's folder is never created)")
+
+
 def open_storage(url: str | None = None, must_exist: bool = False):
     """An Optuna storage for `url`: sqlite:///..., postgresql://..., or journal:PATH (or a *.journal path).
     With `must_exist` (reading studies), a missing SQLite or journal file is an error, not a new file."""
@@ -103,15 +165,14 @@ def open_storage(url: str | None = None, must_exist: bool = False):
     path = _file_of(url)
     if must_exist and path is not None and not path.exists():
         raise StorageError(f"storage {describe(url)}: no such file {path} (no sweep has written there)")
+    check_url(url)
     try:
-        if url.startswith("sqlite:///"):
-            check_sqlite_file(url)
         if path is not None and not url.startswith("sqlite:///"):
-            path.parent.mkdir(parents=True, exist_ok=True)
+            _make_folder(path)
             backend = optuna.storages.journal.JournalFileBackend(str(path))
             return optuna.storages.JournalStorage(backend)
         if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            _make_folder(path)
             storage = _open_sqlite(url)
             _IDENTITY[str(path)] = _identity(path)
             return storage

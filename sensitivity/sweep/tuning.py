@@ -17,16 +17,32 @@ class ResourceError(Exception):
     """A trial asks for more than the cluster has: one line, exit 2."""
 
 
+# Where `ray start --head` records the cluster it started; Ray's `address="auto"` reads it (or RAY_ADDRESS).
+CURRENT_CLUSTER = Path("/tmp/ray/ray_current_cluster")
+
+
 def check_address(address, timeout_s: float = 3.0) -> None:
-    """HOST:PORT must answer a TCP connect (the GCS port) within `timeout_s`; raises ValueError with the
-    reason. `auto` and ray:// addresses are left to Ray."""
-    if not address or address == "auto" or "://" in address:
+    """`auto` or HOST:PORT, whose GCS port answers a TCP connect within `timeout_s`; raises ValueError with
+    the reason. Ray Client addresses (ray://) are refused: the driver runs on a node of the cluster."""
+    if not address:
+        return
+    if "://" in address:
+        raise ValueError(f"--address {address}: Ray Client (ray://) and other URLs are not supported: the sweep's "
+                         "driver runs on a node of the cluster; give auto or the head's HOST:PORT (GCS, 6379 by "
+                         "default)")
+    if address == "auto":
+        found = os.environ.get("RAY_ADDRESS") or (CURRENT_CLUSTER.read_text().strip()
+                                                  if CURRENT_CLUSTER.is_file() else "")
+        if not found or found == "auto":
+            raise ValueError("--address auto: no running Ray cluster found on this machine (no RAY_ADDRESS, no "
+                             f"{CURRENT_CLUSTER}); start one with `ray start --head`, or give HOST:PORT")
+        check_address(found, timeout_s)
         return
     host, _, port = address.rpartition(":")
     if not host or not (port.isascii() and port.isdigit() and 0 < int(port) < 65536):
         raise ValueError(f"--address {address!r}: expected auto or HOST:PORT, PORT from 1 to 65535")
     try:
-        with socket.create_connection((host, int(port)), timeout=timeout_s):
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
             pass
     except (OSError, ValueError) as exc:  # ValueError: a host name no resolver takes (too long, a NUL)
         why = "no answer" if isinstance(exc, socket.timeout) else (getattr(exc, "strerror", None) or str(exc))
