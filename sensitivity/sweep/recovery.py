@@ -1,5 +1,6 @@
 """Resume: after a driver was killed, its RUNNING trials become orphans and their parameters go back in
-the queue, exactly once; the study is then continued to N final trials.
+the queue, exactly once per orphan and at most MAX_ATTEMPTS times per configuration in all (each retry
+records its `attempt`); the study is then continued to N final trials.
 
 Idempotent: running it twice changes nothing the second time. A RUNNING trial is an orphan only when the
 driver that owns it has stopped: its process is gone (same host) or it has not beaten for `stale_after`
@@ -10,6 +11,18 @@ from __future__ import annotations
 from sensitivity.sweep.records import QUEUED_ATTRS, driver_alive, heartbeats
 
 STALE_AFTER_S = 60.0
+MAX_ATTEMPTS = 3  # a configuration runs at most this many times in all, however often it is orphaned
+
+
+def orphan_attrs(trial, why: str) -> dict:
+    """The user attributes that make a stopped trial an orphan, queued again as attempt k+1 of its
+    configuration (`attempt`, 1 when absent); the MAX_ATTEMPTS-th is not queued again but stays a final
+    FAIL that says so (it counts towards N)."""
+    attempt = trial.user_attrs.get("attempt", 1)
+    if attempt >= MAX_ATTEMPTS:
+        return {"orphaned": False, "retries_exhausted": True, "status": "failed",
+                "reason": f"{why}; attempt {attempt} of at most {MAX_ATTEMPTS}: not retried again"}
+    return {"orphaned": True, "status": "failed", "reason": why}
 
 
 def recover(study, my_driver: str, stale_after: float = STALE_AFTER_S) -> list:
@@ -30,9 +43,8 @@ def recover(study, my_driver: str, stale_after: float = STALE_AFTER_S) -> list:
         why = (f"driver {owner} stopped while the trial ran" if owner is not None else
                "its driver stopped between asking for the trial and recording itself as the owner")
         storage = study._storage
-        storage.set_trial_user_attr(trial._trial_id, "orphaned", True)
-        storage.set_trial_user_attr(trial._trial_id, "status", "failed")
-        storage.set_trial_user_attr(trial._trial_id, "reason", f"orphaned: {why}")
+        for name, value in orphan_attrs(trial, f"orphaned: {why}").items():
+            storage.set_trial_user_attr(trial._trial_id, name, value)
         storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
         orphaned.append(trial.number)
     requeue_orphans(study)
@@ -45,10 +57,11 @@ def _age_s(trial) -> float:
 
 
 def requeue_orphans(study) -> None:
-    """Queue the parameters of every orphan that no trial retries yet."""
+    """Queue the parameters of every orphan that no trial retries yet, as the next attempt."""
     trials = study.get_trials(deepcopy=False)
     retried = {t.user_attrs.get("retry_of") for t in trials if not t.user_attrs.get("surplus")}
     for trial in trials:
         if trial.user_attrs.get("orphaned") and trial.number not in retried:
             attrs = {k: trial.user_attrs[k] for k in QUEUED_ATTRS if k in trial.user_attrs}
-            study.enqueue_trial(trial.params, user_attrs={**attrs, "retry_of": trial.number})
+            attempt = trial.user_attrs.get("attempt", 1) + 1
+            study.enqueue_trial(trial.params, user_attrs={**attrs, "retry_of": trial.number, "attempt": attempt})

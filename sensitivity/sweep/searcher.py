@@ -319,11 +319,16 @@ class StudySearcher(Searcher):
         return numbers
 
     def _interrupt(self, trial, reason: str) -> None:
-        """FAIL, marked as an orphan (not counted towards N, queued again) with `interrupted` set."""
-        for name, value in (("orphaned", True), ("interrupted", True), ("status", "failed"), ("reason", reason)):
+        """FAIL, marked as an orphan (not counted towards N, queued again; see recovery.orphan_attrs) with
+        `interrupted` set."""
+        from sensitivity.sweep.recovery import orphan_attrs
+
+        attrs = {**orphan_attrs(trial, reason), "interrupted": True}
+        for name, value in attrs.items():
             trial.set_user_attr(name, value)
         self.study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
-        self._uncount()
+        if attrs["orphaned"]:
+            self._uncount()
 
     def _uncount(self) -> None:
         """One trial this driver asked no longer counts towards N (an orphan, a surplus)."""

@@ -137,7 +137,8 @@ def _check_server(url: str, where: str) -> None:
     try:
         engine = sqlalchemy.create_engine(url, connect_args={"connect_timeout": CONNECT_TIMEOUT_S})
     except (sqlalchemy.exc.SQLAlchemyError, ImportError, ValueError, TypeError) as exc:
-        raise StorageError(f"{where}: not a valid database URL ({reason(exc)}); allowed {ALLOWED}") from None
+        raise StorageError(f"{where} cannot be opened: not a valid database URL ({reason(exc)}); allowed "
+                           f"{ALLOWED}") from None
     try:
         with engine.connect():
             pass

@@ -14,7 +14,7 @@ from optuna.trial import TrialState
 
 from sensitivity import frameworks
 from sensitivity.sweep import records
-from sensitivity.sweep.recovery import recover
+from sensitivity.sweep.recovery import MAX_ATTEMPTS, recover
 from sensitivity.sweep.storage import StorageError, describe, open_storage
 
 POSTGRES = os.environ.get("SENSITIVITY_TEST_POSTGRES_URL")
@@ -67,9 +67,34 @@ def test_recovery_fails_dead_drivers_trials_only_and_requeues_once(storage_url):
     assert trials[orphan.number].state == TrialState.FAIL and trials[orphan.number].user_attrs["orphaned"]
     assert trials[live.number].state == TrialState.RUNNING
     waiting = [t for t in trials.values() if t.state == TrialState.WAITING]
-    assert len(waiting) == 1 and waiting[0].user_attrs == {"seed": 3, "retry_of": orphan.number}
+    assert len(waiting) == 1 and waiting[0].user_attrs == {"seed": 3, "retry_of": orphan.number, "attempt": 2}
     assert waiting[0].system_attrs["fixed_params"] == trials[orphan.number].params  # asked with these
     assert records.count_final(study) == 1
+
+
+def test_a_configuration_orphaned_again_and_again_runs_at_most_max_attempts_times(storage_url):
+    """Repeated kills that hit the retry itself once ran one configuration 4 times; now each retry is the
+    next attempt, and the MAX_ATTEMPTS-th orphan is a final FAIL that says so, queued no more."""
+    study = new_study(storage_url)
+    fake_dead_driver(study, "dead")
+    distribution = {"x": optuna.distributions.FloatDistribution(0, 1)}
+    first = study.ask(distribution)
+    first.set_user_attr("driver", "dead")
+    runs = [first.number]
+    for _ in range(MAX_ATTEMPTS + 2):  # every run of the configuration killed with its driver
+        recover(study, "me")
+        waiting = [t for t in study.get_trials() if t.state == TrialState.WAITING]
+        if not waiting:
+            break
+        retry = study.ask()  # the queued retry
+        retry.set_user_attr("driver", "dead")
+        runs.append(retry.number)
+    trials = {t.number: t for t in study.get_trials()}
+    assert len(runs) == MAX_ATTEMPTS and [trials[n].user_attrs.get("attempt", 1) for n in runs] == [1, 2, 3]
+    last = trials[runs[-1]]
+    assert last.state == TrialState.FAIL and not last.user_attrs["orphaned"] and last.user_attrs["retries_exhausted"]
+    assert f"attempt 3 of at most {MAX_ATTEMPTS}: not retried again" in last.user_attrs["reason"]
+    assert records.count_final(study) == 1 and all(trials[n].user_attrs["orphaned"] for n in runs[:-1])
 
 
 def test_a_stale_heartbeat_from_another_host_makes_orphans(storage_url):

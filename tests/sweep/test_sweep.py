@@ -11,7 +11,7 @@ import pytest
 from optuna.trial import TrialState
 
 from sensitivity import frameworks
-from sensitivity.sweep.storage import open_storage
+from sensitivity.sweep.storage import StorageError, open_storage
 
 pytestmark = pytest.mark.skipif(not frameworks.importable("torch"), reason="needs torch")
 
@@ -167,7 +167,7 @@ def test_kill_9_of_the_driver_then_resume_gives_exactly_n(tmp_path):
         assert driver.poll() is None, (tmp_path / "driver.log").read_text()[-3000:]
         try:
             trials = optuna.load_study(study_name="t", storage=open_storage(storage)).get_trials()
-        except KeyError:  # the driver has not made the study yet
+        except (KeyError, StorageError):  # the driver has not made the study (or its folder) yet
             continue
         if any(t.state == TrialState.COMPLETE for t in trials) and any(t.state == TrialState.RUNNING for t in trials):
             break
