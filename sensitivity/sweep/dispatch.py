@@ -67,6 +67,7 @@ def trainable(config: dict) -> None:
         spec = spec.model_copy(update={"device": "gpu:0"})
         share = tune.get_context().get_trial_resources().required_resources.get("GPU")
     worker = _worker_for(spec, share)
+    node_id = ray.get_runtime_context().get_node_id()  # in each report: a lost node is then named
     elapsed = 0.0
     curve = []
     last_epoch = None if spec.iterations else spec.epochs
@@ -78,7 +79,7 @@ def trainable(config: dict) -> None:
             curve.append({k: v for k, v in event.items() if k != "event"})
             if event["epoch"] == last_epoch:
                 return  # the final report stands for the last epoch, so a scheduler cannot cut it off
-            tune.report({**epoch_metrics(event, elapsed), "curve_json": json.dumps(curve)})
+            tune.report({**epoch_metrics(event, elapsed), "curve_json": json.dumps(curve), "ray_node_id": node_id})
 
     finished = False
     try:

@@ -42,6 +42,7 @@ from sensitivity.spec import TrialSpec
 from sensitivity.sweep import storage as storage_health
 from sensitivity.sweep.driver_storage import flush
 from sensitivity.sweep.records import QUEUED_ATTRS, counts_towards_target, driver_alive, heartbeats, result_fields
+from sensitivity.sweep.recovery import orphan_attrs, requeue_orphans
 from sensitivity.sweep.trial_log import log_trial
 
 log = logging.getLogger(__name__)
@@ -81,6 +82,7 @@ class StudySearcher(Searcher):
         self.live: dict = {}  # Tune trial id -> Optuna trial
         self.reported: dict = {}  # Optuna trial number -> {epoch: intermediate value recorded}
         self.last_curve: dict = {}
+        self.node_of: dict = {}  # Tune trial id -> the Ray node its epochs were reported from
         self.taken: Optional[int] = None  # trials counting towards N (final or running); None: not read yet
         self.waiting = 0  # trials waiting in the queue
         self.shared = False  # another live driver beat at the last ask: the counts are read before each ask
@@ -214,6 +216,9 @@ class StudySearcher(Searcher):
             return
         self.last_curve[trial_id] = json.loads(result.get("curve_json") or "[]")
         try:
+            if result.get("ray_node_id") and trial_id not in self.node_of:
+                self.node_of[trial_id] = result["ray_node_id"]
+                trial.set_user_attr("ray_node_id", result["ray_node_id"])
             self._record_epoch(trial, result)
         except UpdateFinishedTrialError:  # finished by another driver that thought this one dead
             log.warning("trial %s was finished elsewhere; its results here are dropped", trial.number)
@@ -241,8 +246,13 @@ class StudySearcher(Searcher):
         if trial is None:
             return
         curve = self.last_curve.pop(trial_id, None)
+        node = self.node_of.pop(trial_id, None)
         try:
-            self._tell(trial, result, error, curve)
+            if error and node is not None and node_lost(node):  # no fault of the trial's: run it again
+                self._orphan(trial, f"orphaned: Ray node {node} was lost while the trial ran")
+                requeue_orphans(self.study)
+            else:
+                self._tell(trial, result, error, curve)
         except UpdateFinishedTrialError:  # finished by another driver that thought this one dead
             log.warning("trial %s was finished elsewhere; its result here is dropped", trial.number)
             self.taken = None
@@ -299,8 +309,6 @@ class StudySearcher(Searcher):
 
     def interrupt_live(self, reason: str) -> list:
         """Tell every trial still live FAIL as interrupted and queue its parameters again; their numbers."""
-        from sensitivity.sweep.recovery import requeue_orphans
-
         numbers = []
         if storage_health.lost_reason() is not None:  # nothing can be written: a rerun finds them RUNNING
             self.live.clear()
@@ -319,11 +327,13 @@ class StudySearcher(Searcher):
         return numbers
 
     def _interrupt(self, trial, reason: str) -> None:
-        """FAIL, marked as an orphan (not counted towards N, queued again; see recovery.orphan_attrs) with
-        `interrupted` set."""
-        from sensitivity.sweep.recovery import orphan_attrs
+        """FAIL as an orphan (see `_orphan`) with `interrupted` set."""
+        self._orphan(trial, reason, interrupted=True)
 
-        attrs = {**orphan_attrs(trial, reason), "interrupted": True}
+    def _orphan(self, trial, reason: str, **flags) -> None:
+        """FAIL, marked as an orphan: not counted towards N, and queued again by requeue_orphans unless it was
+        its configuration's last attempt (recovery.orphan_attrs)."""
+        attrs = {**orphan_attrs(trial, reason), **flags}
         for name, value in attrs.items():
             trial.set_user_attr(name, value)
         self.study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
@@ -334,3 +344,17 @@ class StudySearcher(Searcher):
         """One trial this driver asked no longer counts towards N (an orphan, a surplus)."""
         if self.taken is not None:
             self.taken -= 1
+
+
+def node_lost(node_id: str, wait_s: float = 30.0) -> bool:
+    """Whether Ray's node `node_id` is dead, waiting up to `wait_s` for Ray's health check to say so (an
+    actor's death can reach the driver before its node is marked dead)."""
+    import time
+
+    import ray
+    deadline = time.monotonic() + wait_s
+    while True:
+        alive = any(n.get("NodeID") == node_id and n.get("Alive") for n in ray.nodes())
+        if not alive or time.monotonic() >= deadline:
+            return not alive
+        time.sleep(1.0)

@@ -128,6 +128,7 @@ def run_tune(study, space, options, driver_id: str, missing: int) -> None:
     from sensitivity.sweep import ray_processes
 
     from sensitivity.sweep.dispatch import ForgetFinished, trainable
+    from sensitivity.sweep.recovery import MAX_ATTEMPTS
     from sensitivity.sweep.progress import Progress
     from sensitivity.sweep.searcher import StopOnLostStorage, StudySearcher
     from sensitivity.sweep.trial_log import log_path
@@ -152,7 +153,9 @@ def run_tune(study, space, options, driver_id: str, missing: int) -> None:
             tuner = tune.Tuner(
                 tune.with_resources(trainable, resources),
                 tune_config=tune.TuneConfig(search_alg=searcher, scheduler=scheduler(options.pruner, space),
-                                            num_samples=missing, max_concurrent_trials=options.parallel,
+                                            # the searcher ends the run at N; Tune's bound leaves room for
+                                            # retries (a lost node's trial runs again in this run)
+                                            num_samples=missing * MAX_ATTEMPTS, max_concurrent_trials=options.parallel,
                                             reuse_actors=True, time_budget_s=options.time_budget),
                 run_config=tune.RunConfig(name=f"{study.study_name}-{driver_id}", verbose=0,
                                           storage_path=ray_processes.tune_dir(), log_to_file=True,

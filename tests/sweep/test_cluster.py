@@ -27,7 +27,13 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def two_node_cluster():
+def two_node_cluster(cluster_nodes):
+    return cluster_nodes[0]
+
+
+@pytest.fixture
+def cluster_nodes():
+    """(the head's address, the worker node's `ray start` process)."""
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token"}
     port = free_port()
     temp_dir = tempfile.mkdtemp(prefix="rayc-", dir="/tmp")
@@ -42,7 +48,7 @@ def two_node_cluster():
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                       start_new_session=True))
         _wait_for_nodes(port, 2, env)
-        yield f"127.0.0.1:{port}"
+        yield f"127.0.0.1:{port}", nodes[1]
     finally:
         end_nodes(nodes)
 
@@ -95,3 +101,64 @@ objectives: [{metric: val_accuracy, direction: maximize}]
     trials = optuna.load_study(study_name="cluster", storage=f"sqlite:///{tmp_path}/results/optuna.db").trials
     assert len(trials) == 4 and all(t.state.name == "COMPLETE" for t in trials)
     assert len({t.user_attrs["env"]["ray_node_id"] for t in trials}) == 2
+
+
+def _worker_node(address: str, worker, env: dict) -> tuple:
+    """(node id, raylet process) of the cluster's worker node, whose `ray start` process is `worker`."""
+    code = (f"import ray; ray.init(address='{address}', log_to_driver=False); "
+            "print([n['NodeID'] for n in ray.nodes() if n['Alive'] and 'node:__internal_head__' not in n['Resources']])")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    [node_id] = eval(out.stdout.strip().splitlines()[-1])
+    tree = _tree(worker.pid)
+    raylet = next((p for p in tree if "raylet" in p.name()), None)
+    assert raylet is not None, [p.name() for p in tree]
+    return node_id, raylet
+
+
+def test_a_node_lost_mid_trial_fails_that_trial_naming_the_node_and_runs_it_again(cluster_nodes, tmp_path):
+    """Kill the worker node's raylet while a trial runs there: N final trials, the lost one FAIL with a reason
+    naming the node and retried on the node left, nothing RUNNING."""
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token"}
+    two_node_cluster, worker = cluster_nodes
+    node_id, raylet = _worker_node(two_node_cluster, worker, env)
+    space = tmp_path / "s.yaml"
+    space.write_text("""
+study: lost
+dataset: digits
+frameworks: [torch]
+parameters: {lr: {type: float, low: 0.01, high: 0.1, log: true}}
+fixed: {epochs: 40}
+objectives: [{metric: val_accuracy, direction: maximize}]
+""")
+    log = (tmp_path / "driver.log").open("w")
+    driver = subprocess.Popen([sys.executable, "-m", "sensitivity.cli", "sweep", str(space), "--trials", "3",
+                               "--parallel", "2", "--address", two_node_cluster, "--no-progress"],
+                              cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, env=env)
+    storage = f"sqlite:///{tmp_path}/results/optuna.db"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:  # a trial that has reported an epoch from the worker node
+        assert driver.poll() is None, (tmp_path / "driver.log").read_text()[-3000:]
+        try:
+            trials = optuna.load_study(study_name="lost", storage=storage).trials
+        except Exception:  # the driver has not made the study yet
+            trials = []
+        running = [t for t in trials if t.state.name == "RUNNING" and t.user_attrs.get("ray_node_id") == node_id]
+        if running:
+            break
+        time.sleep(0.5)
+    else:
+        pytest.fail("no trial ran on the worker node: " + (tmp_path / "driver.log").read_text()[-3000:])
+    raylet.kill()
+    assert driver.wait(timeout=600) == 0, (tmp_path / "driver.log").read_text()[-3000:]
+    trials = optuna.load_study(study_name="lost", storage=storage).trials
+    final = [t for t in trials if t.state.name in ("COMPLETE", "FAIL", "PRUNED") and not t.user_attrs.get("orphaned")]
+    lost = [t for t in trials if t.user_attrs.get("orphaned")]
+    retried = [t for t in trials if t.user_attrs.get("retry_of") in {l.number for l in lost}]
+    print(f"\nnode loss: {len(trials)} trials, {len(final)} final, {len(lost)} failed naming the node, "
+          f"{len(retried)} retried, {sum(t.state.name == 'RUNNING' for t in trials)} RUNNING")
+    assert len(final) == 3 and all(t.state.name == "COMPLETE" for t in final)
+    assert running[0].number in {t.number for t in lost}
+    assert all(t.state.name == "FAIL" and f"Ray node {node_id} was lost" in t.user_attrs["reason"] for t in lost)
+    assert len(retried) == len(lost) and all(r.params == next(l for l in lost if l.number == r.user_attrs["retry_of"]).params
+                                            and r.user_attrs["attempt"] == 2 for r in retried)
+    assert not [t for t in trials if t.state.name in ("RUNNING", "WAITING")]
