@@ -48,8 +48,25 @@ def trials_table(source) -> pd.DataFrame:
     robustness` (trial number -> record) when the source is a study.
     """
     if isinstance(source, pd.DataFrame):
-        return source if "outcome" in source.columns else _normalise(source.copy())
+        if "outcome" in source.columns:
+            return source
+        frame = pd.DataFrame(source, copy=True)  # without attrs: the constructor copies none
+        frame.attrs = shared_records(source.attrs)
+        return _normalise(frame)
     return _from_study(source)
+
+
+class SharedRecord(dict):
+    """A study's record in a table's attrs, passed on by reference: pandas deep-copies attrs at every operation
+    (`NDFrame.__finalize__`), and robustness records run to megabytes. The analysis only reads them."""
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+def shared_records(attrs: dict) -> dict:
+    """`attrs` with its records (HEAVY_ATTRS) made SharedRecords."""
+    return {k: SharedRecord(v) if k in HEAVY_ATTRS and isinstance(v, dict) else v for k, v in attrs.items()}
 
 
 def _from_study(study) -> pd.DataFrame:
@@ -70,6 +87,7 @@ def _from_study(study) -> pd.DataFrame:
                        robustness={int(k.split(":", 1)[1]): v for k, v in study.user_attrs.items()
                                    if k.startswith("robustness:") and v is not None},
                        robustness_protocol=study.user_attrs.get("robustness_protocol"))
+    frame.attrs = shared_records(frame.attrs)
     return frame
 
 
@@ -134,7 +152,9 @@ def storage_description(study) -> str:
 
 
 def _normalise(frame: pd.DataFrame) -> pd.DataFrame:
-    attrs = dict(frame.attrs)
+    """The table of a frame this module owns (its attrs are taken off while it works, and put back after)."""
+    attrs = shared_records(frame.attrs)
+    frame.attrs = {}
     for column in ("number", "state", "status"):
         if column not in frame:
             frame[column] = range(len(frame)) if column == "number" else None

@@ -32,9 +32,12 @@ def test_onednns_and_mkls_reports_are_read_back():
 
 
 def test_numpys_blas_and_the_steering_variables_are_recorded(monkeypatch, tmp_path):
+    for name in kernels.STEERING:  # the machine may set some (OPENBLAS_L2_SIZE on some processors)
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("OPENBLAS_CORETYPE", "Haswell")
+    monkeypatch.setenv("OPENBLAS_L2_SIZE", "512")
     record = kernels.describe("chainer")  # numpy's BLAS only: no library of its own to probe
-    assert record["variables"] == {"OPENBLAS_CORETYPE": "Haswell"}
+    assert record["variables"] == {"OPENBLAS_CORETYPE": "Haswell", "OPENBLAS_L2_SIZE": "512"}
     blas = record["blas"]
     assert blas and blas[0]["internal_api"] in ("openblas", "mkl", "blis") and blas[0]["architecture"]
     assert record["isa"] == kernels.summary(record) != "unknown"
