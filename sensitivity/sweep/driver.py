@@ -252,11 +252,10 @@ def check_inputs(space: Space, options: SweepOptions, datasets_used=None) -> Non
     """After `check_destinations`, the first write: the datasets (`datasets_used`, else the space's) load here
     without a download (parsed into the cache now: a missing or corrupt file is one line before Ray starts,
     not a failed trial); and a fixed GPU exists on this machine where Ray is local (no --address)."""
-    check_destinations(options)
-    address = options.address
     from sensitivity import datasets
     from sensitivity.frameworks import gpu
-    if not address:
+    check_destinations(options)
+    if not options.address:
         try:
             gpu.check_here(space.fixed.get("device", "cpu"))
         except ValueError as exc:

@@ -3,9 +3,10 @@
 Each Optuna trial is one run of one configuration with one seed. Its user attributes hold the
 TrialSpec it ran (`spec`), the TrialResult's fields (`status`, `reason`, `accuracy`, ..., `curve`, `env`), the `seed`, the `config_id`
 shared by the seeds of one configuration, the `driver` that owns it, and, for a retry, `retry_of` (the
-number of the orphan it replaces) and `attempt` (2 or more; a configuration gets recovery.MAX_ATTEMPTS). An orphan is a RUNNING trial whose driver stopped beating: it is
-marked FAIL with `orphaned` set, and its parameters are queued again; so is a trial still running when its
-driver's run ended (time budget, Ctrl-C), with `interrupted` set as well. When drivers sharing a study ask
+number of the orphan it replaces) and `attempt` (2 or more; a configuration gets recovery.MAX_ATTEMPTS).
+An orphan is a RUNNING trial whose driver stopped beating: it is marked FAIL with `orphaned` set, and its
+parameters are queued again; so is a trial still running when its driver's run ended (time budget, Ctrl-C),
+with `interrupted` set as well, and one whose Ray node was lost. When drivers sharing a study ask
 at the same moment, the trials beyond the N-th (by number) are told FAIL with `surplus` set before they
 run, and their queued parameters go back in the queue: neither kind counts towards N.
 """
@@ -18,8 +19,8 @@ import psutil
 
 HEARTBEAT_PREFIX = "heartbeat:"
 # what a queued trial carries, and a retry or a re-queued surplus keeps
-QUEUED_ATTRS = ("seed", "config_id", "retry_of", "attempt", "planned", "plan_key", "is_default", "default", "default_source",
-                "source_dataset", "own_default", "default_kind", "budget_scale", "samples_scale", "published_epochs",
+QUEUED_ATTRS = ("seed", "config_id", "retry_of", "attempt", "planned", "plan_key", "is_default", "default",
+                "default_source", "source_dataset", "own_default", "default_kind", "budget_scale", "samples_scale", "published_epochs",
                 "run_epochs", "crossover", "tuned_for", "placebo", "tuned_config", "tuned_key", "timing", "timed_study",
                 "timed_trial")
 SPACE_HASH = "space_fingerprint"

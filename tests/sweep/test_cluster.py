@@ -106,7 +106,8 @@ objectives: [{metric: val_accuracy, direction: maximize}]
 def _worker_node(address: str, worker, env: dict) -> tuple:
     """(node id, raylet process) of the cluster's worker node, whose `ray start` process is `worker`."""
     code = (f"import ray; ray.init(address='{address}', log_to_driver=False); "
-            "print([n['NodeID'] for n in ray.nodes() if n['Alive'] and 'node:__internal_head__' not in n['Resources']])")
+            "print([n['NodeID'] for n in ray.nodes() if n['Alive'] "
+            "and 'node:__internal_head__' not in n['Resources']])")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     [node_id] = eval(out.stdout.strip().splitlines()[-1])
     tree = _tree(worker.pid)
@@ -159,6 +160,7 @@ objectives: [{metric: val_accuracy, direction: maximize}]
     assert len(final) == 3 and all(t.state.name == "COMPLETE" for t in final)
     assert running[0].number in {t.number for t in lost}
     assert all(t.state.name == "FAIL" and f"Ray node {node_id} was lost" in t.user_attrs["reason"] for t in lost)
-    assert len(retried) == len(lost) and all(r.params == next(l for l in lost if l.number == r.user_attrs["retry_of"]).params
+    by_number = {t.number: t for t in lost}
+    assert len(retried) == len(lost) and all(r.params == by_number[r.user_attrs["retry_of"]].params
                                             and r.user_attrs["attempt"] == 2 for r in retried)
     assert not [t for t in trials if t.state.name in ("RUNNING", "WAITING")]
