@@ -128,11 +128,11 @@ study: lost
 dataset: digits
 frameworks: [torch]
 parameters: {lr: {type: float, low: 0.01, high: 0.1, log: true}}
-fixed: {epochs: 40}
+fixed: {epochs: 400}
 objectives: [{metric: val_accuracy, direction: maximize}]
-""")
+""")  # 400 epochs of digits: several seconds of training, so that the kill lands while the trial runs
     log = (tmp_path / "driver.log").open("w")
-    driver = subprocess.Popen([sys.executable, "-m", "sensitivity.cli", "sweep", str(space), "--trials", "3",
+    driver = subprocess.Popen([sys.executable, "-m", "sensitivity.cli", "sweep", str(space), "--trials", "2",
                                "--parallel", "2", "--address", two_node_cluster, "--no-progress"],
                               cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, env=env)
     storage = f"sqlite:///{tmp_path}/results/optuna.db"
@@ -146,7 +146,7 @@ objectives: [{metric: val_accuracy, direction: maximize}]
         running = [t for t in trials if t.state.name == "RUNNING" and t.user_attrs.get("ray_node_id") == node_id]
         if running:
             break
-        time.sleep(0.5)
+        time.sleep(0.2)
     else:
         pytest.fail("no trial ran on the worker node: " + (tmp_path / "driver.log").read_text()[-3000:])
     raylet.kill()
@@ -157,7 +157,7 @@ objectives: [{metric: val_accuracy, direction: maximize}]
     retried = [t for t in trials if t.user_attrs.get("retry_of") in {l.number for l in lost}]
     print(f"\nnode loss: {len(trials)} trials, {len(final)} final, {len(lost)} failed naming the node, "
           f"{len(retried)} retried, {sum(t.state.name == 'RUNNING' for t in trials)} RUNNING")
-    assert len(final) == 3 and all(t.state.name == "COMPLETE" for t in final)
+    assert len(final) == 2 and all(t.state.name == "COMPLETE" for t in final)
     assert running[0].number in {t.number for t in lost}
     assert all(t.state.name == "FAIL" and f"Ray node {node_id} was lost" in t.user_attrs["reason"] for t in lost)
     by_number = {t.number: t for t in lost}
