@@ -19,7 +19,8 @@ QUESTIONS = {"dataset transfer": "whether defaults transfer across datasets",
 WOULD_TEST = {"dataset transfer": "sensitivity crossover --framework F --datasets A,B, with a published default or "
                                   "--tuned DATASET=SWEEP_STUDY for each side",
               "framework transfer": "sensitivity transfer on two or more frameworks",
-              "robustness": "sensitivity robustness"}
+              "robustness": "sensitivity robustness of the kept models of two or more frameworks (sensitivity "
+                            "transfer --keep-checkpoints)"}
 
 
 def _signed(x) -> str:

@@ -325,6 +325,15 @@ def test_diverged_runs_are_a_result_of_their_own_not_a_drop_in_accuracy():
 # the command ------------------------------------------------------------------------------------------------
 
 
+def test_robustness_of_one_framework_is_not_tested_and_says_what_would_test_it():
+    """Attacked models of one framework compare nothing: the claim is not tested, and the sentence asks for the
+    kept models of two or more frameworks, not for the attack that already ran."""
+    rows = [r for r in transfer_rows(np.random.default_rng(5), seeds=(3, 3)) if r["framework"] == "torch"]
+    head = claim(findings(as_frame(rows, "one-framework", robustness_records(rows, study=5))), "native", "robustness")
+    assert head["verdict"] == "not tested", head["sentence"]
+    assert "(to test it: sensitivity robustness of the kept models of two or more frameworks" in head["sentence"]
+
+
 @pytest.fixture(scope="module")
 def storage(tmp_path_factory):
     """The planted studies in an SQLite file, written as the sweep writes them (fewer seeds: it is a file)."""
