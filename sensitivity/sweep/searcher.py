@@ -354,7 +354,11 @@ def node_lost(node_id: str, wait_s: float = 30.0) -> bool:
     import ray
     deadline = time.monotonic() + wait_s
     while True:
-        alive = any(n.get("NodeID") == node_id and n.get("Alive") for n in ray.nodes())
+        try:
+            nodes = ray.nodes()
+        except Exception:  # Ray itself is gone (a local Ray's death ends the run by its own watch): no node loss
+            return False
+        alive = any(n.get("NodeID") == node_id and n.get("Alive") for n in nodes)
         if not alive or time.monotonic() >= deadline:
             return not alive
         time.sleep(1.0)
