@@ -54,19 +54,20 @@ ADDRESSES = {"ray://127.0.0.1:1": "Ray Client", "127.0.0.1:0": "expected auto or
              ":65536": "expected auto or HOST:PORT", "[::1]:x": "expected auto or HOST:PORT",
              "localhost": "expected auto or HOST:PORT", ":-5": "expected auto or HOST:PORT",
              "127.0.0.1:1": "no Ray cluster reachable"}
-if not CURRENT_CLUSTER.exists() and not os.environ.get("RAY_ADDRESS"):
-    ADDRESSES["auto"] = "no running Ray cluster found"
 
 
 def cases(tmp: Path) -> list:
     """(command, kind, argv, what the one line must say)."""
+    addresses = dict(ADDRESSES)
+    if not CURRENT_CLUSTER.exists() and not os.environ.get("RAY_ADDRESS"):  # no cluster on this machine now
+        addresses["auto"] = "no running Ray cluster found"
     found = []
     for command, argv in COMMANDS.items():
         found.append((command, "argument", [*argv, "--parallel", "0"], "--parallel"))
         found.append((command, "empty value", [*argv, "--storage", " "], "--storage: empty"))
         for url, says in storage_cases(tmp).items():
             found.append((command, "storage", [*argv, "--storage", url], says))
-        for address, says in ADDRESSES.items():
+        for address, says in addresses.items():
             found.append((command, "address", [*argv, "--address", address, "--storage", f"sqlite:///{tmp}/s.db"],
                           says))
         found.append((command, "results folder", [*argv, "--storage", f"sqlite:///{tmp}/s.db"], "results"))
