@@ -84,16 +84,22 @@ def _wait_for_nodes(port, count, env, timeout=120):
     raise TimeoutError(f"the Ray cluster did not reach {count} nodes")
 
 
-def test_sweep_on_a_two_node_cluster_uses_both_nodes(two_node_cluster, tmp_path):
-    space = tmp_path / "s.yaml"
-    space.write_text("""
-study: cluster
+def space_file(folder, study: str, epochs: int):
+    """A space of torch on digits, the learning rate tuned, `epochs` each."""
+    space = folder / "s.yaml"
+    space.write_text(f"""
+study: {study}
 dataset: digits
 frameworks: [torch]
-parameters: {lr: {type: float, low: 0.01, high: 0.3, log: true}}
-fixed: {epochs: 3}
-objectives: [{metric: val_accuracy, direction: maximize}]
+parameters: {{lr: {{type: float, low: 0.01, high: 0.1, log: true}}}}
+fixed: {{epochs: {epochs}}}
+objectives: [{{metric: val_accuracy, direction: maximize}}]
 """)
+    return space
+
+
+def test_sweep_on_a_two_node_cluster_uses_both_nodes(two_node_cluster, tmp_path):
+    space = space_file(tmp_path, "cluster", epochs=3)
     proc = subprocess.run([sys.executable, "-m", "sensitivity.cli", "sweep", str(space), "--trials", "4",
                            "--parallel", "2", "--address", two_node_cluster, "--no-progress"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=600)
@@ -122,15 +128,7 @@ def test_a_node_lost_mid_trial_fails_that_trial_naming_the_node_and_runs_it_agai
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token"}
     two_node_cluster, worker = cluster_nodes
     node_id, raylet = _worker_node(two_node_cluster, worker, env)
-    space = tmp_path / "s.yaml"
-    space.write_text("""
-study: lost
-dataset: digits
-frameworks: [torch]
-parameters: {lr: {type: float, low: 0.01, high: 0.1, log: true}}
-fixed: {epochs: 400}
-objectives: [{metric: val_accuracy, direction: maximize}]
-""")  # 400 epochs of digits: several seconds of training, so that the kill lands while the trial runs
+    space = space_file(tmp_path, "lost", epochs=400)  # several seconds of training: the kill lands mid-trial
     log = (tmp_path / "driver.log").open("w")
     driver = subprocess.Popen([sys.executable, "-m", "sensitivity.cli", "sweep", str(space), "--trials", "2",
                                "--parallel", "2", "--address", two_node_cluster, "--no-progress"],
