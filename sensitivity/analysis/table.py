@@ -51,7 +51,7 @@ def trials_table(source) -> pd.DataFrame:
         if "outcome" in source.columns:
             return source
         frame = pd.DataFrame(source, copy=True)  # without attrs: the constructor copies none
-        frame.attrs = shared_records(source.attrs)
+        frame.attrs = source.attrs
         return _normalise(frame)
     return _from_study(source)
 

@@ -149,11 +149,9 @@ def _check_server(url: str, where: str) -> None:
 
 
 def _make_folder(path: Path) -> None:
-    """The folder of a storage file: the default's, results/, is made; any other must exist (`check_url`)."""
+    """The folder of a storage file where it is the default's, results/; any other exists (`check_url`)."""
     if path.parent.resolve() == DEFAULT_DB.parent.resolve():
         path.parent.mkdir(exist_ok=True)
-    elif not path.parent.is_dir():
-        raise StorageError(f"no folder {path.parent}; create it first (a storage's folder is never created)")
 
 
 def open_storage(url: str | None = None, must_exist: bool = False):
