@@ -42,7 +42,7 @@ import importlib.util, json, os, statistics, subprocess, sys, time
 
 from sensitivity import frameworks
 from sensitivity.frameworks import gpu
-from sensitivity.spec import TrialSpec
+from sensitivity.core.spec import TrialSpec
 from sensitivity.trial.runner import run_trial
 
 out, started = sys.argv[1], time.monotonic()

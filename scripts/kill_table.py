@@ -84,7 +84,7 @@ def kill_once(args, workdir: Path, url: str, study: str, rng: random.Random, see
 def row(n: int, kills: int, workdir: Path, rng: random.Random) -> dict:
     from optuna.trial import TrialState
 
-    from sensitivity.sweep.records import is_final
+    from sensitivity.studies.records import is_final
     study = f"kill-{n}-{kills}-{os.getpid()}"
     space_file = workdir / f"{study}.yaml"
     space_file.write_text(space(study))

@@ -39,7 +39,7 @@ if [ "$frameworks" = all ]; then
     frameworks=$(.venv/bin/python -c "from sensitivity import frameworks as f; print(','.join(n for n in f.FRAMEWORKS if f.probe(n)[1]))")
 fi
 # each framework's own MNIST default with a published budget this machine can run (Theano's 200 epochs it cannot)
-defaults=$(.venv/bin/python -c "import sys; from sensitivity.defaults import load_table
+defaults=$(.venv/bin/python -c "import sys; from sensitivity.config.defaults import load_table
 chosen = sys.argv[1].split(',')
 print(','.join(e.name for e in load_table() if e.kind == 'default' and e.runs_on in chosen and e.dataset == 'mnist'
                and e.published_epochs('digits') <= 30))" "$frameworks")

@@ -4,9 +4,9 @@ Portable: no framework and no Ray (the end-to-end run is tests/sweep/test_ablate
 """
 import pytest
 
-from sensitivity import semantics
-from sensitivity.ablation import FRAMEWORK, AblationError, Point, Setup, knobs_to_walk, walk
-from sensitivity.spec import TrialSpec
+from sensitivity.core import semantics
+from sensitivity.experiments.ablation import FRAMEWORK, AblationError, Point, Setup, knobs_to_walk, walk
+from sensitivity.core.spec import TrialSpec
 
 pytestmark = pytest.mark.portable
 

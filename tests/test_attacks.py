@@ -6,9 +6,10 @@ right here is right in every framework; tests/sweep/test_robustness.py runs them
 import numpy as np
 import pytest
 
-from sensitivity import attacks, reference
-from sensitivity.correctness import unpack
-from sensitivity.models import get_model, init_weights
+from sensitivity.core import reference
+from sensitivity.trial import attacks
+from sensitivity.core.correctness import unpack
+from sensitivity.core.models import get_model, init_weights
 
 pytestmark = pytest.mark.portable
 

@@ -1,4 +1,4 @@
-"""Every scripts/bench_*.py exits 1 when a target or its check is missed, and 0 when all are met.
+"""Every benchmarks/bench_*.py exits 1 when a target or its check is missed, and 0 when all are met.
 
 The measurements are replaced by given figures (they take minutes), so what is tested is the verdict and
 the exit; one real run of bench_analysis, from storage, shows a missed target exits 1 end to end."""
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+SCRIPTS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 def script(name: str):

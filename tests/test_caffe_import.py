@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sensitivity import frameworks, prototxt
-from sensitivity.caffe_import import CaffeImportError, import_net, import_solver
-from sensitivity.configs import ConfigError, load_config
-from sensitivity.models import layers_from_dicts, get_model
-from sensitivity.spec import TrialSpec
+from sensitivity import frameworks
+from sensitivity.config import prototxt
+from sensitivity.config.caffe_import import CaffeImportError, import_net, import_solver
+from sensitivity.config.files import ConfigError, load_config
+from sensitivity.core.models import layers_from_dicts, get_model
+from sensitivity.core.spec import TrialSpec
 
 CAFFE = Path(__file__).resolve().parents[1] / "search_spaces" / "caffe"
 
@@ -270,7 +271,7 @@ TABLE_KEYS = {"name", "framework", "runs_on", "dataset", "source", "config", "or
 
 
 def test_import_caffe_entry_is_a_defaults_table_entry(tmp_path):
-    from sensitivity.defaults import load_table
+    from sensitivity.config.defaults import load_table
     proc = run_cli("import-caffe", str(CAFFE / "cifar10_quick_solver.prototxt"),
                    str(CAFFE / "cifar10_quick_solver_lr1.prototxt"), "--entry", "caffe-cifar10-quick",
                    "--dataset", "cifar10")
@@ -394,7 +395,7 @@ def test_malformed_nets_are_one_line_errors(tmp_path, old, new, message):
 
 
 def test_a_continuation_at_rate_zero_is_refused_not_divided_by(tmp_path):
-    from sensitivity.caffe_import import import_phases
+    from sensitivity.config.caffe_import import import_phases
     (tmp_path / "a.prototxt").write_text("base_lr: 0.01\nmax_iter: 100\n")
     (tmp_path / "b.prototxt").write_text("base_lr: 0\nmax_iter: 200\n")
     with pytest.raises(CaffeImportError, match="b.prototxt: base_lr: Input should be greater than 0"):

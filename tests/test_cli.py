@@ -171,7 +171,7 @@ def test_datasets_lists_offline_sets_as_present(tmp_path):
 
 
 def test_import_sensitivity_imports_no_framework_ray_or_plotly():
-    code = ("import sys, sensitivity, sensitivity.cli, sensitivity.spec, sensitivity.datasets, "
+    code = ("import sys, sensitivity, sensitivity.cli, sensitivity.core.spec, sensitivity.datasets, "
             "sensitivity.frameworks, sensitivity.trial.runner; "
             "print(sorted(m for m in ('torch', 'tensorflow', 'jax', 'ray', 'plotly', 'mxnet', 'sklearn') "
             "if m in sys.modules))")
@@ -211,14 +211,14 @@ def test_each_command_is_parsed_by_its_own_module_alone():
 def test_report_and_findings_parse_without_pydantic():
     """The analysis commands import neither TrialSpec's pydantic nor the attacks: a quarter second of start-up each."""
     code = ("import sys; from sensitivity.cli import build_parser; build_parser('report'); build_parser('findings'); "
-            "import sensitivity.analysis.report, sensitivity.analysis.findings, sensitivity.sweep.studies; "
-            "print(sorted(m for m in ('pydantic', 'sensitivity.spec', 'sensitivity.attacks') if m in sys.modules))")
+            "import sensitivity.analysis.report, sensitivity.analysis.findings, sensitivity.studies.catalog; "
+            "print(sorted(m for m in ('pydantic', 'sensitivity.core.spec', 'sensitivity.trial.attacks') if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.stdout.strip() == "[]", proc.stdout + proc.stderr
 
 
 def test_a_read_only_command_ends_its_process_once_its_output_is_flushed(tmp_path):
-    from sensitivity.sweep import synthetic
+    from benchmarks import synthetic
 
     storage = f"sqlite:///{tmp_path / 'study.db'}"
     synthetic.write_study(storage, "s", 12)

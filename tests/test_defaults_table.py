@@ -9,11 +9,11 @@ import pytest
 import yaml
 
 from sensitivity import datasets, frameworks
-from sensitivity.caffe_import import import_solver
-from sensitivity.defaults import (CONTEXT, WORDS, Cut, DefaultsError, load_table, quoted_numbers, quoted_value,
+from sensitivity.config.caffe_import import import_solver
+from sensitivity.config.defaults import (CONTEXT, WORDS, Cut, DefaultsError, load_table, quoted_numbers, quoted_value,
                                   trial_fields)
-from sensitivity.optim import lr_schedule
-from sensitivity.spec import TrialSpec
+from sensitivity.core.optim import lr_schedule
+from sensitivity.core.spec import TrialSpec
 
 pytestmark = pytest.mark.portable
 ROOT = Path(__file__).resolve().parents[1]

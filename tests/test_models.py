@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from sensitivity.models import MODELS, Pool, get_model, init_weights, nhwc_dense_rows, pooled_size
+from sensitivity.core.models import MODELS, Pool, get_model, init_weights, nhwc_dense_rows, pooled_size
 
 pytestmark = pytest.mark.portable
 

@@ -4,10 +4,10 @@ import math
 import numpy as np
 import pytest
 
-from sensitivity import reference
-from sensitivity.models import get_model, init_weights
-from sensitivity.optim import init_state, lr_schedule, reference_step
-from sensitivity.spec import TrialSpec
+from sensitivity.core import reference
+from sensitivity.core.models import get_model, init_weights
+from sensitivity.core.optim import init_state, lr_schedule, reference_step
+from sensitivity.core.spec import TrialSpec
 
 pytestmark = pytest.mark.portable
 

@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from sensitivity import paths
+from sensitivity.core import paths
 
 pytestmark = pytest.mark.portable
 HOSTILE = ["/etc/passwd", "/tmp/x", "../../x", "a/b", "..", ".hidden", "x\x00y", "x" * 5000, "", "a b", "ä"]

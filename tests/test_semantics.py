@@ -7,9 +7,9 @@ reference (`optim.reference_step`) and to each framework's documented native for
 import numpy as np
 import pytest
 
-from sensitivity import reference, semantics
-from sensitivity.optim import init_state, reference_step, rule_update, slot_names
-from sensitivity.spec import TrialSpec
+from sensitivity.core import reference, semantics
+from sensitivity.core.optim import init_state, reference_step, rule_update, slot_names
+from sensitivity.core.spec import TrialSpec
 
 pytestmark = pytest.mark.portable
 

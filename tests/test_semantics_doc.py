@@ -1,9 +1,9 @@
-"""docs/semantics.md's table is the one the code runs: rendered from sensitivity.semantics."""
+"""docs/semantics.md's table is the one the code runs: rendered from sensitivity.core.semantics."""
 import re
 
 import pytest
 
-from sensitivity import envs, semantics, semantics_table
+from sensitivity.core import envs, semantics, semantics_table
 from sensitivity.cli import main
 
 pytestmark = pytest.mark.portable

@@ -4,7 +4,7 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from sensitivity.spec import TrialResult, TrialSpec
+from sensitivity.core.spec import TrialResult, TrialSpec
 
 pytestmark = pytest.mark.portable
 

@@ -4,10 +4,10 @@ from pathlib import Path
 
 import pytest
 
-from sensitivity.caffe_import import CaffeImportError, import_net, import_solver
-from sensitivity.configs import ConfigError, load_config, read_mapping
-from sensitivity.defaults import DefaultsError, load_table
-from sensitivity.spaces import SpaceError, load_space
+from sensitivity.config.caffe_import import CaffeImportError, import_net, import_solver
+from sensitivity.config.files import ConfigError, load_config, read_mapping
+from sensitivity.config.defaults import DefaultsError, load_table
+from sensitivity.config.spaces import SpaceError, load_space
 
 ROOT = Path(__file__).resolve().parents[1]
 CAFFE = ROOT / "search_spaces" / "caffe"

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from sensitivity.analysis.intervals import Arm
-from sensitivity.correctness import unpack
+from sensitivity.core.correctness import unpack
 
 
 class Runs(NamedTuple):

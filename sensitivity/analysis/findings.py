@@ -73,7 +73,7 @@ def findings(table, others=(), effect: float = EFFECT) -> Findings:
     (`trial_rows.cached_beside`), with their records (`findings_records`): `sensitivity findings` after a
     report reads the report's."""
     from sensitivity.analysis.findings_records import cache_name
-    from sensitivity.sweep.trial_rows import cached_beside
+    from sensitivity.studies.trial_rows import cached_beside
 
     table = trials_table(table)
     if others:

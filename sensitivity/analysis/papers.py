@@ -20,14 +20,14 @@ PRESET_PAPER = {"liu2018": "gtdlbench", "dlbench": "dlbench"}
 
 
 def load_papers(path: Path = PAPERS) -> dict:
-    from sensitivity.configs import read_mapping
+    from sensitivity.config.files import read_mapping
     return read_mapping(path)
 
 
 def paper_rows(sources: list, papers: dict = None) -> pd.DataFrame:
     """One row per paper cell of the preset a source ran (its `reproduce` attribute): the paper's accuracy and
     time and ours with interval, the hardware and network of each."""
-    from sensitivity.defaults import load_table
+    from sensitivity.config.defaults import load_table
 
     papers = papers or load_papers()
     entries = {e.name: e for e in load_table()}

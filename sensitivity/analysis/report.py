@@ -298,6 +298,6 @@ def _ablation(path: pd.DataFrame, source=None) -> str:
 
 
 def _robustness(curves: pd.DataFrame, source: pd.DataFrame) -> str:
-    from sensitivity.attacks import PGD_STEPS  # here: the attacks module imports TrialSpec, so pydantic
+    from sensitivity.trial.attacks import PGD_STEPS  # here: the attacks module imports TrialSpec, so pydantic
 
     return robustness_html(curves, source, PGD_STEPS)

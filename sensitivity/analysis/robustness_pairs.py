@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from sensitivity.analysis.intervals import MIN_FOR_INTERVAL
-from sensitivity.correctness import unpack
+from sensitivity.core.correctness import unpack
 
 COLUMNS = ["semantics", "dataset", "set", "set_kind", "default", "role", "kind", "attack", "framework_a",
            "framework_b", "target", "clean_a", "clean_b", "comparable", "margin", "auc_a", "auc_b", "estimate", "low",

@@ -9,7 +9,7 @@ alone read them, and parsing every curve was a sixth of the table's build); `gpu
 result's `gpu` and `env` records (`env_semantics` is the dict a result records of its regime: regime, knobs,
 rule, init, optimizer, schedule).
 
-`semantics` is each trial's regime (native or canonical; see `sensitivity.semantics`). Numbers of different
+`semantics` is each trial's regime (native or canonical; see `sensitivity.core.semantics`). Numbers of different
 regimes are never aggregated together: `BY_FRAMEWORK`, the keys every per-framework analysis groups by,
 holds it next to `framework`, and `grouped` lists native first.
 """
@@ -21,6 +21,8 @@ import math
 import numpy as np
 import pandas as pd
 
+from sensitivity.studies.records import FINAL_STATES
+
 OUTCOMES = ("ok", "diverged", "pruned", "failed")
 TRAINED = ("ok", "diverged")
 PARAM = "param_"
@@ -30,7 +32,6 @@ METRICS = ("accuracy", "val_accuracy", "loss", "train_time_s", "setup_time_s", "
 GPU_FIELDS = ("name", "utilization_percent", "peak_memory_mb", "energy_j")
 ENV_FIELDS = ("python", "numpy", "host", "platform", "cpu", "gpu", "device", "threads", "git_revision", "init",
               "model", "semantics")
-FINAL_STATES = ("COMPLETE", "PRUNED", "FAIL")
 REGIME = "semantics"
 REGIMES = ("native", "canonical")  # the order every table and figure shows them in
 BY_FRAMEWORK = ("framework", REGIME)
@@ -41,7 +42,7 @@ class NotEnoughData(ValueError):
 
 
 def trials_table(source) -> pd.DataFrame:
-    """The trial table of a study, or of a frame from `sensitivity.sweep.studies.trials_frame` (or its CSV).
+    """The trial table of a study, or of a frame from `sensitivity.studies.catalog.trials_frame` (or its CSV).
 
     A table already made by this function is returned as it is. `attrs` holds the study's name, storage
     (without password), dataset, parameter distributions (JSON) and the records of `sensitivity
@@ -71,7 +72,7 @@ def shared_records(attrs: dict) -> dict:
 
 def _from_study(study) -> pd.DataFrame:
     """The study's table, normalised, from the cache of `trial_rows.cached_frame` while the study is unchanged."""
-    from sensitivity.sweep.trial_rows import cached_frame
+    from sensitivity.studies.trial_rows import cached_frame
 
     space = study.user_attrs.get("space") or {}
 
@@ -104,8 +105,8 @@ def _compact(table: pd.DataFrame) -> pd.DataFrame:
 
 def _trials_of(study) -> pd.DataFrame:
     """The study's trials (`trials_frame` and `_extra_fields`), their distributions in attrs."""
-    from sensitivity.sweep.studies import FRAME_ATTRS, TEXT_ATTRS, trials_frame
-    from sensitivity.sweep.trial_rows import trial_records
+    from sensitivity.studies.catalog import FRAME_ATTRS, TEXT_ATTRS, trials_frame
+    from sensitivity.studies.trial_rows import trial_records
 
     records = trial_records(study, FRAME_ATTRS + _EXTRA_ATTRS, TEXT_ATTRS)  # once, in bulk where the storage allows
     frame = trials_frame(study, records)
@@ -131,7 +132,7 @@ def _extra_fields(trial) -> dict:
     gpu, env = attrs.get("gpu") or {}, attrs.get("env") or {}
     row = {"number": trial.number, "surplus": attrs.get("surplus"), "wall_time_s": attrs.get("wall_time_s"),
            "is_default": attrs.get("is_default"), "planned": bool(attrs.get("planned")),
-           "test_correct": attrs.get("test_correct")}  # packed text (sensitivity.correctness), transfer studies
+           "test_correct": attrs.get("test_correct")}  # packed text (sensitivity.core.correctness), transfer studies
     row.update({f"gpu_{k}": gpu.get(k) for k in GPU_FIELDS})
     row.update({f"env_{k}": env.get(k) for k in ENV_FIELDS})
     row["env_kernel_isa"] = (env.get("kernels") or {}).get("isa")  # the CPU kernels' summary (trial.kernels)
@@ -140,7 +141,7 @@ def _extra_fields(trial) -> dict:
 
 def storage_description(study) -> str:
     """The study's storage as a URL safe to show (no password): RDB URL, journal file, or in memory."""
-    from sensitivity.sweep.storage import describe
+    from sensitivity.studies.storage import describe
 
     storage = getattr(study, "_storage", None)
     for layer in (storage, getattr(storage, "_backend", None)):  # RDB storages come wrapped in a cache

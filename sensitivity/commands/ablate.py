@@ -33,15 +33,15 @@ def add_parsers(commands) -> None:
 def _cmd_ablate(args) -> int:
     from pydantic import ValidationError
 
-    from sensitivity.ablation import AblationError, Point, Setup, run_ablation
+    from sensitivity.experiments.ablation import AblationError, Point, Setup, run_ablation
     from sensitivity.analysis.ablation import ablation_path
     from sensitivity.commands.sweep import _check_study_name, _options
     from sensitivity.commands.trial import CONFIGURATION_FIELDS, validation_message
-    from sensitivity.spaces import SpaceError
-    from sensitivity.spec import TrialSpec
-    from sensitivity.sweep import studies
+    from sensitivity.config.spaces import SpaceError
+    from sensitivity.core.spec import TrialSpec
+    from sensitivity.studies import catalog
     from sensitivity.sweep.driver import SweepError, SweepFailed, check_destinations
-    from sensitivity.sweep.storage import StorageError, StorageLost
+    from sensitivity.studies.storage import StorageError, StorageLost
 
     given = {name: getattr(args, name) for name in CONFIGURATION_FIELDS if getattr(args, name, None) is not None}
     if args.largest_from is not None:
@@ -71,7 +71,7 @@ def _cmd_ablate(args) -> int:
     try:
         check_destinations(options)  # before the first point's line is printed
         run_ablation(base, start, end, args.seeds, options, log=lambda message: print(message, file=sys.stderr))
-        study = studies.load(options.study, options.storage)
+        study = catalog.load(options.study, options.storage)
     except (SweepFailed, StorageLost) as exc:  # a run that lost or left trials: one line, exit 1
         print(f"sensitivity ablate: {exc}", file=sys.stderr)
         return EXIT_TRIAL_FAILED
@@ -88,7 +88,7 @@ def largest_difference(study_name: str, storage, fraction=None) -> tuple:
     from sensitivity.analysis.table import NotEnoughData
     from sensitivity.analysis.transfer import transfer_comparisons
     from sensitivity.commands.common import load_study
-    from sensitivity.defaults import Cut, DefaultsError, load_table, trial_fields
+    from sensitivity.config.defaults import Cut, DefaultsError, load_table, trial_fields
     from sensitivity.sweep.plans import steps_per_epoch
 
     study = load_study("ablate", study_name, storage)

@@ -49,7 +49,7 @@ def _load(command: str, args, name=None):
 def _cmd_robustness(args) -> int:
     from sensitivity.analysis.robustness import robustness_curves
     from sensitivity.analysis.table import trials_table
-    from sensitivity.robustness import RobustnessError, attack_study
+    from sensitivity.experiments.robustness import RobustnessError, attack_study
 
     study = _load("robustness", args)
     try:
@@ -89,7 +89,7 @@ def _cmd_plot(args) -> int:
 
 def _results_path(name: str, suffix: str, command: str) -> Path:
     """results/NAME+suffix, the default output of a study's command; a name unfit for a file is refused."""
-    from sensitivity import paths
+    from sensitivity.core import paths
     try:
         return paths.under(paths.RESULTS, name, suffix)
     except paths.UnsafeName as exc:

@@ -80,9 +80,9 @@ int_list = _number_list(int, "integers")
 
 def load_study(command: str, name: str, storage_url=None):
     """The study `name` of the storage; a UsageError naming the command where there is none."""
-    from sensitivity.sweep import studies
-    from sensitivity.sweep.storage import StorageError
+    from sensitivity.studies import catalog
+    from sensitivity.studies.storage import StorageError
     try:
-        return studies.load(name, storage_url)
+        return catalog.load(name, storage_url)
     except StorageError as exc:
         raise UsageError(f"sensitivity {command}: {exc}")

@@ -26,7 +26,7 @@ def add_parsers(commands) -> None:
 
 def _cmd_findings(args) -> int:
     from sensitivity.analysis.findings_records import cache_name, findings_text
-    from sensitivity.sweep.trial_rows import cached_result
+    from sensitivity.studies.trial_rows import cached_result
 
     # those a report cached for this study alone, read without opening it; else computed (and cached)
     found = None if args.with_study else cached_result(args.storage, args.study, cache_name(args.effect))

@@ -22,7 +22,7 @@ def add_parsers(commands) -> None:
 
 
 def _cmd_semantics(args) -> int:
-    from sensitivity import semantics, semantics_table
+    from sensitivity.core import semantics, semantics_table
 
     unknown = [f for f in args.framework or [] if f not in semantics.NATIVE]
     if unknown:
@@ -100,8 +100,8 @@ NOT_REPRODUCED = ("# not_reproduced (an entry's notes): these change training in
 
 
 def _cmd_import_caffe(args) -> int:
-    from sensitivity.caffe_import import CaffeImportError, import_phases, table_entry
-    from sensitivity.configs import dump_config
+    from sensitivity.config.caffe_import import CaffeImportError, import_phases, table_entry
+    from sensitivity.config.files import dump_config
 
     if (args.entry is None) != (args.dataset is None):
         raise UsageError("sensitivity import-caffe: --entry and --dataset go together")

@@ -11,7 +11,7 @@ from sensitivity.commands.common import EXIT_OK, EXIT_TRIAL_FAILED, UsageError, 
 
 def add_parsers(commands) -> None:
     from sensitivity.commands.sweep import _add_dry_run, _add_run_options
-    from sensitivity.spaces import MAX_SEEDS
+    from sensitivity.config.spaces import MAX_SEEDS
 
     p = commands.add_parser("reproduce", help="a seed study's experiments (liu2018, dlbench) at their published "
                                               "budgets, forecast first, then reported beside the paper's numbers")
@@ -45,7 +45,7 @@ def _cmd_reproduce(args) -> int:
 def _reproduce(args) -> int:
     from sensitivity import frameworks
     from sensitivity.commands.sweep import _check_study_name, _options, _print_forecast
-    from sensitivity.defaults import DefaultsError
+    from sensitivity.config.defaults import DefaultsError
     from sensitivity.forecast.launch import run_device, run_threads
     from sensitivity.forecast.runs import ABSENT, runs_of_plan
     from sensitivity.sweep.driver import SweepError, check_destinations
@@ -123,7 +123,7 @@ def _launch(args, preset, space, options, planned: list, attrs: dict) -> int:
     from sensitivity.commands.analysis import _results_path
     from sensitivity.commands.common import load_study
     from sensitivity.commands.sweep import _run
-    from sensitivity.robustness import RobustnessError, attack_study
+    from sensitivity.experiments.robustness import RobustnessError, attack_study
     from sensitivity.sweep.driver import SweepError, check_inputs, run_space
     from sensitivity.sweep.tuning import stop_ray
 

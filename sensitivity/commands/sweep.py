@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from sensitivity.commands.common import EXIT_OK, EXIT_TRIAL_FAILED, MAX_TRIALS, UsageError, number, port
-from sensitivity.spec import MAX_SEED, MAX_THREADS, MAX_TIMEOUT_S
+from sensitivity.core.spec import MAX_SEED, MAX_THREADS, MAX_TIMEOUT_S
 
 MAX_PARALLEL = 1_024
 MAX_GPUS_PER_TRIAL = 64
@@ -39,7 +39,7 @@ def _add_run_options(p) -> None:
 
 
 def _add_sweep_parser(commands) -> None:
-    from sensitivity.spaces import MAX_SEEDS
+    from sensitivity.config.spaces import MAX_SEEDS
     from sensitivity.sweep.driver import PRUNERS, SAMPLERS
 
     p = commands.add_parser("sweep", help="run a sweep of a search space on Ray Tune into an Optuna study")
@@ -105,7 +105,7 @@ def _print_forecast(args, runs: list, heading: str, sampled: bool):
 
 
 def _add_budget_cut(p) -> None:
-    from sensitivity.spec import MAX_EPOCHS
+    from sensitivity.core.spec import MAX_EPOCHS
 
     cut = p.add_mutually_exclusive_group()
     cut.add_argument("--budget-epochs", type=number(float, 0, strict=True, maximum=MAX_EPOCHS),
@@ -116,13 +116,13 @@ def _add_budget_cut(p) -> None:
 
 
 def _cut(args):
-    from sensitivity.defaults import Cut
+    from sensitivity.config.defaults import Cut
     return Cut(epochs=args.budget_epochs, fraction=args.budget_fraction) if (
         args.budget_epochs or args.budget_fraction) else None
 
 
 def _add_crossover_parser(commands) -> None:
-    from sensitivity.spaces import MAX_SEEDS
+    from sensitivity.config.spaces import MAX_SEEDS
 
     p = commands.add_parser("crossover", help="dataset transfer as Liu et al. define it: the configurations tuned "
                                               "for two datasets, each run on both, on one framework")
@@ -158,7 +158,7 @@ def _sides_option(values: list, option: str, datasets: list) -> dict:
 
 def _cmd_crossover(args) -> int:
     from sensitivity import datasets, frameworks
-    from sensitivity.defaults import HALVES, DefaultsError, family
+    from sensitivity.config.defaults import HALVES, DefaultsError, family
     from sensitivity.sweep.crossover import CrossoverError, crossover_plan, resolve
     from sensitivity.sweep.driver import SweepError, check_inputs, run_space
     from sensitivity.sweep.plans import defaults_space
@@ -195,14 +195,14 @@ def _cmd_crossover(args) -> int:
 
 
 def _check_model(name, command: str) -> None:
-    from sensitivity.models import MODELS
+    from sensitivity.core.models import MODELS
     if name is not None and name not in MODELS:
         raise UsageError(f"sensitivity {command}: --model: unknown {name!r}; allowed: {', '.join(sorted(MODELS))}")
 
 
 def _check_study_name(name, command: str) -> None:
     """A --study name is checked before anything runs: it becomes part of file names."""
-    from sensitivity import paths
+    from sensitivity.core import paths
     if name is not None:
         try:
             paths.check_name(name)
@@ -227,10 +227,10 @@ def _run(command: str, run):
     whose storage failed, to one line and exit 1; print the summary."""
     import sys
 
-    from sensitivity.defaults import DefaultsError
-    from sensitivity.spaces import SpaceError
+    from sensitivity.config.defaults import DefaultsError
+    from sensitivity.config.spaces import SpaceError
     from sensitivity.sweep.driver import SweepError, SweepFailed
-    from sensitivity.sweep.storage import StorageError, StorageLost
+    from sensitivity.studies.storage import StorageError, StorageLost
     try:
         summary = run()
     except (SweepFailed, StorageLost) as exc:
@@ -270,8 +270,8 @@ def _dry_run_sweep(args, overrides: dict) -> int:
 
 def _run_checks(command: str, check):
     """`check()`, its bad input a one-line usage error."""
-    from sensitivity.defaults import DefaultsError
-    from sensitivity.spaces import SpaceError
+    from sensitivity.config.defaults import DefaultsError
+    from sensitivity.config.spaces import SpaceError
     from sensitivity.sweep.driver import SweepError
     try:
         return check()
@@ -281,7 +281,7 @@ def _run_checks(command: str, check):
 
 def _cmd_defaults(args) -> int:
     from sensitivity import datasets, frameworks
-    from sensitivity.defaults import DefaultsError, load_table
+    from sensitivity.config.defaults import DefaultsError, load_table
     from sensitivity.sweep.driver import SweepError, check_inputs, run_space
     from sensitivity.sweep.plans import defaults_space, default_plan
 
@@ -348,7 +348,7 @@ def _storage_errors(command: str):
     """Map a storage that cannot be used to a one-line usage error."""
     import contextlib
 
-    from sensitivity.sweep.storage import StorageError, is_storage_error, reason
+    from sensitivity.studies.storage import StorageError, is_storage_error, reason
 
     @contextlib.contextmanager
     def mapping():
@@ -364,15 +364,15 @@ def _storage_errors(command: str):
 
 
 def _cmd_studies(args) -> int:
-    from sensitivity.sweep import studies
+    from sensitivity.studies import catalog
 
     if args.action == "rebuild":
         return _rebuild(args)
     with _storage_errors("studies"):
         if args.action == "show":
-            print(studies.show(studies.load(args.name, args.storage)))
+            print(catalog.show(catalog.load(args.name, args.storage)))
             return EXIT_OK
-        rows = studies.list_studies(args.storage)
+        rows = catalog.list_studies(args.storage)
     print(f"{'study':<30} {'trials':>6} {'final':>6} {'directions':<22} started")
     for row in rows:
         print(f"{row['study']:<30} {row['trials']:>6} {row['final']:>6} {row['directions']:<22} {row['started']}")
@@ -380,9 +380,9 @@ def _cmd_studies(args) -> int:
 
 
 def _rebuild(args) -> int:
-    from sensitivity import paths
+    from sensitivity.core import paths
     from sensitivity.sweep import trial_log
-    from sensitivity.sweep.storage import default_url, describe
+    from sensitivity.studies.storage import default_url, describe
 
     if args.study is not None:
         _check_study_name(args.study, "studies rebuild")
@@ -398,12 +398,12 @@ def _rebuild(args) -> int:
 def _cmd_export(args) -> int:
     from pathlib import Path
 
-    from sensitivity.sweep import studies
+    from sensitivity.studies import catalog
 
     with _storage_errors("export"):
-        study = studies.load(args.name, args.storage)
+        study = catalog.load(args.name, args.storage)
     from sensitivity.commands.analysis import _results_path
-    out = studies.export(study, args.format, Path(args.out) if args.out else
+    out = catalog.export(study, args.format, Path(args.out) if args.out else
                          _results_path(args.name, f".{args.format}", "export"))
     print(out)
     return EXIT_OK
@@ -412,7 +412,7 @@ def _cmd_export(args) -> int:
 def _cmd_dashboard(args) -> int:
     import socket
 
-    from sensitivity.sweep import studies
+    from sensitivity.studies import catalog
 
     with socket.socket() as probe:  # a port in use or not ours is one line now, not the dashboard's traceback
         try:
@@ -420,6 +420,6 @@ def _cmd_dashboard(args) -> int:
         except OSError as exc:
             raise UsageError(f"sensitivity dashboard: --port {args.port}: {exc.strerror or exc}")
     with _storage_errors("dashboard"):
-        return studies.dashboard(args.storage, args.port)
+        return catalog.dashboard(args.storage, args.port)
 
 

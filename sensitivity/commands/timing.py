@@ -21,7 +21,7 @@ def _cmd_timing(args) -> int:
     from sensitivity.commands.sweep import _check_study_name, _options, _run
     from sensitivity.sweep.driver import SweepError, check_inputs, run_space
     from sensitivity.sweep.plans import defaults_space
-    from sensitivity.sweep.timing import TimingError, timing_plan
+    from sensitivity.experiments.timing import TimingError, timing_plan
 
     _check_study_name(args.study, "timing")
     if args.parallel != 1:

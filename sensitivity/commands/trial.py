@@ -6,7 +6,7 @@ import re
 import sys
 
 from sensitivity.commands.common import EXIT_OK, EXIT_TRIAL_FAILED, MAX_TRIALS, UsageError, int_list, number
-from sensitivity.spec import INITS, LR_POLICIES, OPTIMIZERS, SEMANTICS, TrialSpec
+from sensitivity.core.spec import INITS, LR_POLICIES, OPTIMIZERS, SEMANTICS, TrialSpec
 
 
 CONFIGURATION_NUMBERS = [("batch-size", int, 0, True), ("lr", float, 0, True), ("epochs", int, 0, True),
@@ -22,7 +22,8 @@ CONFIGURATION_FIELDS = ("dataset", "model", "optimizer", "lr_policy", "stepvalue
 
 def add_configuration_options(p, dataset_help: str) -> None:
     """The options of a trial's configuration (dataset, model and hyper-parameters): trial and ablate."""
-    from sensitivity import datasets, models
+    from sensitivity import datasets
+    from sensitivity.core import models
 
     default = {name: field.default for name, field in TrialSpec.model_fields.items()}
     p.add_argument("--dataset", choices=sorted(datasets.REGISTRY), help=dataset_help)
@@ -77,7 +78,7 @@ OVERRIDES = {"epochs": ("iterations",), "iterations": ("epochs",), "model": ("la
 def _spec_from_args(args) -> TrialSpec:
     from pydantic import ValidationError
 
-    from sensitivity.configs import ConfigError, load_config
+    from sensitivity.config.files import ConfigError, load_config
 
     try:
         config = load_config(args.config) if hasattr(args, "config") else {}
@@ -113,13 +114,13 @@ def validation_message(exc, origin=None) -> str:
 
 def _fields_from_study(args) -> dict:
     """The TrialSpec fields trial N of a study ran with (its kept-weights path left out)."""
-    from sensitivity.sweep import records, studies
-    from sensitivity.sweep.storage import StorageError
+    from sensitivity.studies import records, catalog
+    from sensitivity.studies.storage import StorageError
 
     if not hasattr(args, "trial"):
         raise UsageError("sensitivity trial: --from-study needs --trial N")
     try:
-        study = studies.load(args.from_study, getattr(args, "storage", None))
+        study = catalog.load(args.from_study, getattr(args, "storage", None))
     except StorageError as exc:
         raise UsageError(f"sensitivity trial: --from-study: {exc}")
     numbers = {t.number: t for t in study.get_trials(deepcopy=False)}

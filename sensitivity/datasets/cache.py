@@ -14,7 +14,7 @@ import zipfile
 from pathlib import Path
 from typing import Callable
 
-from sensitivity.paths import cache_root
+from sensitivity.core.paths import cache_root
 
 from .base import Dataset, DatasetInfo
 

@@ -49,9 +49,10 @@ class Cell:
 def measure(cell: Cell, steps: int = STEPS) -> dict:
     """Time one cell in this process: start-up, compile, `steps` training steps after a warm-up, and one
     evaluation pass. Seconds per step and samples per second of each."""
-    from sensitivity import frameworks, semantics
-    from sensitivity.models import get_model
-    from sensitivity.spec import TrialSpec
+    from sensitivity import frameworks
+    from sensitivity.core import semantics
+    from sensitivity.core.models import get_model
+    from sensitivity.core.spec import TrialSpec
     from sensitivity.trial.loop import initial_weights
 
     started = time.perf_counter()

@@ -9,7 +9,7 @@ import os
 from sensitivity import datasets
 from sensitivity.forecast.estimate import SAMPLES, Run, draw_configurations
 from sensitivity.forecast.probe import Cell
-from sensitivity.spec import TrialSpec
+from sensitivity.core.spec import TrialSpec
 
 ABSENT = "not run: files absent"
 
@@ -66,5 +66,5 @@ def _local_gpus() -> int:
 
 def cluster_resources(address: str) -> dict:
     """The Ray cluster's total resources, joined for the question (Ray is imported only here)."""
-    from sensitivity.sweep.ray_processes import joined
+    from sensitivity.ray_cluster import joined
     return joined(address).cluster_resources()

@@ -10,7 +10,7 @@ import json
 import subprocess
 from dataclasses import dataclass
 
-from sensitivity import envs
+from sensitivity.core import envs
 
 
 @dataclass(frozen=True)

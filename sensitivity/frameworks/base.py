@@ -1,7 +1,7 @@
 """The few members every framework adapter implements, and the epoch plan they all follow.
 
 The shared trial loop (`sensitivity.trial.loop`) draws each epoch's batch order with numpy from the seed
-and computes every step's learning rate (`sensitivity.optim.lr_schedule`); an adapter only turns those
+and computes every step's learning rate (`sensitivity.core.optim.lr_schedule`); an adapter only turns those
 into its framework's native, fastest form. Batches are full: the last partial batch of an epoch is
 dropped in every framework, so all frameworks take the same steps on the same samples.
 """
@@ -12,7 +12,7 @@ from typing import Callable, Optional, Protocol
 
 import numpy as np
 
-from sensitivity.models import ModelSpec
+from sensitivity.core.models import ModelSpec
 
 
 @dataclass

@@ -30,12 +30,12 @@ from chainer.optimizer import GradientMethod, HyperparameterProxy, UpdateRule
 from chainer.training import extensions
 from chainer.utils.conv import get_conv_outsize
 
-from sensitivity import semantics
+from sensitivity.core import semantics
 from sensitivity.frameworks import threads as threads_of
 from sensitivity.frameworks.base import EpochStats, LossReader
-from sensitivity.models import Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, ceil_padding, pooled_size, \
+from sensitivity.core.models import Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, ceil_padding, pooled_size, \
     window_counts
-from sensitivity.optim import rule_update, slot_names
+from sensitivity.core.optim import rule_update, slot_names
 
 _TO_CPU = chainer.backend.CpuDevice()
 

@@ -40,11 +40,11 @@ import numpy as np
 import optax
 from flax import nnx
 
-from sensitivity import semantics
+from sensitivity.core import semantics
 from sensitivity.frameworks.base import EpochStats
-from sensitivity.models import (Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, ceil_padding, from_nhwc,
+from sensitivity.core.models import (Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, ceil_padding, from_nhwc,
                                 neutral_kernel, nhwc_kernel, to_nhwc)
-from sensitivity.optim import rule_update, slot_names
+from sensitivity.core.optim import rule_update, slot_names
 
 
 def _flatten(x):

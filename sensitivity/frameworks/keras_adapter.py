@@ -31,12 +31,12 @@ import keras
 import numpy as np
 from keras import ops
 
-from sensitivity import semantics
+from sensitivity.core import semantics
 from sensitivity.frameworks import threads as threads_of
 from sensitivity.frameworks.base import EpochStats
-from sensitivity.models import (Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, ceil_padding, from_nhwc,
+from sensitivity.core.models import (Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, ceil_padding, from_nhwc,
                                 neutral_kernel, nhwc_kernel, pooled_size, to_nhwc, window_counts)
-from sensitivity.optim import rule_update, slot_names
+from sensitivity.core.optim import rule_update, slot_names
 
 BACKEND = keras.backend.backend()
 

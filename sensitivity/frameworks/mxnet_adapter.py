@@ -31,11 +31,11 @@ import os
 
 import numpy as np
 
-from sensitivity import semantics
+from sensitivity.core import semantics
 from sensitivity.frameworks import threads as threads_of
 from sensitivity.frameworks.base import EpochStats, LossReader
-from sensitivity.models import Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, pooled_size
-from sensitivity.optim import rule_update, slot_names
+from sensitivity.core.models import Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, pooled_size
+from sensitivity.core.optim import rule_update, slot_names
 
 if importlib.util.find_spec("mxnet") is None:  # keep the registry's "install the extra" message
     raise ImportError("No module named 'mxnet'")

@@ -40,11 +40,11 @@ from pytensor.compile.mode import Mode, get_mode
 from pytensor.gradient import disconnected_grad
 from pytensor.tensor.random.utils import RandomStream
 
-from sensitivity import semantics
+from sensitivity.core import semantics
 from sensitivity.frameworks.base import EpochStats
-from sensitivity.models import (Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, ceil_padding, glorot_uniform,
+from sensitivity.core.models import (Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, ceil_padding, glorot_uniform,
                                 pooled_size, window_counts)
-from sensitivity.optim import graph_updates, lr_schedule, slot_names
+from sensitivity.core.optim import graph_updates, lr_schedule, slot_names
 
 pytensor.config.floatX = "float32"
 FLOAT = "float32"

@@ -22,12 +22,12 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from sensitivity import semantics
+from sensitivity.core import semantics
 from sensitivity.frameworks import threads as threads_of
 from sensitivity.frameworks.base import EpochStats, LossReader
-from sensitivity.models import (Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, ceil_padding, from_nhwc,
+from sensitivity.core.models import (Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, ceil_padding, from_nhwc,
                                 neutral_kernel, nhwc_kernel, to_nhwc, window_counts)
-from sensitivity.optim import rule_update, slot_names
+from sensitivity.core.optim import rule_update, slot_names
 
 
 class TensorflowAdapter:

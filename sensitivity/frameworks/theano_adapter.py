@@ -43,11 +43,11 @@ import theano.tensor as T  # noqa: E402
 from theano.sandbox.rng_mrg import MRG_RandomStreams  # noqa: E402
 from theano.tensor.signal.pool import pool_2d  # noqa: E402
 
-from sensitivity import semantics  # noqa: E402
+from sensitivity.core import semantics  # noqa: E402
 from sensitivity.frameworks import threads as threads_of  # noqa: E402
 from sensitivity.frameworks.base import EpochStats, LossReader  # noqa: E402
-from sensitivity.models import Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, glorot_uniform  # noqa: E402
-from sensitivity.optim import graph_updates, lr_schedule, slot_names  # noqa: E402
+from sensitivity.core.models import Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, glorot_uniform  # noqa: E402
+from sensitivity.core.optim import graph_updates, lr_schedule, slot_names  # noqa: E402
 
 FLOAT = theano.config.floatX
 _GRAPHS: dict = {}  # (model, input shape, optimizer, Rule, device) -> [_Graph]; each used by one adapter at a time

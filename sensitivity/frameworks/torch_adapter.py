@@ -12,10 +12,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from sensitivity import semantics
+from sensitivity.core import semantics
 from sensitivity.frameworks.base import EpochStats, LossReader
-from sensitivity.models import Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU
-from sensitivity.optim import rule_update, slot_names
+from sensitivity.core.models import Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU
+from sensitivity.core.optim import rule_update, slot_names
 
 
 class TorchAdapter:

@@ -20,7 +20,7 @@ import os
 
 from ray.tune import Callback
 
-from sensitivity.spec import TrialSpec
+from sensitivity.core.spec import TrialSpec
 
 _WORKERS: dict = {}  # per actor process: (framework, start-up variables, visible GPUs) -> Worker
 

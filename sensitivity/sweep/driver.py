@@ -20,14 +20,14 @@ import uuid
 from dataclasses import dataclass
 from typing import Optional
 
-from sensitivity.defaults import Cut
-from sensitivity.spaces import Space, load_space
-from sensitivity.sweep import ray_processes
+from sensitivity.config.defaults import Cut
+from sensitivity.config.spaces import Space, load_space
+from sensitivity import ray_cluster
 from sensitivity.sweep.plans import default_plan, enqueue_plan
-from sensitivity.sweep import storage as st
-from sensitivity.sweep.records import SPACE_HASH, beat, count_final, counts_towards_target, is_final
+from sensitivity.studies import storage as st
+from sensitivity.studies.records import SPACE_HASH, beat, count_final, counts_towards_target, is_final
 from sensitivity.sweep.recovery import recover
-from sensitivity.sweep.storage import StorageLost, default_url, describe, open_storage
+from sensitivity.studies.storage import StorageLost, default_url, describe, open_storage
 from sensitivity.sweep.trial_log import log_study
 
 SAMPLERS = ("tpe", "random", "grid", "qmc", "nsga2")
@@ -105,8 +105,8 @@ def run_space(space: Space, options: SweepOptions, plan: list = (), keep_ray: bo
 
     url = options.storage or default_url()
     storage = open_storage(url)
-    if not ray_processes.started():
-        ray_processes.clean_up_leftovers()  # a killed driver's Ray first, then ours
+    if not ray_cluster.started():
+        ray_cluster.clean_up_leftovers()  # a killed driver's Ray first, then ours
         try:
             start_ray(options)
         except ResourceError as exc:
@@ -185,7 +185,7 @@ def _check_final(study, target: int, url: str, driver_id: str, budget_out: bool)
 
 
 def _check_options(space: Space, options: SweepOptions) -> None:
-    from sensitivity.paths import UnsafeName, check_name
+    from sensitivity.core.paths import UnsafeName, check_name
     try:
         check_name(options.study or space.study)
     except UnsafeName as exc:
@@ -235,7 +235,7 @@ def check_destinations(options: SweepOptions) -> None:
     """Where a run writes, checked before anything is written: the storage URL (its kind, its file's folder,
     a server answering), --address (its form, then a cluster answering: an unreachable one would be retried
     for minutes) and results/ (a folder this process can write in)."""
-    from sensitivity.paths import check_results_folder
+    from sensitivity.core.paths import check_results_folder
     from sensitivity.sweep.tuning import check_address
     try:
         st.check_url(options.storage or default_url())

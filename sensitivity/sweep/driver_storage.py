@@ -43,7 +43,7 @@ from optuna.storages._cached_storage import _CachedStorage, _StudyInfo
 from optuna.storages._rdb.storage import _create_scoped_session
 from optuna.trial import TrialState
 
-from sensitivity.sweep.storage import _retried
+from sensitivity.studies.storage import _retried
 
 FLUSH_EVERY_S = 1.0
 SHARED_ATTRS = ("env",)  # user attributes equal across most trials: one object in memory for each value

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 import time
 
-from sensitivity.sweep.records import is_final
+from sensitivity.studies.records import is_final
 
 REFRESH_S = 1.0
 

@@ -8,7 +8,7 @@ seconds (another host), so drivers sharing a study (PostgreSQL) never fail each 
 """
 from __future__ import annotations
 
-from sensitivity.sweep.records import QUEUED_ATTRS, driver_alive, heartbeats
+from sensitivity.studies.records import QUEUED_ATTRS, driver_alive, heartbeats
 
 STALE_AFTER_S = 60.0
 MAX_ATTEMPTS = 3  # a configuration runs at most this many times in all, however often it is orphaned

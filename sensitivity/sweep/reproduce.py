@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass, replace
 
 from sensitivity import datasets
-from sensitivity.defaults import Cut, load_table
+from sensitivity.config.defaults import Cut, load_table
 
 STAND_INS = {"mnist": "mnist5k"}  # an offline set drawn from the official one, for a rehearsal
 

@@ -37,11 +37,11 @@ from optuna.trial import TrialState
 from ray.tune import Stopper
 from ray.tune.search import Searcher
 
-from sensitivity.spaces import Space
-from sensitivity.spec import TrialSpec
-from sensitivity.sweep import storage as storage_health
+from sensitivity.config.spaces import Space
+from sensitivity.core.spec import TrialSpec
+from sensitivity.studies import storage as storage_health
 from sensitivity.sweep.driver_storage import flush
-from sensitivity.sweep.records import QUEUED_ATTRS, counts_towards_target, driver_alive, heartbeats, result_fields
+from sensitivity.studies.records import QUEUED_ATTRS, counts_towards_target, driver_alive, heartbeats, result_fields
 from sensitivity.sweep.recovery import orphan_attrs, requeue_orphans
 from sensitivity.sweep.trial_log import log_trial
 

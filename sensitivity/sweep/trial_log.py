@@ -17,7 +17,7 @@ import os
 import warnings
 from pathlib import Path
 
-from sensitivity.paths import RESULTS, under
+from sensitivity.core.paths import RESULTS, under
 
 LOGS = RESULTS / "trial-logs"
 
@@ -108,7 +108,7 @@ def rebuild(path, storage_url, study_name=None) -> tuple:
     from optuna.distributions import json_to_distribution
     from optuna.trial import TrialState, create_trial
 
-    from sensitivity.sweep.storage import describe, open_storage
+    from sensitivity.studies.storage import describe, open_storage
 
     header, records = read(path)
     name = study_name or header["study"]

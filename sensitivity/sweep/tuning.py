@@ -68,7 +68,7 @@ def weights_dir(study_name: str) -> str:
     """results/weights/STUDY, absolute: where the trials of a study save their trained weights. On a
     cluster each node writes on its own disk, so robustness needs this folder shared (NFS) or the driver's
     node to run the trials."""
-    from sensitivity.paths import RESULTS, under
+    from sensitivity.core.paths import RESULTS, under
     return str(under(RESULTS / "weights", study_name).resolve())
 
 
@@ -91,7 +91,7 @@ def max_epochs(space) -> int:
     """The most epochs a trial of `space` can run, ASHA's max_t (a trial that reaches it is stopped): the
     largest value of a tuned `epochs`, else the fixed one; with `iterations`, at most that many (every
     epoch takes a step at least); else TrialSpec's default."""
-    from sensitivity.spec import TrialSpec
+    from sensitivity.core.spec import TrialSpec
     for name in ("iterations", "epochs"):
         param = space.parameters.get(name)
         if param is not None:
@@ -103,8 +103,8 @@ def max_epochs(space) -> int:
 
 def start_ray(options) -> None:
     """Start a local Ray or join the cluster, and check that a trial fits in it (else ResourceError)."""
-    from sensitivity.sweep import ray_processes
-    ray_processes.init_ray(options.address)  # first: Ray reads its environment when imported
+    from sensitivity import ray_cluster
+    ray_cluster.init_ray(options.address)  # first: Ray reads its environment when imported
     try:
         check_resources(options.cpus_per_trial, options.gpus_per_trial)
     except ResourceError:
@@ -115,9 +115,9 @@ def start_ray(options) -> None:
 def stop_ray() -> None:
     import ray
 
-    from sensitivity.sweep import ray_processes
+    from sensitivity import ray_cluster
     ray.shutdown()
-    ray_processes.stopped()
+    ray_cluster.stopped()
 
 
 def run_tune(study, space, options, driver_id: str, missing: int) -> None:
@@ -125,7 +125,7 @@ def run_tune(study, space, options, driver_id: str, missing: int) -> None:
     from ray import tune
     from ray.tune.logger import JsonLoggerCallback
 
-    from sensitivity.sweep import ray_processes
+    from sensitivity import ray_cluster
 
     from sensitivity.sweep.dispatch import ForgetFinished, trainable
     from sensitivity.sweep.recovery import MAX_ATTEMPTS
@@ -138,7 +138,7 @@ def run_tune(study, space, options, driver_id: str, missing: int) -> None:
     # the study is the record: of Tune's own loggers only the JSON one, which Tune reads back when fit()
     # ends; its TensorBoard logger imported tensorboardX, and so torch, into the driver (3 s)
     os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
-    stop_watching = ray_processes.watch_local_ray() if not options.address else (lambda: None)
+    stop_watching = ray_cluster.watch_local_ray() if not options.address else (lambda: None)
     searcher, started, reason = None, time.monotonic(), "the sweep was stopped"
     try:
         run_options = {"timeout": options.timeout_per_trial, "deterministic": options.deterministic or None}
@@ -158,7 +158,7 @@ def run_tune(study, space, options, driver_id: str, missing: int) -> None:
                                             num_samples=missing * MAX_ATTEMPTS, max_concurrent_trials=options.parallel,
                                             reuse_actors=True, time_budget_s=options.time_budget),
                 run_config=tune.RunConfig(name=f"{study.study_name}-{driver_id}", verbose=0,
-                                          storage_path=ray_processes.tune_dir(), log_to_file=True,
+                                          storage_path=ray_cluster.tune_dir(), log_to_file=True,
                                           callbacks=[JsonLoggerCallback(), ForgetFinished()], stop=StopOnLostStorage(),
                                           failure_config=tune.FailureConfig(max_failures=0)),
             )

@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 
-from sensitivity import envs, semantics
+from sensitivity.core import envs, semantics
 from sensitivity.trial import kernels
 
 

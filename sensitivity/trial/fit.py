@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from sensitivity.datasets.base import split_validation
-from sensitivity.models import MODELS, ModelSpec, get_model, layers_from_dicts
-from sensitivity.spec import TrialSpec
+from sensitivity.core.models import MODELS, ModelSpec, get_model, layers_from_dicts
+from sensitivity.core.spec import TrialSpec
 
 
 class FitError(ValueError):

@@ -23,7 +23,7 @@ import re
 import subprocess
 import sys
 
-from sensitivity import paths
+from sensitivity.core import paths
 
 STEERING = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "MKLDNN_MAX_CPU_ISA",
             "MKL_ENABLE_INSTRUCTIONS", "MKL_CBWR", "MKL_DEBUG_CPU_TYPE", "ATEN_CPU_CAPABILITY", "XLA_FLAGS",

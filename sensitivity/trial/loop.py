@@ -15,14 +15,15 @@ from typing import Callable
 
 import numpy as np
 
-from sensitivity import frameworks, semantics
-from sensitivity.correctness import pack
+from sensitivity import frameworks
+from sensitivity.core import semantics
+from sensitivity.core.correctness import pack
 from sensitivity.datasets.base import Dataset, atomic_write, split_validation
 from sensitivity.frameworks import gpu
 from sensitivity.frameworks.base import Adapter
-from sensitivity.models import get_model, init_weights, layers_from_dicts
-from sensitivity.optim import lr_schedule
-from sensitivity.spec import EpochRecord, TrialResult, TrialSpec
+from sensitivity.core.models import get_model, init_weights, layers_from_dicts
+from sensitivity.core.optim import lr_schedule
+from sensitivity.core.spec import EpochRecord, TrialResult, TrialSpec
 from sensitivity.trial import environment
 from sensitivity.trial.monitor import ResourceMonitor
 

@@ -19,8 +19,9 @@ import threading
 import time
 from typing import Callable, Optional
 
-from sensitivity import datasets, envs, frameworks
-from sensitivity.spec import TrialResult, TrialSpec
+from sensitivity import datasets, frameworks
+from sensitivity.core import envs
+from sensitivity.core.spec import TrialResult, TrialSpec
 from sensitivity.trial import environment
 from sensitivity.trial.worker import STDERR_END
 
@@ -151,7 +152,7 @@ class Worker:
             on_event(event)
 
     def attack(self, request: dict, timeout: Optional[float] = None) -> dict:
-        """Run one attack request (`sensitivity.attacks.run_request`); raises WorkerError if it fails."""
+        """Run one attack request (`sensitivity.trial.attacks.run_request`); raises WorkerError if it fails."""
         if not self.alive():
             self.start()
         self.stderr_tail.clear()

@@ -3,7 +3,7 @@
 Run as `python -m sensitivity.trial.worker`. Each line on stdin is a request
 `{"spec": {...}, "data": "/path/dataset.npz", "model": "lenet5"}`; for each the worker writes
 `{"event": "started"}`, one `{"event": "epoch", ...}` per epoch, then `{"event": "result", "result": {...}}`.
-A line `{"attack": {...}}` attacks a trained model instead (`sensitivity.attacks`) and gets one
+A line `{"attack": {...}}` attacks a trained model instead (`sensitivity.trial.attacks`) and gets one
 `{"event": "attack_result", "result": {...}}` (or `"error"`).
 The protocol has stdout to itself: file descriptor 1 is pointed at stderr, so whatever a framework
 prints goes to stderr. A worker stays warm for further trials (the framework import is paid once); each
@@ -102,7 +102,7 @@ def _exit_with_parent() -> None:
 
 def serve(requests, proto) -> None:
     from sensitivity.datasets.base import Dataset
-    from sensitivity.spec import TrialResult, TrialSpec
+    from sensitivity.core.spec import TrialResult, TrialSpec
     from sensitivity.trial import loop
 
     def emit(event: dict) -> None:
@@ -143,7 +143,7 @@ def serve(requests, proto) -> None:
 
 def _attack(request: dict) -> dict:
     """An attack request's event: its result, or the error that stopped it."""
-    from sensitivity import attacks
+    from sensitivity.trial import attacks
     try:
         return {"event": "attack_result", "result": attacks.run_request(request, _available_threads())}
     except Exception as exc:

@@ -26,7 +26,7 @@ WITH_REGIME = {**DISTRIBUTIONS, "semantics": CategoricalDistribution(REGIMES)}
 SPEED = {"jax": 1.0, "tensorflow": 1.5, "torch": 1.2}
 CANONICAL_OFFSET = 0.05
 OPTIMIZERS = {"jax": "optax.sgd", "tensorflow": "keras.optimizers.SGD", "torch": "torch.optim.SGD"}
-HAND_WRITTEN = "hand-written: sensitivity.optim.rule_update"
+HAND_WRITTEN = "hand-written: sensitivity.core.optim.rule_update"
 
 
 def result_of(params: dict, seed: int, epochs: int = 3, regime=None) -> dict:
@@ -50,7 +50,7 @@ def result_of(params: dict, seed: int, epochs: int = 3, regime=None) -> dict:
 
 
 def semantics_record(framework: str, regime: str) -> dict:
-    """What a result records of its regime (sensitivity.semantics.describe), reduced to what analysis reads."""
+    """What a result records of its regime (sensitivity.core.semantics.describe), reduced to what analysis reads."""
     return {"regime": regime, "init": "numpy" if regime == "canonical" else f"{framework} default",
             "optimizer": OPTIMIZERS[framework] if regime == "native" else HAND_WRITTEN}
 
@@ -115,7 +115,7 @@ def _with_regime(params: dict, regime, as_parameter: bool) -> dict:
 
 
 def frame(*rows, **common):
-    """A frame shaped like `sensitivity.sweep.studies.trials_frame`, from short row dicts: `framework`
+    """A frame shaped like `sensitivity.studies.catalog.trials_frame`, from short row dicts: `framework`
     becomes param_framework, other unknown keys param_<key> unless they are result or trial fields
     (`semantics` is the recorded regime, as trials_frame gives it; `param_semantics` the parameter)."""
     import json

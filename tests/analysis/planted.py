@@ -29,7 +29,7 @@ import zlib
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from sensitivity.correctness import pack, unpack
+from sensitivity.core.correctness import pack, unpack
 from sensitivity.sweep.crossover import FIRST_SEED
 
 REPORTED = []  # lines the tests measured, for the test run's summary (conftest.py)
@@ -246,7 +246,7 @@ def matched_world(study: int, seeds: int = 5, margin: float = 0.03) -> tuple:
     as far as their training does. Each model has a checkpoint per epoch; the protocol matches them at the target
     (the lowest final validation accuracy) as `sensitivity robustness` does. Models as trained differ under
     attack; matched, they must not."""
-    from sensitivity.robustness import nearest_bracket
+    from sensitivity.experiments.robustness import nearest_bracket
 
     world, rows = World(study), []
     levels = {}

@@ -14,7 +14,8 @@ import pytest
 
 from sensitivity.analysis import findings as findings_module
 from sensitivity.analysis.findings_records import cache_name
-from sensitivity.sweep import synthetic, trial_rows
+from benchmarks import synthetic
+from sensitivity.studies import trial_rows
 
 
 @pytest.fixture

@@ -371,7 +371,7 @@ def test_findings_command_names_a_missing_study(storage, capsys):
 
 def test_the_report_opens_with_the_findings_and_shows_the_crossover_and_every_dataset(storage, tmp_path):
     from sensitivity.analysis.report import write_report
-    from sensitivity.sweep.studies import load
+    from sensitivity.studies.catalog import load
 
     sweep, transfer = load("sweep", storage), load("transfer", storage)
     text = write_report(sweep, tmp_path / "report.html", others=[transfer]).read_text()

@@ -103,7 +103,7 @@ def test_frameworks_are_compared_only_where_clean_accuracies_agree():
     """A protocol's set of three frameworks: the pair whose clean accuracies agree is compared on the third's
     examples; the pair that does not is not."""
     from sensitivity.analysis.robustness_pairs import robustness_comparisons
-    from sensitivity.correctness import pack
+    from sensitivity.core.correctness import pack
 
     rng = np.random.default_rng(1)
     rows = [model(i, fw) for i, fw in enumerate(["torch"] * 3 + ["mxnet"] * 3 + ["jax"] * 3)]

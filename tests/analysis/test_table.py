@@ -10,7 +10,7 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution
 
 from sensitivity.analysis.table import (bin_parameter, configuration_label, grouped, parameter_distributions,
                                         parse_curves, storage_description, trained, trials_table)
-from sensitivity.sweep.studies import trials_frame
+from sensitivity.studies.catalog import trials_frame
 
 
 def test_study_table_keeps_final_trials_with_their_outcome():
@@ -112,7 +112,7 @@ def test_a_study_without_final_trials_gives_an_empty_table(rows):
 
 @pytest.mark.parametrize("kind", ["sqlite", "journal"])
 def test_file_storages_are_named(tmp_path, kind):
-    from sensitivity.sweep.storage import open_storage
+    from sensitivity.studies.storage import open_storage
 
     url = f"sqlite:///{tmp_path}/s.db" if kind == "sqlite" else f"journal:{tmp_path}/s.journal"
     study = optuna.create_study(study_name="named", storage=open_storage(url))

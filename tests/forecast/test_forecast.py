@@ -6,7 +6,7 @@ import pytest
 from sensitivity.forecast.estimate import Run, draw_configurations, forecast, makespan, text
 from sensitivity.forecast.probe import Cell
 from sensitivity.forecast.runs import trial_slots
-from sensitivity.spaces import load_space
+from sensitivity.config.spaces import load_space
 
 CELL = Cell("torch", "mlp", (1, 8, 8), 10, 32)
 FIGURES = {CELL: {"step_s": 0.01, "eval_samples_per_s": 1000.0, "compile_s": 0.5}}

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from sensitivity import envs
+from sensitivity.core import envs
 from sensitivity.cli import main
 from sensitivity.forecast import throughput
 from sensitivity.forecast.probe import Cell

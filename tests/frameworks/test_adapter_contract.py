@@ -6,10 +6,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sensitivity import envs, frameworks, reference, semantics
-from sensitivity.models import MODELS, Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, get_model, init_weights
-from sensitivity.optim import init_state, lr_schedule, reference_step, rule_update, slot_names
-from sensitivity.spec import TrialSpec
+from sensitivity import frameworks
+from sensitivity.core import envs, reference, semantics
+from sensitivity.core.models import MODELS, Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, get_model, init_weights
+from sensitivity.core.optim import init_state, lr_schedule, reference_step, rule_update, slot_names
+from sensitivity.core.spec import TrialSpec
 
 INPUTS = {"lenet5": (1, 28, 28), "tf_mnist_deep": (1, 28, 28), "cifar10_quick": (3, 32, 32), "mlp": (1, 4, 4)}
 AVAILABLE = [name for name in frameworks.FRAMEWORKS if frameworks.importable(name)]

@@ -3,10 +3,11 @@ inputs, so one compiled step serves every configuration of a model, each with it
 import numpy as np
 import pytest
 
-from sensitivity import frameworks, reference, semantics
-from sensitivity.models import get_model, init_weights
-from sensitivity.optim import init_state, lr_schedule, reference_step
-from sensitivity.spec import TrialSpec
+from sensitivity import frameworks
+from sensitivity.core import reference, semantics
+from sensitivity.core.models import get_model, init_weights
+from sensitivity.core.optim import init_state, lr_schedule, reference_step
+from sensitivity.core.spec import TrialSpec
 
 # how each names its compiled step: PyTensor compiles one per batch size
 STEP = {"theano": ("step",), "pytensor": ("step", 8)}

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from sensitivity import frameworks
-from sensitivity.models import Dense, Dropout, Flatten, ModelSpec, ReLU, get_model, init_weights
-from sensitivity.spec import TrialSpec
+from sensitivity.core.models import Dense, Dropout, Flatten, ModelSpec, ReLU, get_model, init_weights
+from sensitivity.core.spec import TrialSpec
 
 FRAMEWORK = "jax"
 pytestmark = pytest.mark.skipif(not frameworks.importable(FRAMEWORK), reason=f"no {FRAMEWORK} here")

@@ -7,9 +7,10 @@ import sys
 import numpy as np
 import pytest
 
-from sensitivity import envs, frameworks
-from sensitivity.models import get_model, init_weights
-from sensitivity.spec import TrialSpec
+from sensitivity import frameworks
+from sensitivity.core import envs
+from sensitivity.core.models import get_model, init_weights
+from sensitivity.core.spec import TrialSpec
 
 FRAMEWORK = "keras"
 pytestmark = pytest.mark.skipif(not frameworks.importable(FRAMEWORK), reason=f"no {FRAMEWORK} here")

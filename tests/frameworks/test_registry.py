@@ -1,7 +1,8 @@
 """The registries: every framework entry loads here or says which extra installs it; names agree."""
 import pytest
 
-from sensitivity import datasets, frameworks, models
+from sensitivity import datasets, frameworks
+from sensitivity.core import models
 from sensitivity.frameworks.base import Adapter
 
 PROTOCOL = [name for name in dir(Adapter) if not name.startswith("_")]
@@ -27,7 +28,7 @@ def test_every_dataset_default_model_exists():
 
 
 def test_backends_only_where_declared():
-    from sensitivity.spec import TrialSpec
+    from sensitivity.core.spec import TrialSpec
     assert frameworks.worker_variables(TrialSpec(framework="keras", dataset="digits")) == {"KERAS_BACKEND": "tensorflow"}
     assert frameworks.worker_variables(TrialSpec(framework="keras", backend="jax", dataset="digits")) == {"KERAS_BACKEND": "jax"}
     with pytest.raises(ValueError, match="allowed tensorflow, jax, torch"):
@@ -37,7 +38,7 @@ def test_backends_only_where_declared():
 
 def test_tensorflow_workers_pin_keras_to_its_tensorflow_backend():
     """tensorflow's native optimizers are tf.keras's: a KERAS_BACKEND the user exported must not reach them."""
-    from sensitivity.spec import TrialSpec
+    from sensitivity.core.spec import TrialSpec
     assert frameworks.worker_variables(TrialSpec(framework="tensorflow", dataset="digits")) == \
         {"KERAS_BACKEND": "tensorflow"}
     assert frameworks.worker_variables(TrialSpec(framework="torch", dataset="digits")) == {}

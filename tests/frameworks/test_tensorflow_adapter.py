@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from sensitivity import frameworks
-from sensitivity.models import Pool, get_model, init_weights
-from sensitivity.spec import TrialSpec
+from sensitivity.core.models import Pool, get_model, init_weights
+from sensitivity.core.spec import TrialSpec
 
 FRAMEWORK = "tensorflow"
 pytestmark = pytest.mark.skipif(not frameworks.importable(FRAMEWORK), reason=f"no {FRAMEWORK} here")

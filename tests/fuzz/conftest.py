@@ -22,7 +22,7 @@ def refused(tmp_path, monkeypatch, capsys):
     import optuna
 
     from sensitivity import cli
-    from sensitivity.sweep import ray_processes
+    from sensitivity import ray_cluster
     from sensitivity.trial import runner
 
     def forbid(what):
@@ -30,8 +30,8 @@ def refused(tmp_path, monkeypatch, capsys):
             raise Reached(f"{what} was reached")
         return reached
 
-    monkeypatch.setattr(ray_processes, "init_ray", forbid("Ray"))
-    monkeypatch.setattr(ray_processes, "clean_up_leftovers", forbid("Ray's clean-up"))
+    monkeypatch.setattr(ray_cluster, "init_ray", forbid("Ray"))
+    monkeypatch.setattr(ray_cluster, "clean_up_leftovers", forbid("Ray's clean-up"))
     monkeypatch.setattr(optuna, "create_study", forbid("a study"))
     monkeypatch.setattr(runner, "run_trial", forbid("a trial"))
     monkeypatch.setattr(os, "execv", forbid("the dashboard"))

@@ -12,7 +12,7 @@ from optuna.trial import TrialState
 
 from sensitivity.sweep import driver_storage
 from sensitivity.sweep.driver_storage import NOT_CACHED, DriverStorage, driver_view
-from sensitivity.sweep.storage import open_storage
+from sensitivity.studies.storage import open_storage
 
 POSTGRES = os.environ.get("SENSITIVITY_TEST_POSTGRES_URL")
 DISTRIBUTIONS = {"lr": FloatDistribution(1e-4, 0.3, log=True), "batch_size": CategoricalDistribution([32, 64])}

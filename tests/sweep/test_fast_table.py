@@ -1,4 +1,4 @@
-"""The bulk reader of RDB studies (sensitivity.sweep.trial_rows) gives the same trial table as Optuna's own
+"""The bulk reader of RDB studies (sensitivity.studies.trial_rows) gives the same trial table as Optuna's own
 objects, on SQLite and on a real PostgreSQL; synthetic studies read back through plain Optuna; the cached
 copy of a study's trials is used while the study is unchanged, and only then."""
 import math
@@ -13,9 +13,10 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution, Int
 from optuna.trial import TrialState
 
 from sensitivity.analysis.table import parse_curves, trials_table
-from sensitivity.sweep import synthetic, trial_rows
-from sensitivity.sweep.storage import open_storage
-from sensitivity.sweep.studies import trials_frame
+from benchmarks import synthetic
+from sensitivity.studies import trial_rows
+from sensitivity.studies.storage import open_storage
+from sensitivity.studies.catalog import trials_frame
 
 POSTGRES = os.environ.get("SENSITIVITY_TEST_POSTGRES_URL")
 RDB = ["sqlite", pytest.param("postgresql", marks=pytest.mark.skipif(

@@ -3,7 +3,7 @@
 import optuna
 import pytest
 
-from sensitivity.spaces import Objective, load_space
+from sensitivity.config.spaces import Objective, load_space
 from sensitivity.sweep.driver import SweepOptions, _open_study
 from sensitivity.sweep.plans import defaults_space
 

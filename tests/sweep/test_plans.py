@@ -7,7 +7,7 @@ import optuna
 import pytest
 
 from sensitivity import frameworks
-from sensitivity.defaults import Cut, load_table
+from sensitivity.config.defaults import Cut, load_table
 from sensitivity.sweep.plans import default_plan, defaults_space, enqueue_plan
 
 pytestmark = pytest.mark.skipif(not frameworks.importable("torch"), reason="needs torch")

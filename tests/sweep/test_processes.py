@@ -15,9 +15,10 @@ from sensitivity import frameworks
 
 START_LOCAL_RAY = """
 import sys
-from sensitivity.sweep import ray_processes, tuning
-ray_processes.init_ray(None)
-print(ray_processes._local["temp_dir"], flush=True)
+from sensitivity import ray_cluster
+from sensitivity.sweep import tuning
+ray_cluster.init_ray(None)
+print(ray_cluster._local["temp_dir"], flush=True)
 sys.stdin.read()  # until the test closes it
 tuning.stop_ray()
 """

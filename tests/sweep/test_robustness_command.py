@@ -12,7 +12,7 @@ import pytest
 
 from sensitivity import datasets, frameworks
 from sensitivity.analysis.robustness import PREFIX, PROTOCOL_ATTR
-from sensitivity.correctness import unpack
+from sensitivity.core.correctness import unpack
 from sensitivity.trial.loop import checkpoint_path
 
 pytestmark = pytest.mark.skipif(not frameworks.importable("torch"), reason="needs torch")
@@ -169,7 +169,7 @@ def test_a_model_that_cannot_be_attacked_is_reported_and_the_others_are_recorded
 
 
 def test_the_shipped_protocol_is_the_pre_registered_grid():
-    from sensitivity import robustness_protocol
+    from sensitivity.experiments import robustness_protocol
 
     protocol, record = robustness_protocol.load()
     assert protocol.grid("mnist5k") == (0.0, 0.05, 0.1, 0.2, 0.3)

@@ -6,7 +6,7 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from sensitivity.spaces import Space, load_space
+from sensitivity.config.spaces import Space, load_space
 from sensitivity.sweep.searcher import StudySearcher
 from sensitivity.sweep.tuning import scheduler
 
@@ -154,7 +154,7 @@ def test_an_ask_does_not_read_every_trial():
 
 
 def test_a_driver_sharing_the_study_counts_the_others_trials_and_tells_the_surplus():
-    from sensitivity.sweep.records import beat
+    from sensitivity.studies.records import beat
     a = searcher(target=3)
     b = StudySearcher(optuna.load_study(study_name=a.study.study_name, storage=a.study._storage,
                                         sampler=optuna.samplers.RandomSampler(seed=1)),

@@ -13,9 +13,9 @@ import pytest
 from optuna.trial import TrialState
 
 from sensitivity import frameworks
-from sensitivity.sweep import records
+from sensitivity.studies import records
 from sensitivity.sweep.recovery import MAX_ATTEMPTS, recover
-from sensitivity.sweep.storage import StorageError, describe, open_storage
+from sensitivity.studies.storage import StorageError, describe, open_storage
 
 POSTGRES = os.environ.get("SENSITIVITY_TEST_POSTGRES_URL")
 
@@ -114,7 +114,7 @@ def test_unreachable_storage_is_a_clear_error_without_password():
 
 def test_processes_opening_a_new_sqlite_file_at_once_all_succeed(tmp_path):
     """A driver and a reader (the dashboard, a test) race to create Optuna's tables in a new file."""
-    code = ("import sys; from sensitivity.sweep.storage import open_storage; "
+    code = ("import sys; from sensitivity.studies.storage import open_storage; "
             "open_storage(sys.argv[1]); print('opened')")
     for attempt in range(4):
         url = f"sqlite:///{tmp_path}/race{attempt}.db"

@@ -18,7 +18,7 @@ import pytest
 from optuna.trial import TrialState
 
 from sensitivity import frameworks
-from sensitivity.sweep.storage import StorageError, describe, open_storage, reason
+from sensitivity.studies.storage import StorageError, describe, open_storage, reason
 from test_sweep import SLOW_EPOCHS
 from test_sweep_faults import cli, write
 
@@ -79,7 +79,7 @@ def test_reason_masks_a_url_quoted_in_a_driver_message():
 
 
 def test_the_storage_url_comes_from_the_environment(tmp_path, monkeypatch):
-    from sensitivity.sweep.storage import default_url
+    from sensitivity.studies.storage import default_url
     monkeypatch.setenv("SENSITIVITY_STORAGE", f"sqlite:///{tmp_path}/env.db")
     assert default_url() == f"sqlite:///{tmp_path}/env.db"
     proc = cli(tmp_path, "studies", env={"SENSITIVITY_STORAGE": f"sqlite:///{tmp_path}/none.db"}, timeout=120)
@@ -339,7 +339,7 @@ def test_the_trial_log_rebuilds_complete_pruned_and_failed_trials(tmp_path, monk
 
 
 def test_a_trial_killed_before_its_driver_was_recorded_is_an_orphan_unless_a_live_driver_may_own_it(tmp_path):
-    from sensitivity.sweep import records
+    from sensitivity.studies import records
     from sensitivity.sweep.recovery import recover
     study = optuna.create_study(study_name="o", storage=open_storage(f"sqlite:///{tmp_path}/o.db"))
     trial = study.ask({"x": optuna.distributions.FloatDistribution(0, 1)})  # killed before set_user_attr("driver")
@@ -354,7 +354,8 @@ def test_a_trial_killed_before_its_driver_was_recorded_is_an_orphan_unless_a_liv
 def test_heartbeat_failures_are_logged_and_declare_the_storage_lost_past_the_window(tmp_path, monkeypatch, caplog):
     import sqlalchemy.exc
 
-    from sensitivity.sweep import driver, storage
+    from sensitivity.studies import storage
+    from sensitivity.sweep import driver
     study = optuna.create_study(study_name="h", storage=open_storage(f"sqlite:///{tmp_path}/h.db"))
     monkeypatch.setattr(driver, "HEARTBEAT_S", 0.05)
     monkeypatch.setattr(storage, "RETRY_WINDOW_S", 0.3)

@@ -11,7 +11,7 @@ import pytest
 from optuna.trial import TrialState
 
 from sensitivity import frameworks
-from sensitivity.sweep.storage import StorageError, open_storage
+from sensitivity.studies.storage import StorageError, open_storage
 
 pytestmark = pytest.mark.skipif(not frameworks.importable("torch"), reason="needs torch")
 

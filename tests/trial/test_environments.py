@@ -3,7 +3,8 @@ import subprocess
 
 import pytest
 
-from sensitivity import datasets, envs
+from sensitivity import datasets
+from sensitivity.core import envs
 from sensitivity.trial.runner import Worker
 
 needs_legacy = pytest.mark.skipif(not envs.is_available("legacy"), reason="no .venv-legacy here")

@@ -4,7 +4,7 @@ import pytest
 
 from sensitivity import datasets, frameworks
 from sensitivity.datasets.base import Dataset
-from sensitivity.spec import TrialSpec
+from sensitivity.core.spec import TrialSpec
 from sensitivity.trial import loop
 from sensitivity.trial.runner import Worker, run_trial
 

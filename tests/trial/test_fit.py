@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from sensitivity.spec import TrialSpec
+from sensitivity.core.spec import TrialSpec
 from sensitivity.trial.fit import FitError, check_fit, models_that_fit
 
 pytestmark = pytest.mark.portable

@@ -11,7 +11,7 @@ from test_monitor import FakeNvml
 
 from sensitivity import frameworks
 from sensitivity.frameworks import gpu
-from sensitivity.spec import TrialSpec
+from sensitivity.core.spec import TrialSpec
 from sensitivity.trial import monitor
 from sensitivity.trial.runner import run_trial
 

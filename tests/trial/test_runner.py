@@ -10,7 +10,7 @@ import psutil
 import pytest
 
 from sensitivity import frameworks
-from sensitivity.spec import TrialSpec
+from sensitivity.core.spec import TrialSpec
 from sensitivity.trial.runner import Worker, run_trial
 
 pytestmark = pytest.mark.skipif(not frameworks.importable("torch"), reason="needs torch")
@@ -229,7 +229,7 @@ def test_a_killed_process_ends_nothing_of_the_worker_started_after_it():
 
 def test_checkpoints_are_kept_beside_the_trained_weights(tmp_path):
     """keep_checkpoints saves each epoch's weights; after the last epoch they are the trained weights."""
-    from sensitivity.attacks import load_weights
+    from sensitivity.trial.attacks import load_weights
     from sensitivity.trial.loop import checkpoint_path
 
     weights = str(tmp_path / "7.npz")

@@ -5,9 +5,9 @@ import os
 import sys
 from pathlib import Path
 
-from sensitivity.sweep.records import is_final
-from sensitivity.sweep.storage import StorageError, open_storage
-from sensitivity.sweep.trial_rows import trial_records
+from sensitivity.studies.records import FINAL_STATES, is_final
+from sensitivity.studies.storage import StorageError, open_storage
+from sensitivity.studies.trial_rows import trial_records
 
 EXPORT_ATTRS = ("status", "reason", "seed", "config_id", "accuracy", "val_accuracy", "loss", "train_time_s",
                 "setup_time_s", "compile_time_s", "test_time_s", "throughput", "peak_rss_mb", "cpu_percent",
@@ -20,7 +20,6 @@ EXPORT_ATTRS = ("status", "reason", "seed", "config_id", "accuracy", "val_accura
 def list_studies(storage_url=None) -> list:
     import optuna
 
-    from sensitivity.analysis.table import FINAL_STATES
     storage = open_storage(storage_url, must_exist=True)
     rows = []
     for summary in optuna.get_all_study_summaries(storage, include_best_trial=False):
@@ -74,7 +73,7 @@ def trials_frame(study, records=None):
 
 def _regime(attrs: dict):
     """The semantics a trial ran (native or canonical), from the spec it recorded or was planned with."""
-    from sensitivity.sweep.records import REGIME_BEFORE_SEMANTICS
+    from sensitivity.studies.records import REGIME_BEFORE_SEMANTICS
     spec = attrs.get("spec") or attrs.get("planned")
     return None if spec is None else {**REGIME_BEFORE_SEMANTICS, **spec}["semantics"]
 
@@ -110,7 +109,7 @@ def export(study, fmt: str, out: Path) -> Path:
 
 def dashboard(storage_url, port: int) -> int:
     """optuna-dashboard on 127.0.0.1 (not on every interface) until interrupted."""
-    from sensitivity.sweep.storage import default_url
+    from sensitivity.studies.storage import default_url
     url = storage_url or default_url()
     open_storage(url, must_exist=True)  # a clear error now rather than from the dashboard
     target = url.removeprefix("journal:")  # the dashboard takes a journal file by its path

@@ -9,7 +9,7 @@ optuna-dashboard read the result like any study. Ten trials are the framework de
 seeds each); the rest are sampled configurations with two seeds. About 12% diverge (chance accuracy,
 non-finite loss), 1% fail with a traceback in their stderr tail and 2% are pruned.
 
-    .venv/bin/python -m sensitivity.sweep.synthetic STUDY --trials 100000 --storage URL
+    .venv/bin/python -m benchmarks.synthetic STUDY --trials 100000 --storage URL
 """
 from __future__ import annotations
 
@@ -49,9 +49,9 @@ def write_study(storage_url: str, name: str, n: int, seed: int = 0) -> int:
     PostgreSQL); returns the study's trial count."""
     import optuna
 
-    from sensitivity.spaces import Space
-    from sensitivity.sweep.records import SPACE_HASH, beat
-    from sensitivity.sweep.storage import open_storage
+    from sensitivity.config.spaces import Space
+    from sensitivity.studies.records import SPACE_HASH, beat
+    from sensitivity.studies.storage import open_storage
 
     storage = open_storage(storage_url)
     space = Space.model_validate({**SPACE, "study": name})
@@ -168,7 +168,7 @@ def _env(framework: str, version: str, seed: int, number: int) -> dict:
 
 def trial_count(storage_url: str, name: str):
     """How many trials study `name` of an RDB storage holds; None without such a study (or storage file)."""
-    from sensitivity.sweep.storage import StorageError, open_storage
+    from sensitivity.studies.storage import StorageError, open_storage
     try:
         storage = open_storage(storage_url, must_exist=True)
         study_id = storage.get_study_id_from_name(name)

@@ -12,7 +12,7 @@ momentum 0.9, lr 0.05 fixed, the same intra- and inter-op threads) from the same
            tensorflow: tf.Variables, tf.nn ops (NHWC), a @tf.function step called from a Python loop over
              a tf.data pipeline of the epoch's order (one gather, batch(64), prefetch); momentum SGD as
              assign ops (v = mu*v - lr*g; w += v), as Keras' SGD does;
-           keras, jax, mxnet, chainer, theano, pytensor: see scripts/plain_loops.py (Keras' fit, optax with a
+           keras, jax, mxnet, chainer, theano, pytensor: see benchmarks/plain_loops.py (Keras' fit, optax with a
              jitted step, a Gluon Trainer, Chainer's MomentumSGD, a Theano function with givens, and the same
              on PyTensor with im2col convolution and strided-slice max pooling built from its array ops).
 Keras is benched once per backend: `keras` on tensorflow, `keras-jax` and `keras-torch` on the others, each in
@@ -182,9 +182,9 @@ def other_load() -> float:
 def bench(name: str, args) -> dict:
     """Runs in the child process: setup, warm-up, interleaved timed runs, the learning check, the agreement."""
     from sensitivity import frameworks
-    from sensitivity.models import get_model, init_weights
-    from sensitivity.optim import lr_schedule
-    from sensitivity.spec import TrialSpec
+    from sensitivity.core.models import get_model, init_weights
+    from sensitivity.core.optim import lr_schedule
+    from sensitivity.core.spec import TrialSpec
     x, y, x_test, y_test, source = load_data()
     steps = len(y) // BATCH
     framework, backend = entry(name)
@@ -263,7 +263,8 @@ def run_child(name: str, argv: list) -> dict:
     one, and Keras reads KERAS_BACKEND once, at import."""
     from types import SimpleNamespace
 
-    from sensitivity import datasets, envs, frameworks
+    from sensitivity import datasets, frameworks
+    from sensitivity.core import envs
     framework, backend = entry(name)
     env = frameworks.FRAMEWORKS[framework].env  # legacy frameworks run under the legacy interpreter
     variables = frameworks.worker_variables(SimpleNamespace(framework=framework, backend=backend))

@@ -26,11 +26,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Optional
 
-from sensitivity import datasets, frameworks, paths
+from sensitivity import datasets, frameworks
+from sensitivity.core import paths
 from sensitivity.analysis.robustness import PREFIX, PROTOCOL_ATTR
-from sensitivity.robustness_protocol import ProtocolError, load
-from sensitivity.spec import TrialSpec
-from sensitivity.sweep.records import trial_spec
+from sensitivity.experiments.robustness_protocol import ProtocolError, load
+from sensitivity.core.spec import TrialSpec
+from sensitivity.studies.records import trial_spec
 from sensitivity.trial.loop import checkpoint_path
 from sensitivity.trial.runner import Worker, WorkerError
 

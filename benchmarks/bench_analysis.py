@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Time the analysis of a stored study as a user waits for it: each command in a fresh process, imports included.
 
-The study is a synthetic one written into the storage (`sensitivity.sweep.synthetic`: trials shaped as the
+The study is a synthetic one written into the storage (`benchmarks.synthetic`: trials shaped as the
 driver stores them, curves, env and stderr tails included; the writing is not timed) unless it exists
 there already. Timed, each from a new process: `sensitivity report`, `sensitivity findings` and
 `sensitivity export` (parquet), then optuna-dashboard's API listing the storage's studies (/api/studies,
@@ -15,7 +15,7 @@ otherwise); the check: each report is written, each findings print, and print th
 holds every trial and the dashboard lists the study.
 Exits 1 when the target or the check fails.
 
-    .venv/bin/python scripts/bench_analysis.py [--trials 10000] [--storage URL] [--study NAME] [--target-s S]
+    .venv/bin/python benchmarks/bench_analysis.py [--trials 10000] [--storage URL] [--study NAME] [--target-s S]
         [--repeat N]
 """
 from __future__ import annotations
@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 DASHBOARD = """
 import io, json, sys, time, wsgiref.util
 from optuna_dashboard import wsgi
-from sensitivity.sweep.storage import open_storage
+from sensitivity.studies.storage import open_storage
 environ = {"REQUEST_METHOD": "GET", "PATH_INFO": "/api/studies", "wsgi.input": io.BytesIO()}
 wsgiref.util.setup_testing_defaults(environ)
 status = []
@@ -132,7 +132,7 @@ def main(argv=None) -> int:
     study = args.study or f"bench-analysis-{args.trials}"
     with tempfile.TemporaryDirectory(prefix="bench-analysis-") as tmp:
         storage = args.storage or f"sqlite:///{tmp}/studies.db"
-        from sensitivity.sweep import synthetic
+        from benchmarks import synthetic
         begin = time.perf_counter()
         have = synthetic.trial_count(storage, study)
         if have is None:

@@ -19,7 +19,7 @@ during the run). Targets:
 
 Exits 1 when a target is missed or the sweep fails.
 
-    .venv/bin/python scripts/bench_long_sweep.py [--trials 300] [--parallel 1] [--interval 0.5]
+    .venv/bin/python benchmarks/bench_long_sweep.py [--trials 300] [--parallel 1] [--interval 0.5]
 """
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def kind(process: psutil.Process) -> str:
         return "zombies"
     if "sensitivity.trial.worker" in command:
         return "workers"  # a framework worker of a Ray actor
-    return "reaper" if "sensitivity.sweep.ray_processes" in command else "ray"
+    return "reaper" if "sensitivity.ray_cluster" in command else "ray"
 
 
 def sample(driver: psutil.Process) -> dict:

@@ -13,13 +13,13 @@ actors and the results' transport, which on this 2-core machine cannot host 1,00
 
 The driver is driven flat out (each completion handed over as soon as the previous one is served), so
 the rate measured is where rising completion rates make it fall behind. The studies are pre-filled to
-1,000, 10,000 or 100,000 trials with `sensitivity.sweep.synthetic` (not timed; a journal is pre-filled only
+1,000, 10,000 or 100,000 trials with `benchmarks.synthetic` (not timed; a journal is pre-filled only
 to 1,000, by copying; the samplers share a study, each run adding its trials). Per storage, sampler and
 size: sustained completions/s, the driver's CPU seconds and RSS growth per 1,000 completions, the time to
 open the study (recover, count), and the burst of asks that first fills the --concurrent slots. Target (the issue's): PostgreSQL, default sampler: >= 50/s at 10,000 trials, >= 20/s at
 100,000. Exits 1 when a target measured is missed.
 
-    .venv/bin/python scripts/bench_scale.py --storage postgresql://... [--samplers tpe,random] [--sizes 1000,10000]
+    .venv/bin/python benchmarks/bench_scale.py --storage postgresql://... [--samplers tpe,random] [--sizes 1000,10000]
         [--completions 300] [--concurrent 1000]
 """
 from __future__ import annotations
@@ -41,7 +41,7 @@ DEFAULT_SAMPLER = "tpe"
 
 def result_of(trial_number: int, spec: dict, epochs: int = 10) -> tuple:
     """(epoch results, final result) as the trainable reports them, for a synthetic trial."""
-    from sensitivity.sweep import synthetic
+    from benchmarks import synthetic
 
     accuracy = 0.9 + (trial_number % 97) / 1000
     curve = [{"epoch": e, "train_loss": 2.3 * (1 - accuracy * e / epochs), "val_accuracy": accuracy * e / epochs,
@@ -63,11 +63,11 @@ def open_study(url: str, name: str, size: int, sampler: str, folder: Path):
     """The study `name` with at least `size` trials, opened as the driver opens it: (study, space, seconds)."""
     import optuna
 
-    from sensitivity.spaces import Space
-    from sensitivity.sweep import synthetic
+    from sensitivity.config.spaces import Space
+    from benchmarks import synthetic
     from sensitivity.sweep.driver import make_sampler
     from sensitivity.sweep.driver_storage import driver_view
-    from sensitivity.sweep.storage import open_storage
+    from sensitivity.studies.storage import open_storage
 
     space = Space.model_validate({**synthetic.SPACE, "study": name})
     if url.startswith("journal:"):
@@ -88,7 +88,7 @@ def drive(url: str, study, space, completions: int, concurrent: int, log_dir: Pa
     import psutil
 
     from sensitivity.sweep.driver import _start_heartbeat
-    from sensitivity.sweep.records import count_final
+    from sensitivity.studies.records import count_final
     from sensitivity.sweep.recovery import recover
     from sensitivity.sweep.searcher import StudySearcher
 

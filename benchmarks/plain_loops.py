@@ -1,5 +1,5 @@
 """Plain hand-written LeNet-5 training loops, one per framework, the way each framework's documentation
-writes one (its usual optimizer, no sensitivity code), for scripts/bench_adapters.py to time the adapters
+writes one (its usual optimizer, no sensitivity code), for benchmarks/bench_adapters.py to time the adapters
 against. Each class: __init__(threads, weights, x, y, batch, lr, momentum), epoch(order) -> mean loss
 (as many steps as order has rows), logits(x). Weights come in neutral layout (kernels (out, in, kh, kw),
 dense (in, out)); images NCHW.

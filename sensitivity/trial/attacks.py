@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from sensitivity.correctness import pack
+from sensitivity.core.correctness import pack
 from sensitivity.datasets.base import Dataset, atomic_write
-from sensitivity.spec import TrialSpec
+from sensitivity.core.spec import TrialSpec
 from sensitivity.trial.loop import accuracy, correct_samples
 
 ATTACKS = ("fgsm", "pgd")
@@ -55,10 +55,10 @@ def _gradient(adapter, x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 def run_request(request: dict, threads: int) -> dict:
     """Load the trained model, attack it (white-box) and evaluate it on other models' examples: accuracies, and
-    which samples it classifies correctly (packed, `sensitivity.correctness`), on the first `samples` test samples
+    which samples it classifies correctly (packed, `sensitivity.core.correctness`), on the first `samples` test samples
     (all of them when None)."""
     from sensitivity import frameworks
-    from sensitivity.models import get_model, layers_from_dicts
+    from sensitivity.core.models import get_model, layers_from_dicts
 
     spec = TrialSpec.model_validate(request["spec"])
     data = Dataset.load_npz(request["data"])

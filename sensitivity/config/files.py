@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from sensitivity.spec import TrialSpec
+from sensitivity.core.spec import TrialSpec
 
 ENTRY_KEYS = {"name", "kind", "framework", "runs_on", "dataset", "source", "config", "original_model", "caffe_files",
               "ignored", "not_reproduced", "note", "notes", "train_size", "schedule_epochs", "budget_epochs",

@@ -1,12 +1,12 @@
 """The semantics table: one row per framework and knob, its canonical and native values and their source.
 
-Rendered from `sensitivity.semantics` (the values the code runs and the contract holds), so the docs
+Rendered from `sensitivity.core.semantics` (the values the code runs and the contract holds), so the docs
 (docs/semantics.md, kept equal by a test) and `sensitivity semantics` cannot drift from the code.
 """
 from __future__ import annotations
 
-from sensitivity import semantics
-from sensitivity.spec import LR_POLICIES, OPTIMIZERS
+from sensitivity.core import semantics
+from sensitivity.core.spec import LR_POLICIES, OPTIMIZERS
 
 FORMULAS = {
     "momentum": {"inside": "v = mu*v - lr*g; w += v", "outside": "b = mu*b + g; w -= lr*b"},

@@ -25,7 +25,7 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from sensitivity import envs
+from sensitivity.core import envs
 
 TABLE = envs.REPO_ROOT / "search_spaces" / "defaults.yaml"
 # The official training sets, for the share of published samples a run saw: what a source script trained on
@@ -96,7 +96,7 @@ class DefaultEntry(_Strict):
     @field_validator("config")
     @classmethod
     def _known_fields(cls, config: dict) -> dict:
-        from sensitivity.spec import TrialSpec
+        from sensitivity.core.spec import TrialSpec
         unknown = sorted(set(config) - set(TrialSpec.model_fields))
         if unknown:
             raise ValueError(f"{unknown[0]}: unknown field")
@@ -162,7 +162,7 @@ class Scale:
 
 
 def load_table(path: Optional[Path] = None) -> list:
-    from sensitivity.configs import read_mapping
+    from sensitivity.config.files import read_mapping
     path = Path(path or TABLE)
     data = read_mapping(path, DefaultsError)
     raw_entries = data.get("defaults")
@@ -252,7 +252,7 @@ def check_quotes(entry: DefaultEntry, where: str) -> None:
 def caffe_config(folder: Path, files: list, where: str) -> tuple:
     """(configuration, what is not reproduced) of Caffe solvers run one after another, as import-caffe reads
     them; the network is left out (a default moves between datasets, not its network)."""
-    from sensitivity.caffe_import import CaffeImportError, import_phases, table_entry
+    from sensitivity.config.caffe_import import CaffeImportError, import_phases, table_entry
 
     try:
         entry = table_entry(import_phases([folder / file for file in files]), "", "")

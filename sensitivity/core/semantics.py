@@ -3,7 +3,7 @@
 Two regimes (TrialSpec.semantics):
 - native (the default): the framework's own public API: its optimizer classes and schedulers, its default
   initialisers, its epsilons, rho and weight-decay form. What a user of the framework gets.
-- canonical (the control): the same formulas in every framework (sensitivity.optim), the same numpy
+- canonical (the control): the same formulas in every framework (sensitivity.core.optim), the same numpy
   initial weights, so differences between frameworks are numerics only.
 
 A regime is a setting of five knobs, each taking the canonical value or one framework's native value:
@@ -323,9 +323,9 @@ def describe(spec) -> dict:
     return {"regime": spec.semantics, "knobs": resolved.knobs, "rule": resolved.rule.as_dict(),
             "init": init_of(resolved.init).name,
             "optimizer": engine.optimizers[spec.optimizer] if resolved.stock
-            else "hand-written: sensitivity.optim.rule_update",
+            else "hand-written: sensitivity.core.optim.rule_update",
             "schedule": (f"{engine.schedules[spec.lr_policy]} ({engine.stepping})" if framework_schedule
-                         else "Caffe's policy in float64 (sensitivity.optim.lr_schedule), fed per step")}
+                         else "Caffe's policy in float64 (sensitivity.core.optim.lr_schedule), fed per step")}
 
 
 def init_of(source: str) -> Init:

@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 VENV_DIRS = {"modern": ".venv", "legacy": ".venv-legacy"}
 
 # Variables every worker of an environment gets: quiet framework logs; Theano without a BLAS to link;

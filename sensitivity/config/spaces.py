@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from sensitivity.spec import TrialSpec
+from sensitivity.core.spec import TrialSpec
 
 # Fields a space may tune or fix; the framework is a parameter of its own (the `frameworks` list).
 TUNABLE = ("batch_size", "lr", "epochs", "iterations", "optimizer", "momentum", "weight_decay", "lr_policy",
@@ -101,7 +101,7 @@ class Space(_Strict):
     @field_validator("study")
     @classmethod
     def _safe_study_name(cls, value):
-        from sensitivity.paths import check_name
+        from sensitivity.core.paths import check_name
         return check_name(value)
 
     @field_validator("dataset")
@@ -115,7 +115,7 @@ class Space(_Strict):
     @field_validator("model")
     @classmethod
     def _known_model(cls, value):
-        from sensitivity.models import MODELS
+        from sensitivity.core.models import MODELS
         if value is not None and value not in MODELS:
             raise ValueError(f"unknown model {value!r}; allowed: {', '.join(sorted(MODELS))}")
         return value
@@ -199,7 +199,7 @@ def _distribution(p):
 def load_space(path, semantics=None, **overrides) -> Space:
     """The validated space of a YAML file; `overrides` (frameworks=[...], seeds=K) replace its values, and
     `semantics` its fixed regime (refused where the space tunes it)."""
-    from sensitivity.configs import read_mapping
+    from sensitivity.config.files import read_mapping
     path = Path(path)
     data = read_mapping(path, SpaceError)
     if isinstance(data, dict):

@@ -31,7 +31,7 @@ def result_fields() -> tuple:
     ran). A function: TrialResult's module imports pydantic, which the analysis does not need."""
     from dataclasses import fields
 
-    from sensitivity.spec import TrialResult
+    from sensitivity.core.spec import TrialResult
     return tuple(f.name for f in fields(TrialResult))
 
 
@@ -39,9 +39,12 @@ def result_fields() -> tuple:
 REGIME_BEFORE_SEMANTICS = {"semantics": "canonical"}
 
 
+FINAL_STATES = ("COMPLETE", "PRUNED", "FAIL")  # the names of the TrialStates a trial ends in
+
+
 def final_states():
     from optuna.trial import TrialState
-    return (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
+    return tuple(TrialState[name] for name in FINAL_STATES)
 
 
 def is_final(trial) -> bool:
@@ -89,8 +92,8 @@ def driver_alive(beat_record: dict, stale_after: float) -> bool:
 def trial_spec(study, trial):
     """The TrialSpec a trial ran: its `spec` attribute, or for a study from before that was recorded, the
     spec rebuilt from the stored space, its parameters, seed and planned configuration."""
-    from sensitivity.spaces import Space
-    from sensitivity.spec import TrialSpec
+    from sensitivity.config.spaces import Space
+    from sensitivity.core.spec import TrialSpec
 
     attrs = trial.user_attrs
     if "spec" in attrs:

@@ -92,7 +92,7 @@ def stopped() -> None:
 
 def _start_reaper(temp_dir: str) -> subprocess.Popen:
     me = psutil.Process()
-    command = [sys.executable, "-m", "sensitivity.sweep.ray_processes", str(me.pid), repr(me.create_time()), temp_dir]
+    command = [sys.executable, "-m", "sensitivity.ray_cluster", str(me.pid), repr(me.create_time()), temp_dir]
     # its own session (Ctrl-C goes to the driver alone), and no hold on the driver's output pipes
     return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
@@ -205,6 +205,6 @@ def _alive(proc: dict) -> bool:
         return False
 
 
-if __name__ == "__main__":  # the reaper: python -m sensitivity.sweep.ray_processes DRIVER_PID CREATED TEMP_DIR
+if __name__ == "__main__":  # the reaper: python -m sensitivity.ray_cluster DRIVER_PID CREATED TEMP_DIR
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the driver, which stops Ray and then this
     reap({"pid": int(sys.argv[1]), "created": float(sys.argv[2])}, sys.argv[3])

@@ -64,7 +64,7 @@ class TrialSpec(BaseModel):
     semantics: Literal[SEMANTICS] = "native"  # the framework's own API, or the same formulas everywhere
     init: Optional[Literal[INITS]] = None  # neutral: numpy weights from the seed; framework: its own
     # initialiser; None: as the semantics (native: framework, canonical: neutral)
-    knobs: Optional[dict[str, str]] = None  # per-knob sources (sensitivity.semantics.KNOBS), for ablation
+    knobs: Optional[dict[str, str]] = None  # per-knob sources (sensitivity.core.semantics.KNOBS), for ablation
     device: str = "cpu"  # cpu, gpu or gpu:N (checked against the machine where the trial is started)
     threads: int = Field(0, ge=0, le=MAX_THREADS)  # 0: every core this process may use
     timeout: Optional[float] = Field(None, gt=0, le=MAX_TIMEOUT_S)  # wall-clock seconds for the whole trial
@@ -72,7 +72,7 @@ class TrialSpec(BaseModel):
     keep_weights: Optional[str] = None  # path of an .npz to save the trained weights to
     keep_checkpoints: bool = False  # with keep_weights, each epoch's weights too (trial.loop.checkpoint_path)
     deterministic: bool = False  # each framework's deterministic-kernel flags (frameworks.gpu.DETERMINISM)
-    record_correct: bool = False  # record which test samples the model gets right (sensitivity.correctness)
+    record_correct: bool = False  # record which test samples the model gets right (sensitivity.core.correctness)
     # the cores the worker is pinned to while it trains (sensitivity timing); its own set is put back after
     pin_cpus: Optional[tuple[int, ...]] = Field(None, strict=False, min_length=1, max_length=MAX_THREADS)
 
@@ -90,7 +90,7 @@ class TrialSpec(BaseModel):
             raise ValueError("stepvalues must be positive and strictly increasing")
         if self.lr_policy == "multistep" and not self.stepvalues:
             raise ValueError("lr_policy multistep needs stepvalues")
-        from sensitivity import semantics
+        from sensitivity.core import semantics
         unknown = set(self.knobs or {}) - set(semantics.KNOBS)
         if unknown:
             raise ValueError(f"knobs.{sorted(unknown)[0]}: unknown knob; allowed: {', '.join(semantics.KNOBS)}")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from sensitivity import envs
+from sensitivity.core import envs
 
 PROTOCOL = envs.REPO_ROOT / "search_spaces" / "robustness.yaml"
 ATTACKS = ("fgsm", "pgd")
@@ -81,7 +81,7 @@ class Protocol(_Strict):
 
 def load(path=None) -> tuple:
     """(Protocol, its record for the study) of the file at `path` (default search_spaces/robustness.yaml)."""
-    from sensitivity.configs import read_mapping
+    from sensitivity.config.files import read_mapping
 
     path = Path(path or PROTOCOL)
     data = read_mapping(path, ProtocolError)

@@ -2,7 +2,7 @@
 
 DeepCAVE's ablation path, applied to framework configuration. A set-up is a framework and a regime
 (`torch:native`, `tensorflow:native`, `torch:canonical`). Between two set-ups differ some of the semantics
-knobs (init, update, weight_decay, eps_rho, schedule; `sensitivity.semantics`) and, across frameworks, the
+knobs (init, update, weight_decay, eps_rho, schedule; `sensitivity.core.semantics`) and, across frameworks, the
 framework itself (its kernels, with its own scheduler when both ends step their framework's). From the
 first set-up, each round runs every knob still to change, flipped alone, with n seeds, and keeps the one
 that moves validation accuracy most; the walk ends at the second set-up. Knobs that cannot change what this
@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from sensitivity import semantics
-from sensitivity.spec import TrialSpec
+from sensitivity.core import semantics
+from sensitivity.core.spec import TrialSpec
 
 FRAMEWORK = "framework"  # the pseudo-knob of the engine: which framework runs the trial
 ATTR = "ablation"
@@ -150,7 +150,7 @@ def walk(base: TrialSpec, start_setup: Setup, end_setup: Setup, seeds: int,
 def run_ablation(base: TrialSpec, start: Setup, end: Setup, seeds: int, options, log=print) -> dict:
     """Walk the path on Ray into one study (options: sweep.driver.SweepOptions, its `study` named); returns
     the record stored in the study's user attribute `ablation`."""
-    from sensitivity.sweep import studies
+    from sensitivity.studies import catalog
     from sensitivity.sweep.driver import run_space
     from sensitivity.sweep.plans import PlannedTrial
 
@@ -167,7 +167,7 @@ def run_ablation(base: TrialSpec, start: Setup, end: Setup, seeds: int, options,
         options.trials = len(plan)
         log(f"ablate: running {len(points)} point(s) x {seeds} seeds")
         run_space(space, options, plan, keep_ray=True)
-        study = studies.load(space.study, options.storage)
+        study = catalog.load(space.study, options.storage)
         by_config: dict = {}
         for trial in study.get_trials(deepcopy=False):
             by_config.setdefault(trial.user_attrs.get("config_id"), []).append(trial)
@@ -192,13 +192,13 @@ def run_ablation(base: TrialSpec, start: Setup, end: Setup, seeds: int, options,
                                                               "data_dir"}),
               "inert": inert, "steps": [{"knob": s.knob, "framework": s.point.framework, "knobs": dict(s.point.knobs),
                                          "trials": s.numbers} for s in steps]}
-    studies.load(space.study, options.storage).set_user_attr(ATTR, record)
+    catalog.load(space.study, options.storage).set_user_attr(ATTR, record)
     return record
 
 
 def ablation_space(study: str, base: TrialSpec, start: Setup, end: Setup, seeds: int):
     """The study's space: nothing sampled, every point planned, chosen on validation accuracy."""
-    from sensitivity.spaces import Space
+    from sensitivity.config.spaces import Space
 
     frameworks = tuple(dict.fromkeys((start.framework, end.framework)))
     return Space(study=study, dataset=base.dataset, model=base.model, frameworks=frameworks,

@@ -123,15 +123,15 @@ def _distribution(text: str) -> tuple:
 
 
 CACHE_FORMAT = 4  # raise when what is cached changes shape (4: the study's own attributes in the key)
-CODE = ("analysis", "sweep/trial_rows.py", "sweep/studies.py")  # what builds them, in the package
+CODE = ("analysis", "studies")  # what builds them, in the package: a change there serves no stale copy
 
 
 def cache_dir():
-    """Where trial frames are cached: trials/ under the cache root (`sensitivity.paths.cache_root`); None
+    """Where trial frames are cached: trials/ under the cache root (`sensitivity.core.paths.cache_root`); None
     when SENSITIVITY_TRIAL_CACHE is `off`."""
     import os
 
-    from sensitivity.paths import cache_root
+    from sensitivity.core.paths import cache_root
     return None if os.environ.get("SENSITIVITY_TRIAL_CACHE") == "off" else cache_root() / "trials"
 
 
@@ -184,7 +184,7 @@ def cached_result(url, study_name: str, name: str):
     read-only, and a missing one is not created."""
     import contextlib
 
-    from sensitivity.sweep.storage import _file_of, default_url
+    from sensitivity.studies.storage import _file_of, default_url
 
     url, folder = url or default_url(), cache_dir()
     scheme, _, rest = url.partition("://")

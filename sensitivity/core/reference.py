@@ -2,14 +2,14 @@
 
 `forward` covers every layer type (Caffe's ceil pooling included, averages over the in-image part of a
 window); `loss_and_grads` covers models of Flatten, Dense and ReLU, enough to hold every adapter's
-optimizer to `sensitivity.optim.reference_step` step by step.
+optimizer to `sensitivity.core.optim.reference_step` step by step.
 """
 from __future__ import annotations
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from sensitivity.models import Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, pooled_size
+from sensitivity.core.models import Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, pooled_size
 
 
 def forward(model: ModelSpec, weights: list, x: np.ndarray) -> np.ndarray:
@@ -105,7 +105,7 @@ def native_step(framework: str, optimizer: str, weights: list, grads: list, stat
     The contract holds every native adapter to this, and `optim.rule_update` under each framework's
     `semantics.NATIVE` rule to it as well."""
     if framework in ("theano", "pytensor", "caffe"):  # hand-written or Caffe's own: the canonical update
-        from sensitivity.optim import reference_step
+        from sensitivity.core.optim import reference_step
         return reference_step(optimizer, weights, grads, state, lr, momentum, weight_decay)
     mu, wd = momentum, weight_decay
     keras = framework in ("tensorflow", "keras")

@@ -15,7 +15,7 @@
 
 Exits 1 when a target is missed (or a sweep fails): both targets are checked.
 
-    .venv/bin/python scripts/bench_dispatch.py [--overhead-trials 20] [--speedup-trials 16] [--speedup-epochs 100]
+    .venv/bin/python benchmarks/bench_dispatch.py [--overhead-trials 20] [--speedup-trials 16] [--speedup-epochs 100]
 """
 from __future__ import annotations
 

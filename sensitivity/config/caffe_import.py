@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sensitivity import prototxt
-from sensitivity.models import (MODELS, Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, layers_to_dicts)
+from sensitivity.config import prototxt
+from sensitivity.core.models import (MODELS, Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, layers_to_dicts)
 
 
 class CaffeImportError(ValueError):
@@ -41,7 +41,7 @@ CAFFE_NAMES = {field: name for name, (field, _) in SOLVER_NUMBERS.items()}
 # What each policy needs and Caffe does not default usefully (its gamma, power and stepsize default to 0).
 POLICY_NEEDS = {"step": ("stepsize", "gamma"), "multistep": ("stepvalue", "gamma"), "inv": ("gamma", "power"),
                 "exp": ("gamma",)}
-# Values Caffe lets a solver change that are fixed in the canonical formulas (sensitivity.optim).
+# Values Caffe lets a solver change that are fixed in the canonical formulas (sensitivity.core.optim).
 CANONICAL = {"delta": 1e-8, "momentum2": 0.999, "rms_decay": 0.9, "iter_size": 1, "regularization_type": "L2"}
 # The net: a whitelist of keys per message. READ: the importer reads it; IGNORED (FILLER): it does not change
 # training and is listed as ignored; a tuple: the only values supported. Any other key or value would change
@@ -371,7 +371,7 @@ def table_entry(imported: dict, name: str, dataset: str) -> dict:
     model = imported["config"].get("model", "unknown (no net file)")
     if "layers" in imported["config"]:
         model = f"{model} (not a registered model: {len(imported['config']['layers'])} layers)"
-    from sensitivity.defaults import OFFICIAL_TRAIN_SIZE
+    from sensitivity.config.defaults import OFFICIAL_TRAIN_SIZE
 
     entry = {"name": name, "framework": "caffe", "runs_on": "all", "dataset": dataset, "source": imported["source"],
              "config": config, "original_model": model,
@@ -405,7 +405,7 @@ def _optimizer(kind: str, config: dict, solver, solver_path) -> str:
 
 
 def _read(path: Path) -> prototxt.Message:
-    from sensitivity.configs import read_text
+    from sensitivity.config.files import read_text
     try:
         message = prototxt.parse(read_text(path, CaffeImportError), str(path))
         prototxt.check_repeats(message, str(path))
@@ -440,7 +440,7 @@ def check_config(entry: dict, where, dataset=None) -> dict:
     the Caffe field: nothing is written that a trial would refuse."""
     from pydantic import ValidationError
 
-    from sensitivity.spec import TrialSpec
+    from sensitivity.core.spec import TrialSpec
     fields = {k: v for k, v in entry["config"].items() if k != "framework"}
     try:
         TrialSpec(framework="caffe", dataset=dataset or "caffe", **fields)
