@@ -76,3 +76,29 @@ def test_repeated_caffe_fields_stay_valid(tmp_path):
                    'layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }\n')
     assert import_net(net)["batch_size"] == 8
     assert import_solver(CAFFE / "lenet_solver.prototxt")["config"]["model"] == "lenet5"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("config: [1, 2]\n", "c.yaml: config: Input should be a valid dictionary"),
+    ("config: 5\n", "c.yaml: config: Input should be a valid dictionary"),
+    ("config: {lr: 0.1}\nframework: [torch]\n", "c.yaml: framework: Input should be a valid string"),
+    ("config: {lr: 0.1}\ndataset: 3\n", "c.yaml: dataset: Input should be a valid string"),
+    ("config: {lr: 0.1}\ncolour: red\n", "c.yaml: colour: unknown key; allowed: budget_epochs, caffe_files, "),
+    ("config: {lr: 0.1, colour: red}\n", "c.yaml: config.colour: unknown field; allowed: "),
+])
+def test_a_config_entry_of_the_wrong_shape_is_refused_naming_the_key(tmp_path, text, message):
+    """A configuration file written as a defaults-table entry is validated by its pydantic model: a value of
+    the wrong type is one line naming the file and the key, never a TypeError."""
+    config = tmp_path / "c.yaml"
+    config.write_text(text)
+    with pytest.raises(ConfigError) as raised:
+        load_config(config)
+    assert message in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_a_config_entry_gives_its_framework_and_dataset_to_the_fields(tmp_path):
+    config = tmp_path / "c.yaml"
+    config.write_text("name: x\nframework: torch\ndataset: digits\nconfig: {lr: 0.1}\n")
+    assert load_config(config) == {"lr": 0.1, "framework": "torch", "dataset": "digits"}
+    config.write_text("name: x\nframework: caffe\nconfig: {lr: 0.1}\n")  # Caffe's run on other frameworks
+    assert load_config(config) == {"lr": 0.1}

@@ -5,14 +5,38 @@ TrialSpec fields; unknown keys are errors naming the file, the key path and what
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Optional
 
 import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from sensitivity.core.spec import TrialSpec
 
-ENTRY_KEYS = {"name", "kind", "framework", "runs_on", "dataset", "source", "config", "original_model", "caffe_files",
-              "ignored", "not_reproduced", "note", "notes", "train_size", "schedule_epochs", "budget_epochs",
-              "checked_against"}
+
+class EntryFile(BaseModel):
+    """A configuration file written as a defaults-table entry (as `import-caffe` writes one): its TrialSpec
+    fields under `config`; the entry's other keys are kept for the reader and not used here."""
+    model_config = ConfigDict(extra="forbid", strict=True)
+    config: Optional[dict] = None
+    framework: Optional[str] = None  # where the configuration comes from
+    dataset: Optional[str] = None
+    name: Any = None
+    kind: Any = None
+    runs_on: Any = None
+    source: Any = None
+    original_model: Any = None
+    caffe_files: Any = None
+    ignored: Any = None
+    not_reproduced: Any = None
+    note: Any = None
+    notes: Any = None
+    train_size: Any = None
+    schedule_epochs: Any = None
+    budget_epochs: Any = None
+    checked_against: Any = None
+
+
+ENTRY_KEYS = tuple(EntryFile.model_fields)
 
 
 class ConfigError(ValueError):
@@ -131,14 +155,19 @@ def load_config(path) -> dict:
     path = Path(path)
     data = read_mapping(path)
     if "config" in data:
-        unknown = sorted(set(data) - ENTRY_KEYS)
-        if unknown:
-            raise ConfigError(f"{path}: {unknown[0]}: unknown key; allowed: {', '.join(sorted(ENTRY_KEYS))}")
-        fields, prefix = dict(data["config"] or {}), "config."
-        if data.get("framework") not in (None, "caffe"):  # Caffe's configurations run on other frameworks
-            fields.setdefault("framework", data["framework"])
-        if data.get("dataset"):
-            fields.setdefault("dataset", data["dataset"])
+        try:
+            entry = EntryFile.model_validate(data)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            where = ".".join(str(part) for part in error["loc"])
+            allowed = f"; allowed: {', '.join(sorted(ENTRY_KEYS))}" if error["type"] == "extra_forbidden" else ""
+            message = "unknown key" if error["type"] == "extra_forbidden" else error["msg"]
+            raise ConfigError(f"{path}: {where}: {message}{allowed}") from None
+        fields, prefix = dict(entry.config or {}), "config."
+        if entry.framework not in (None, "caffe"):  # Caffe's configurations run on other frameworks
+            fields.setdefault("framework", entry.framework)
+        if entry.dataset:
+            fields.setdefault("dataset", entry.dataset)
     else:
         fields, prefix = data, ""
     allowed = set(TrialSpec.model_fields)
