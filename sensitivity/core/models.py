@@ -116,6 +116,13 @@ def ceil_padding(layer: Pool, size: int) -> int:
     return max((out - 1) * layer.stride + layer.kernel - size, 0)
 
 
+def same_is_caffe(layer: Pool, chw: tuple) -> bool:
+    """Whether 'same' pooling (TensorFlow's and Keras') gives Caffe's ceil output: the same output size and no
+    padding before the first window ('same' puts floor(total/2) of the padding before: none under 2)."""
+    return all(pooled_size(n, layer.kernel, layer.stride, layer.ceil) == math.ceil(n / layer.stride)
+               and ceil_padding(layer, n) < 2 for n in chw[1:])
+
+
 def window_counts(layer: Pool, size: int) -> np.ndarray:
     """How many in-image inputs each pooling window covers along an axis of `size`: Caffe's divisor of an
     average at the edge (the kernel size inside the image)."""

@@ -35,7 +35,7 @@ from sensitivity.core import semantics
 from sensitivity.frameworks import threads as threads_of
 from sensitivity.frameworks.base import EpochStats
 from sensitivity.core.models import (Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, ceil_padding, from_nhwc,
-                                neutral_kernel, nhwc_kernel, pooled_size, to_nhwc, window_counts)
+                                     neutral_kernel, nhwc_kernel, same_is_caffe, to_nhwc, window_counts)
 from sensitivity.core.optim import rule_update, slot_names
 
 BACKEND = keras.backend.backend()
@@ -370,13 +370,6 @@ class CeilPool2D(keras.layers.Layer):
         n, h, w, c = input_shape
         return (n, (h + self.pads[0] - self.kernel) // self.stride + 1,
                 (w + self.pads[1] - self.kernel) // self.stride + 1, c)
-
-
-def same_is_caffe(layer: Pool, chw: tuple) -> bool:
-    """Whether 'same' pooling gives Caffe's ceil output: the same output size and no padding before the
-    first window ('same' puts floor(total/2) of the padding before: none when the total is under 2)."""
-    return all(pooled_size(n, layer.kernel, layer.stride, layer.ceil) == math.ceil(n / layer.stride)
-               and ceil_padding(layer, n) < 2 for n in chw[1:])
 
 
 def _pool_layer(layer: Pool, chw: tuple):

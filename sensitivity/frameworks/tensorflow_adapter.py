@@ -26,7 +26,7 @@ from sensitivity.core import semantics
 from sensitivity.frameworks import threads as threads_of
 from sensitivity.frameworks.base import EpochStats, LossReader
 from sensitivity.core.models import (Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, ceil_padding, from_nhwc,
-                                neutral_kernel, nhwc_kernel, to_nhwc, window_counts)
+                                     neutral_kernel, nhwc_kernel, same_is_caffe, to_nhwc, window_counts)
 from sensitivity.core.optim import rule_update, slot_names
 
 
@@ -222,7 +222,6 @@ def _pool(x, layer: Pool, padding, counts):
 
 def _pool_padding(layer: Pool, chw: tuple):
     """'VALID', 'SAME', or an explicit [[0,0],[0,ph],[0,pw],[0,0]] that gives Caffe's ceil output."""
-    from sensitivity.frameworks.keras_adapter import same_is_caffe
     pads = [ceil_padding(layer, n) for n in chw[1:]]
     if not any(pads):
         return "VALID"
