@@ -43,7 +43,9 @@ import pandas as pd
 from sensitivity.analysis import sentences
 from sensitivity.analysis.comparisons import ENTRY, TRANSFER, gather, none_if_missing
 from sensitivity.analysis.intervals import Difference, holm, sd_upper, seeds_needed, summary, tost
+from sensitivity.analysis.findings_records import cache_name
 from sensitivity.analysis.table import REGIME, NotEnoughData, regime_position, regimes_of, trained, trials_table
+from sensitivity.studies.trial_rows import cached_beside
 
 EFFECT, ALPHA = 0.02, 0.05
 CLAIMS = sentences.CLAIMS
@@ -72,15 +74,21 @@ def findings(table, others=(), effect: float = EFFECT) -> Findings:
     `crossover`, and robustness records), read together. Those of a study alone are cached beside its table
     (`trial_rows.cached_beside`), with their records (`findings_records`): `sensitivity findings` after a
     report reads the report's."""
-    from sensitivity.analysis.findings_records import cache_name
-    from sensitivity.studies.trial_rows import cached_beside
-
     table = trials_table(table)
     if others:
         return _findings(table, [trials_table(o) for o in others], effect)
     found = cached_beside(table, f"findings-{effect!r}", lambda: _findings(table, [], effect))
     cached_beside(table, cache_name(effect), lambda: findings_records(found))
     return found
+
+
+def study_findings_records(study, others=(), effect: float = EFFECT) -> dict:
+    """`findings_records` of the findings of `study` with `others`: for a study alone, the records a report cached
+    beside its table, read without the findings' frames."""
+    table = trials_table(study)
+    if others:
+        return findings_records(findings(table, others, effect))
+    return cached_beside(table, cache_name(effect), lambda: findings_records(findings(table, effect=effect)))
 
 
 def findings_records(found: Findings) -> dict:

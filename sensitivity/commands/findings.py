@@ -25,17 +25,12 @@ def add_parsers(commands) -> None:
 
 
 def _cmd_findings(args) -> int:
-    from sensitivity.analysis.findings_records import cache_name, findings_text
-    from sensitivity.studies.trial_rows import cached_result
+    from sensitivity.analysis.findings import study_findings_records
+    from sensitivity.analysis.findings_records import findings_text
 
-    # those a report cached for this study alone, read without opening it; else computed (and cached)
-    found = None if args.with_study else cached_result(args.storage, args.study, cache_name(args.effect))
-    if found is None:
-        from sensitivity.analysis.findings import findings, findings_records
-
-        study = load_study("findings", args.study, args.storage)
-        others = [load_study("findings", name, args.storage) for name in args.with_study]
-        found = findings_records(findings(study, others, effect=args.effect))
+    study = load_study("findings", args.study, args.storage)
+    others = [load_study("findings", name, args.storage) for name in args.with_study]
+    found = study_findings_records(study, others, effect=args.effect)
     if args.json:
         print(json.dumps({"study": args.study, "with": args.with_study, "effect": args.effect, **found}, indent=2))
     else:

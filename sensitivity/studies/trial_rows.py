@@ -165,51 +165,12 @@ def cached_frame(study, build):
 def cached_beside(frame, name: str, compute):
     """`compute()`, a result derived from `frame` (of `cached_frame`) alone, or the copy an earlier process
     cached beside the frame's own (file NAME beside it) while the study and the code are unchanged: a report
-    computes the findings, and `sensitivity findings` after it reads them (`cached_result`). `compute()` for
-    other frames."""
+    computes the findings, and `sensitivity findings` after it reads them. `compute()` for other frames."""
     entry = _BESIDE.get(id(frame))
     if entry is None or entry[0]() is not frame:
         return compute()
     _, path, key = entry
     return _cached(_beside_path(path, name), key + [name], compute)
-
-
-def cached_result(url, study_name: str, name: str):
-    """The result NAME that `cached_beside` cached for the study `study_name` of the storage `url` (None: the
-    default), if it is current, read without Optuna, SQLAlchemy or pandas: through Python's sqlite3 for an
-    SQLite file, psycopg for PostgreSQL (`sensitivity findings` of 10,000 trials: 0.3 s in all, against 1.5 s
-    opening the study and reading its cached table). None where nothing
-    current is cached, the cache is off, the storage is another kind, or it cannot be read as it stands: the
-    caller then opens the study as usual, which reports any error. Reads only: an SQLite file is opened
-    read-only, and a missing one is not created."""
-    import contextlib
-
-    from sensitivity.studies.storage import _file_of, default_url
-
-    url, folder = url or default_url(), cache_dir()
-    scheme, _, rest = url.partition("://")
-    path = _file_of(url) if url.startswith("sqlite:///") else None
-    if folder is None or not (path is not None and path.is_file() or scheme in POSTGRESQL):
-        return None
-    try:
-        if path is not None:
-            import sqlite3
-            connection, mark = sqlite3.connect(f"file:{path}?mode=ro", uri=True), "?"
-        else:
-            import psycopg  # libpq reads SQLAlchemy's postgresql:// URL, less the driver's name, as it is
-            connection, mark = psycopg.connect(f"postgresql://{rest}", connect_timeout=5), "%s"
-        with contextlib.closing(connection):
-            ids = _query(connection, mark, "SELECT study_id FROM studies WHERE study_name = ?", study_name)
-            if not ids:
-                return None
-            key = _state_key(connection, mark, ids[0][0]) + [code_version(), name]
-        found, value = _read(_beside_path(_place(folder, url, ids[0][0], study_name), name), key)
-        return value if found else None
-    except Exception:  # noqa: BLE001 - any failure of this shortcut, a driver's own errors included: read the study
-        return None
-
-
-POSTGRESQL = ("postgresql", "postgres", "postgresql+psycopg")  # URL schemes `cached_result` reads with psycopg
 
 
 def _place(folder, url: str, study_id: int, study_name: str):

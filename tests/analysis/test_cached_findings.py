@@ -1,7 +1,7 @@
 """The findings of a stored study are cached beside its trial table (`trial_rows.cached_beside`): `sensitivity
 findings` after a report reads the report's, only while the study, its own attributes and the code are
-unchanged, and never those of a study read with others; the command reads their records without opening the
-study (`trial_rows.cached_result`)."""
+unchanged, and never those of a study read with others; the command opens the study and reads them with its
+cached table."""
 import json
 import os
 import subprocess
@@ -13,7 +13,6 @@ import pandas as pd
 import pytest
 
 from sensitivity.analysis import findings as findings_module
-from sensitivity.analysis.findings_records import cache_name
 from benchmarks import synthetic
 from sensitivity.studies import trial_rows
 
@@ -62,57 +61,28 @@ def test_findings_are_computed_afresh_after_a_change_or_with_other_studies(store
     assert len(calls) == 5
 
 
-def records_of(url, effect=0.02):
-    return trial_rows.cached_result(url, "s", cache_name(effect))
+def test_the_command_reads_the_cached_findings_and_prints_what_it_prints_with_nothing_cached(stored, monkeypatch,
+                                                                                            capsys):
+    """After a report's findings, `sensitivity findings` computes none: it prints the cached ones, as it prints
+    them computed afresh: text, every comparison, JSON."""
+    from sensitivity.cli import main
 
-
-def test_their_records_are_read_without_opening_the_study_while_it_is_unchanged(stored, tmp_path):
-    found = findings_module.findings(load(stored))
-    assert records_of(stored) == findings_module.findings_records(found)
-    assert records_of(stored, effect=0.05) is None  # another effect: never computed
-    assert trial_rows.cached_result(stored, "other", cache_name(0.02)) is None
-    load(stored).set_user_attr("robustness:0", None)  # the study's own attributes are part of the key
-    assert records_of(stored) is None
     findings_module.findings(load(stored))
-    assert records_of(stored) is not None
-    synthetic.write_study(stored, "s", 1)
-    assert records_of(stored) is None
-
-
-def test_nothing_is_read_or_made_where_the_storage_is_not_a_readable_database(stored, tmp_path, monkeypatch):
-    from sensitivity.analysis import findings_records, table
-
-    assert findings_records.REGIME == table.REGIME  # the records' module, free of pandas, names the column itself
-    findings_module.findings(load(stored))
-    missing = tmp_path / "missing.db"
-    assert trial_rows.cached_result(f"sqlite:///{missing}", "s", cache_name(0.02)) is None
-    assert not missing.exists()  # an SQLite file is opened read-only, never created
-    (tmp_path / "garbage.db").write_bytes(b"not a database" * 100)
-    assert trial_rows.cached_result(f"sqlite:///{tmp_path / 'garbage.db'}", "s", cache_name(0.02)) is None
-    assert trial_rows.cached_result(f"journal:{tmp_path / 'j.journal'}", "s", cache_name(0.02)) is None
-    assert trial_rows.cached_result("sqlite://", "s", cache_name(0.02)) is None  # in memory: nothing of it cached
-    assert trial_rows.cached_result("postgresql://nobody@127.0.0.1:1/none", "s", cache_name(0.02)) is None
-    monkeypatch.setenv("SENSITIVITY_TRIAL_CACHE", "off")
-    assert records_of(stored) is None
-
-
-def test_the_command_prints_the_cached_records_without_pandas_or_optuna_and_as_computed(stored, tmp_path):
-    """After a report's findings, `sensitivity findings` reads their records alone, and prints what it prints
-    with nothing cached: text, every comparison, JSON."""
-    findings_module.findings(load(stored))
-    script = ("import sys; from sensitivity.cli import main; code = main(sys.argv[1:]); "
-              "print(sorted(m for m in ('pandas', 'optuna') if m in sys.modules), file=sys.stderr); sys.exit(code)")
+    calls = counted(monkeypatch)
     for options in ([], ["--all"], ["--json"]):
-        argv = [sys.executable, "-c", script, "findings", "s", "--storage", stored, *options]
-        cached = subprocess.run(argv, capture_output=True, text=True, timeout=300)
-        fresh = subprocess.run(argv, capture_output=True, text=True, timeout=300,
-                               env={**os.environ, "SENSITIVITY_TRIAL_CACHE": "off"})
-        assert cached.returncode == fresh.returncode == 0, cached.stderr[-2000:] + fresh.stderr[-2000:]
-        assert cached.stderr.strip().splitlines()[-1] == "[]"
-        assert "'pandas'" in fresh.stderr  # the other way, to show the check can fail
-        assert cached.stdout == fresh.stdout
-        assert (json.loads(cached.stdout)["claims"] == records_of(stored)["claims"] if options == ["--json"]
-                else cached.stdout.startswith("Findings of s: "))
+        argv = ["findings", "s", "--storage", stored, *options]
+        assert main(argv) == 0
+        cached = capsys.readouterr().out
+        fresh = subprocess.run([sys.executable, "-m", "sensitivity.cli", *argv], capture_output=True, text=True,
+                               timeout=300, env={**os.environ, "SENSITIVITY_TRIAL_CACHE": "off"})
+        assert fresh.returncode == 0, fresh.stderr[-2000:]
+        assert cached == fresh.stdout
+        assert (json.loads(cached)["claims"] == findings_module.findings_records(findings_module.findings(
+            load(stored)))["claims"] if options == ["--json"] else cached.startswith("Findings of s: "))
+    assert calls == []  # every one read from the cache
+    load(stored).set_user_attr("robustness:0", None)  # the study's own attributes are part of the key
+    assert main(["findings", "s", "--storage", stored]) == 0
+    assert calls == [1]
 
 
 POSTGRES = os.environ.get("SENSITIVITY_TEST_POSTGRES_URL")
@@ -120,14 +90,18 @@ POSTGRES = os.environ.get("SENSITIVITY_TEST_POSTGRES_URL")
 
 @pytest.mark.skipif(not POSTGRES and os.environ.get("SENSITIVITY_REQUIRE_POSTGRES") != "1",
                     reason="no PostgreSQL server (set SENSITIVITY_TEST_POSTGRES_URL)")
-def test_their_records_are_read_from_postgresql_too(tmp_path, monkeypatch):
+def test_they_are_read_back_from_postgresql_too(tmp_path, monkeypatch):
     monkeypatch.setenv("SENSITIVITY_CACHE_DIR", str(tmp_path / "cache"))
     name = f"cached-{uuid.uuid4().hex[:8]}"
     synthetic.write_study(POSTGRES, name, 30)
     try:
+        calls = counted(monkeypatch)
         found = findings_module.findings(optuna.load_study(study_name=name, storage=POSTGRES))
-        assert trial_rows.cached_result(POSTGRES, name, cache_name(0.02)) == findings_module.findings_records(found)
+        again = findings_module.findings(optuna.load_study(study_name=name, storage=POSTGRES))
+        assert len(calls) == 1
+        pd.testing.assert_frame_equal(again.claims, found.claims)
         synthetic.write_study(POSTGRES, name, 1)
-        assert trial_rows.cached_result(POSTGRES, name, cache_name(0.02)) is None
+        findings_module.findings(optuna.load_study(study_name=name, storage=POSTGRES))
+        assert len(calls) == 2
     finally:
         optuna.delete_study(study_name=name, storage=POSTGRES)
