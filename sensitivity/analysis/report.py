@@ -18,7 +18,6 @@ from pathlib import Path
 import pandas as pd
 
 from sensitivity.analysis.ablation import ablation_path, plot_ablation
-from sensitivity.analysis.beside import Beside
 from sensitivity.analysis.claims import findings_html, importance_html, robustness_html, transfer_html
 from sensitivity.analysis.frontier import runtime_accuracy_frontier
 from sensitivity.analysis.papers import forecast_html, papers_html
@@ -34,20 +33,16 @@ from sensitivity.analysis.table import OUTCOMES, REGIME, NotEnoughData, regime_s
 ENVIRONMENT = (("host", "env_host"), ("CPU", "env_cpu"), ("GPU", "gpu_name"), ("device", "env_device"),
                ("python", "env_python"), ("numpy", "env_numpy"), ("git revision", "env_git_revision"),
                ("initialiser", "env_init"), ("threads", "env_threads"))
+
+
 def write_report(study, out_path, *, others=()) -> Path:
     """Write the report of `study` (or of a trial table) to `out_path` (.html); returns the path.
     `others` are further studies (or tables) whose transfer matrix or robustness records fill those
     sections where `study` has none, such as the study of `sensitivity transfer`."""
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    beside = _beside()  # forked before the study is read: its imports overlap the read
-    try:
-        table = trials_table(study)
-        others = [trials_table(other) for other in others]
-    except BaseException:
-        beside.stop()
-        raise
-    out.write_text(render_report(table, others, beside), encoding="utf-8")
+    table = trials_table(study)
+    out.write_text(render_report(table, [trials_table(other) for other in others]), encoding="utf-8")
     return out
 
 
@@ -60,48 +55,15 @@ SECTIONS = (("findings", "Findings"), ("study", "Study"), ("environment", "Envir
             ("transfer", "Transfer of defaults"), ("robustness", "Robustness"),
             ("ablation", "Ablation path between set-ups"), ("papers", "The study's numbers beside ours"),
             ("forecast", "Forecast beside measured"))  # the page's order
-# Who draws what. Here first: the findings, whose cache lives with this process's table, and the frontier,
-# which shares their computation. Beside first: the importance, the slowest section, in the process that
-# imported scikit-learn. Then the others, slowest first, each by whichever process is free (`Beside.claim`).
-HERE = ("findings", "frontier")
-BESIDE = ("importance",)
-SHARED = ("curves", "divergence", "isolation", "slice", "summary", "contour", "seeds", "transfer", "resources",
-          "environment", "study", "robustness", "ablation", "runtime", "papers", "forecast")
-WARM = ("optuna.importance", "scipy.stats")  # what the importance imports (scikit-learn: 1.5 s here)
 
 
-def _beside():
-    return Beside(_drawn_beside, warm=WARM, shared=len(SHARED))
-
-
-def _drawn_beside(tables, claim) -> dict:
-    """{anchor: HTML} of the sections drawn beside: those of BESIDE, then those of SHARED it claims."""
-    table, others = tables
-    sections = _sections(table, others)
-    return {**{anchor: sections[anchor]() for anchor in BESIDE}, **_claimed(sections, claim)}
-
-
-def _claimed(sections: dict, claim) -> dict:
-    """{anchor: HTML} of the sections of SHARED this process claims, until none is left."""
-    return {SHARED[item]: sections[SHARED[item]]() for item in iter(claim, None)}
-
-
-def render_report(table: pd.DataFrame, others=(), beside=None) -> str:
-    """The page, drawn by this process and one forked beside it (`beside.Beside`, forked here unless
-    `write_report` forked it before reading the study); what the child did not draw is drawn here."""
-    from plotly.offline import get_plotlyjs
+def render_report(table: pd.DataFrame, others=()) -> str:
+    """The page of trial table `table`, with the tables `others` beside it."""
+    from plotly.offline import get_plotlyjs  # plotly: a heavy import, made when a page is drawn
 
     name = table.attrs.get("study", "trial table")
-    beside = beside or _beside()
-    beside.hand_over((table, list(others)))
-    sections = _sections(table, others)
-    try:
-        drawn = {**{anchor: sections[anchor]() for anchor in HERE}, **_claimed(sections, beside.claim)}
-    except BaseException:
-        beside.stop()  # the child stopped, never left behind
-        raise
-    drawn.update(beside.result())
-    drawn.update((anchor, sections[anchor]()) for anchor, _ in SECTIONS if anchor not in drawn)
+    sections = _sections(table, list(others))
+    drawn = {anchor: sections[anchor]() for anchor, _ in SECTIONS}
     nav = " ".join(f'<a href="#{anchor}">{html.escape(title)}</a>' for anchor, title in SECTIONS)
     body = "\n".join(f'<section id="{anchor}"><h2>{html.escape(title)}</h2>\n{drawn[anchor]}\n</section>'
                      for anchor, title in SECTIONS)
