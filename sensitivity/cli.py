@@ -17,11 +17,6 @@ GROUPS = {"trial": ("trial",), "listing": ("frameworks", "datasets", "semantics"
           "analysis": ("robustness", "plot", "report"), "findings": ("findings",), "ablate": ("ablate",),
           "timing": ("timing",), "reproduce": ("reproduce",)}
 _COMMANDS = {name for names in GROUPS.values() for name in names}
-# Commands that read a study and write files or print, and start nothing that outlives them (`plot` may start
-# kaleido's browser: not here): run as the process's own command line, they end it as soon as their output is
-# flushed, without the interpreter's teardown, which frees every module and object one by one (0.4 s after a
-# bare import of the analysis, 0.8 s after a report of 10,000 trials).
-QUICK_EXIT = ("report", "findings", "export")
 
 
 def build_parser(command=None) -> Parser:
@@ -36,28 +31,8 @@ def build_parser(command=None) -> Parser:
 
 
 def main(argv=None) -> int:
-    """Run the command line `argv` (None: this process's own, `sys.argv`); returns the exit code, or, for
-    this process's own command line and a command of QUICK_EXIT, ends the process with it."""
-    own = argv is None
-    argv = sys.argv[1:] if own else [str(a) for a in argv]
-    code = _run(argv)
-    if own and argv and argv[0] in QUICK_EXIT:
-        _end_process(code)
-    return code
-
-
-def _end_process(code: int) -> None:
-    import os
-
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a reader gone (`| head`) or a stream closed: nothing more to write
-            pass
-    os._exit(code)
-
-
-def _run(argv: list) -> int:
+    """Run the command line `argv` (None: this process's own, `sys.argv`); returns the exit code."""
+    argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
     try:
         nul = [i for i, a in enumerate(argv, 1) if "\0" in a]  # possible in-process only, never from a shell
         if nul:

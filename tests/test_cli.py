@@ -217,21 +217,27 @@ def test_report_and_findings_parse_without_pydantic():
     assert proc.stdout.strip() == "[]", proc.stdout + proc.stderr
 
 
-def test_a_read_only_command_ends_its_process_once_its_output_is_flushed(tmp_path):
+@pytest.mark.parametrize("command", ["findings", "findings-json", "findings-missing", "report", "export"])
+def test_report_findings_and_export_end_alike_from_the_shell_and_in_process(tmp_path, capsys, command):
+    """`main()` of the process's own command line (the shell's) and `main(argv)` in a process give the same exit
+    code, output and files; the shell's process then ends as usual, its exit handlers run."""
     from benchmarks import synthetic
+    from sensitivity.cli import main
 
     storage = f"sqlite:///{tmp_path / 'study.db'}"
     synthetic.write_study(storage, "s", 12)
+    args = {"findings": ["findings", "s"], "findings-json": ["findings", "s", "--json"],
+            "findings-missing": ["findings", "nosuch"], "report": ["report", "s", "--out", str(tmp_path / "r.html")],
+            "export": ["export", "s", "--format", "csv", "--out", str(tmp_path / "s.csv")]}[command]
+    args += ["--storage", storage]
     script = ("import atexit, sys; atexit.register(lambda: print('torn down', file=sys.stderr)); "
               "from sensitivity.cli import main; sys.exit(main())")
-
-    def run(*args):
-        return subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=300)
-    found = run("findings", "s", "--json", "--storage", storage)  # its whole output, then no teardown
-    assert found.returncode == 0 and json.loads(found.stdout)["study"] == "s", found.stderr[-2000:]
-    assert "torn down" not in found.stderr
-    missing = run("findings", "nosuch", "--storage", storage)  # the exit code kept
-    assert missing.returncode == 2 and missing.stderr.strip().splitlines()[0].startswith("sensitivity findings")
-    assert "torn down" not in missing.stderr
-    listed = run("studies", "list", "--storage", storage)  # other commands end as usual
-    assert listed.returncode == 0 and "s" in listed.stdout and "torn down" in listed.stderr
+    shell = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=300)
+    written = {path.name: path.read_bytes() for path in tmp_path.glob("s.csv")}
+    code = main(args)
+    here = capsys.readouterr()
+    assert shell.returncode == code == (2 if command == "findings-missing" else 0), shell.stderr[-2000:]
+    assert shell.stdout == here.out and (bool(here.out) or code == 2)
+    assert shell.stderr.strip().splitlines()[-1] == "torn down"
+    assert shell.stderr.replace("torn down\n", "") == here.err
+    assert written == {path.name: path.read_bytes() for path in tmp_path.glob("s.csv")}
