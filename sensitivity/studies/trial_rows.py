@@ -14,6 +14,8 @@ import json
 from dataclasses import dataclass
 from typing import Optional
 
+from sensitivity import private_apis
+
 
 @dataclass
 class TrialRecord:
@@ -29,10 +31,9 @@ class TrialRecord:
 def trial_records(study, keys=None, texts=()) -> list:
     """The trials of `study` by number; `keys` limits the user attributes read (None: all of them); those
     named in `texts` are given as their JSON text."""
-    backend = getattr(study._storage, "_backend", study._storage)  # RDB storages come wrapped in a cache
-    from optuna.storages import RDBStorage
-    if isinstance(backend, RDBStorage):
-        return _from_rdb(backend.engine, study._study_id, None if keys is None else tuple(keys), tuple(texts))
+    rdb = private_apis.rdb_storage(study)
+    if rdb is not None:
+        return _from_rdb(rdb.engine, private_apis.study_id(study), None if keys is None else tuple(keys), tuple(texts))
     return [_from_frozen(t, keys, texts) for t in study.get_trials(deepcopy=False)]
 
 
@@ -47,8 +48,8 @@ def _from_frozen(trial, keys, texts=()) -> TrialRecord:
 
 def _from_rdb(engine, study_id: int, keys, texts=()) -> list:
     import sqlalchemy as sa
-    from optuna.storages._rdb import models
 
+    models = private_apis.rdb_models()
     trials, params = models.TrialModel.__table__, models.TrialParamModel.__table__
     values, attrs = models.TrialValueModel.__table__, models.TrialUserAttributeModel.__table__
     mine = trials.c.study_id == study_id
@@ -145,18 +146,17 @@ def cached_frame(study, build):
     total length: a driver's every write changes one of them), and the same study attributes and directions."""
     import weakref
 
-    backend = getattr(study._storage, "_backend", study._storage)
+    rdb = private_apis.rdb_storage(study)
     folder = cache_dir()
-    from optuna.storages import RDBStorage
-    mark = _MARKS.get(backend.engine.dialect.paramstyle) if isinstance(backend, RDBStorage) else None
+    mark = _MARKS.get(rdb.engine.dialect.paramstyle) if rdb is not None else None
     if folder is None or mark is None:
         return build(study)
-    connection = backend.engine.raw_connection()
+    connection = rdb.engine.raw_connection()
     try:
-        key = _state_key(connection, mark, study._study_id) + [code_version()]
+        key = _state_key(connection, mark, private_apis.study_id(study)) + [code_version()]
     finally:
         connection.close()
-    path = _place(folder, backend.url, study._study_id, study.study_name)
+    path = _place(folder, rdb.url, private_apis.study_id(study), study.study_name)
     frame = _cached(path, key, lambda: build(study))
     _BESIDE[id(frame)] = (weakref.ref(frame, lambda _, i=id(frame): _BESIDE.pop(i, None)), path, key)
     return frame

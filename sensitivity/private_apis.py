@@ -1,0 +1,325 @@
+"""Every private Optuna and Ray name the package uses, behind functions and classes of public names.
+
+Optuna and Ray change their private names in any release, silently. The package reads them here only
+(tests/test_private_apis.py walks the package's sources to keep it so), and only with the versions they were
+tested with: importing this module raises ImportError, in one line, where an installed Optuna or Ray lies
+outside `SUPPORTED`, the ranges of pyproject.toml's sweep extra (the test checks they agree). The check reads
+the installed versions' metadata; it imports neither package, so the analysis does not pay Ray's import.
+
+What is used, and why no public route serves:
+- Optuna's RDB storage: its cache (`CachedStorage`, the driver's storage builds on it), its SQLAlchemy models
+  and sessions, writes without a commit, the schema versions it knows; a study's storage and id, a trial's id
+  (the storage API is addressed by them, and a Study or FrozenTrial gives them under private names only);
+- the system attributes of a trial just asked (the Trial keeps its frozen copy privately);
+- TPE's sampling methods and the study's trial read they make (`TPESamplerOnView`, `StudyView`);
+- fANOVA's per-tree variances (the importance intervals; Optuna gives the forest's mean only);
+- a local Ray's temporary folder and node address (`ray.init`'s private arguments), and the constant that makes
+  Ray keep a loopback node address.
+"""
+from __future__ import annotations
+
+import copy
+import importlib.metadata
+import re
+import threading
+from pathlib import Path
+
+# The versions the package is tested with (CI); pyproject.toml's sweep extra states the same ranges.
+SUPPORTED = {"optuna": ">=5.0,<5.1", "ray": ">=2.60,<2.61"}
+
+
+class PrivateApiChanged(RuntimeError):
+    """A private Optuna or Ray structure is not what this module reads."""
+
+
+# Versions -------------------------------------------------------------------------------------------------
+
+def _release(version: str) -> tuple:
+    """The release numbers of a PEP 440 version, and whether it is a pre-release (a, b, rc, dev)."""
+    match = re.match(r"v?(\d+(?:\.\d+)*)(.*)", version.strip().lower())
+    if not match:
+        raise ImportError(f"unreadable version {version!r}")
+    numbers = tuple(int(n) for n in match.group(1).split("."))
+    return numbers, bool(re.match(r"[-_.]?(a|b|c|rc|alpha|beta|pre|preview|dev)", match.group(2)))
+
+
+def _satisfies(version: str, spec: str) -> bool:
+    """Whether `version` meets `spec`, clauses of >= and < (a pre-release meets `>=X` only above X's release)."""
+    numbers, pre = _release(version)
+    for clause in spec.split(","):
+        operator, bound = re.fullmatch(r"\s*(>=|<)\s*([\d.]+)\s*", clause).groups()
+        bound = tuple(int(n) for n in bound.split("."))
+        width = max(len(numbers), len(bound))
+        padded, bound = numbers + (0,) * (width - len(numbers)), bound + (0,) * (width - len(bound))
+        if operator == ">=" and not (padded > bound or (padded == bound and not pre)):
+            return False
+        if operator == "<" and not padded < bound:
+            return False
+    return True
+
+
+def check_version(package: str, version: str) -> None:
+    """ImportError, in one line, where `version` of `package` (optuna or ray) lies outside SUPPORTED."""
+    if not _satisfies(version, SUPPORTED[package]):
+        raise ImportError(f"{package} {version} is installed; sensitivity supports {package}{SUPPORTED[package]} "
+                          f"(it reads private {package} names that change between versions): "
+                          f"pip install '{package}{SUPPORTED[package]}'")
+
+
+def check_installed() -> None:
+    """check_version for each installed package of SUPPORTED (from its metadata: nothing is imported)."""
+    for package in SUPPORTED:
+        try:
+            version = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        check_version(package, version)
+
+
+check_installed()
+
+
+# Studies and trials ----------------------------------------------------------------------------------------
+
+def study_storage(study):
+    """The storage a Study reads and writes through (Optuna's cache around an RDB storage)."""
+    return study._storage
+
+
+def study_id(study) -> int:
+    """The id a study's storage knows it by."""
+    return study._study_id
+
+
+def trial_id(trial) -> int:
+    """The id the storage knows a Trial or FrozenTrial by."""
+    return trial._trial_id
+
+
+def set_trial_id(trial, value: int) -> None:
+    trial._trial_id = value
+
+
+def asked_system_attrs(trial) -> dict:
+    """The system attributes of a Trial as `study.ask` made it (a queued trial's `fixed_params`), from the
+    frozen copy the Trial keeps, without a read of the storage."""
+    return trial._cached_frozen_trial.system_attrs
+
+
+def rdb_storage(storage_or_study):
+    """The RDBStorage under a study or storage (Optuna wraps one in its cache), or None for another storage."""
+    from optuna.storages import RDBStorage  # optuna: imported when a storage is asked
+
+    storage = getattr(storage_or_study, "_storage", storage_or_study)
+    backend = getattr(storage, "_backend", storage)
+    return backend if isinstance(backend, RDBStorage) else None
+
+
+def storage_location(study):
+    """Where a study's storage lies: ("url", its URL) for an RDB storage (or any layer with a `url`),
+    ("journal", its file) for a journal file, None in memory; the cache layer first, then what it wraps."""
+    storage = getattr(study, "_storage", None)
+    for layer in (storage, getattr(storage, "_backend", None)):
+        if getattr(layer, "url", None):
+            return "url", str(layer.url)
+        if getattr(layer, "_file_path", None):
+            return "journal", str(layer._file_path)
+    return None
+
+
+# Optuna's RDB schema and sessions --------------------------------------------------------------------------
+
+def rdb_models():
+    """Optuna's SQLAlchemy models (TrialModel, TrialParamModel, ...: the tables of its schema)."""
+    from optuna.storages._rdb import models  # optuna, sqlalchemy: imported when a storage is read
+
+    return models
+
+
+def schema_versions() -> set:
+    """The schema versions (alembic revisions) this Optuna knows: its own and older ones."""
+    import optuna.storages._rdb as rdb  # optuna, sqlalchemy: imported when a storage file is checked
+
+    folder = Path(rdb.__file__).parent / "alembic" / "versions"
+    return {m.group(1) for f in folder.glob("*.py")
+            for m in [re.search(r"^revision\s*=\s*[\"']([^\"']+)", f.read_text(), re.M)] if m}
+
+
+def scoped_session(rdb):
+    """A session of RDBStorage `rdb`, as a context manager that commits at its end (rolls back on error)."""
+    from optuna.storages._rdb.storage import _create_scoped_session  # optuna, sqlalchemy: when a storage is written
+
+    return _create_scoped_session(rdb.scoped_session)
+
+
+def set_trial_value_without_commit(rdb, session, trial_row, objective: int, value: float) -> None:
+    rdb._set_trial_value_without_commit(session, trial_row, objective, value)
+
+
+def set_trial_param_without_commit(rdb, session, trial_id_: int, name: str, internal: float, distribution) -> None:
+    """A parameter written in `session`, checked against the distributions of the study's earlier trials."""
+    rdb._set_trial_param_without_commit(session, trial_id_, name, internal, distribution)
+
+
+# the private methods Optuna's cache calls on its RDB storage, beside BaseStorage's public ones
+_CACHE_CALLS = ("record_heartbeat", "_create_new_trial", "_set_trial_param", "_get_best_trial_id", "_get_trials",
+                "_get_stale_trial_ids")
+
+
+def rdb_storage_class(wrap, name: str):
+    """A subclass of RDBStorage whose every storage call (BaseStorage's methods, and those Optuna's cache
+    calls) is `wrap(method)`."""
+    import optuna  # imported when a storage is opened
+
+    base = optuna.storages.RDBStorage
+    names = [n for n in vars(optuna.storages.BaseStorage) if not n.startswith("_") and hasattr(base, n)]
+    names += _CACHE_CALLS
+    return type(name, (base,), {n: wrap(getattr(base, n)) for n in names if callable(getattr(base, n, None))})
+
+
+def _cached_storage_class():
+    from optuna.storages._cached_storage import _CachedStorage, _StudyInfo  # optuna: when a driver opens a study
+
+    class CachedStorage(_CachedStorage):
+        """Optuna's cache in front of an RDB storage, for a subclass that reads and writes the database itself:
+        Optuna's lock made reentrant (`lock`), its cached studies (`studies`: study id -> a record of
+        `trials` by number, `unfinished_trial_ids`, `param_distribution`), its trial index (`trial_location`),
+        and its two hooks under public names: `read_trials` (Optuna's read of the trials changed since the
+        last, before every read from the cache) and `add_to_cache`."""
+
+        def __init__(self, backend) -> None:
+            super().__init__(backend)
+            self._lock = threading.RLock()  # reentrant: a subclass's write may flush inside Optuna's lock
+
+        def __setstate__(self, state: dict) -> None:
+            super().__setstate__(state)
+            self._lock = threading.RLock()
+
+        @property
+        def backend(self):
+            """The RDBStorage the cache wraps."""
+            return self._backend
+
+        @property
+        def lock(self):
+            return self._lock
+
+        @property
+        def studies(self) -> dict:
+            return self._studies
+
+        def study_cache(self, study_id_: int):
+            """The cached record of a study, made empty where there is none yet."""
+            return self._studies.setdefault(study_id_, _StudyInfo())
+
+        def trial_location(self, trial_id_: int) -> tuple:
+            """(study id, trial number) of a cached trial (KeyError for another)."""
+            return self._trial_id_to_study_id_and_number[trial_id_]
+
+        def is_cached(self, trial_id_: int) -> bool:
+            return trial_id_ in self._trial_id_to_study_id_and_number
+
+        def read_trials(self, study_id_: int) -> None:
+            """Optuna's read of the study's new and unfinished trials into the cache; a subclass may replace it."""
+            super()._read_trials_from_remote_storage(study_id_)
+
+        def add_to_cache(self, study_id_: int, trials: list) -> None:
+            super()._add_trials_to_cache(study_id_, trials)
+
+        def _read_trials_from_remote_storage(self, study_id_: int) -> None:
+            self.read_trials(study_id_)
+
+        def _add_trials_to_cache(self, study_id_: int, trials: list) -> None:
+            self.add_to_cache(study_id_, trials)
+
+    return CachedStorage
+
+
+# TPE --------------------------------------------------------------------------------------------------------
+
+class StudyView:
+    """A study as a sampler sees it, with the trials it reads (Optuna's `Study._get_trials`) chosen by `select`;
+    everything else is the study's."""
+
+    def __init__(self, study):
+        self.study = study
+
+    def __getattr__(self, name):
+        return getattr(self.study, name)
+
+    def all_trials(self, use_cache: bool = False) -> list:
+        """The study's trials by number, not copied (the sampler's cached read where `use_cache`)."""
+        return self.study._get_trials(deepcopy=False, use_cache=use_cache)
+
+    def select(self, states, use_cache: bool) -> list:
+        """The trials the sampler sees, of `states` (None: all), by number; a subclass chooses."""
+        return [t for t in self.all_trials(use_cache) if states is None or t.state in states]
+
+    def _get_trials(self, deepcopy: bool = True, states=None, use_cache: bool = False) -> list:
+        trials = self.select(states, use_cache)
+        return copy.deepcopy(trials) if deepcopy else trials
+
+
+def _tpe_sampler_class():
+    from optuna.samplers import TPESampler  # optuna: when a sampler is made
+
+    class TPESamplerOnView(TPESampler):
+        """TPESampler whose model (the split into good and bad trials, the Parzen estimators) is fitted to the
+        trials of `view(study)`, a StudyView; its arguments are TPESampler's."""
+
+        def view(self, study):
+            return study
+
+        def _sample_relative(self, study, trial, search_space):
+            return super()._sample_relative(self.view(study), trial, search_space)
+
+        def _sample(self, study, trial, search_space):
+            return super()._sample(self.view(study), trial, search_space)
+
+    return TPESamplerOnView
+
+
+# Importance -------------------------------------------------------------------------------------------------
+
+def fanova_tree_variances(evaluator):
+    """Of a FanovaImportanceEvaluator that has evaluated: (each tree's total variance, {parameter index: each
+    tree's variance of that parameter, for the parameters evaluated}); None before any evaluation.
+    PrivateApiChanged where Optuna's fANOVA no longer keeps them where this reads."""
+    try:
+        fanova = evaluator._evaluator
+        trees, variances = fanova._trees, fanova._variances
+        if trees is None:
+            return None
+        return [float(tree.variance) for tree in trees], {int(k): list(v) for k, v in (variances or {}).items()}
+    except (AttributeError, TypeError) as exc:
+        raise PrivateApiChanged(f"optuna's fANOVA keeps no per-tree variances where sensitivity reads them "
+                                f"(evaluator._evaluator._trees, _variances): {exc}") from None
+
+
+# Ray --------------------------------------------------------------------------------------------------------
+
+def set_ray_cluster_mode(cluster: bool) -> None:
+    """Ray turns a local node address of 127.0.0.1 into the host's reachable address unless it takes the
+    machine for a single-node one (its rule for Windows and macOS): False keeps a local Ray on loopback. The
+    module's constant, not the environment variable, so that no child process (`ray start`) inherits it."""
+    from ray._private import ray_constants  # ray: imported by the caller already
+
+    ray_constants.ENABLE_RAY_CLUSTER = cluster
+
+
+def local_ray_init_kwargs(temp_dir: str) -> dict:
+    """ray.init's arguments for a local Ray keeping its files in `temp_dir`, its node on 127.0.0.1."""
+    return dict(_temp_dir=temp_dir, _node_ip_address="127.0.0.1")
+
+
+_LAZY = {"CachedStorage": _cached_storage_class, "TPESamplerOnView": _tpe_sampler_class}
+
+
+def __getattr__(name: str):
+    """The classes built on Optuna's, made at their first use: importing this module imports no Optuna."""
+    if name in _LAZY:
+        cls = _LAZY[name]()
+        cls.__module__, cls.__qualname__ = __name__, name
+        globals()[name] = cls
+        return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
