@@ -9,35 +9,31 @@ plain Optuna, readable by Optuna and optuna-dashboard.
 """
 from __future__ import annotations
 
-import copy
-
-from optuna.samplers import TPESampler
+from sensitivity import private_apis
 
 WINDOW = 1_000  # finished trials (by number) that TPE models
 
 
-class _Window:
-    """The study, with the trials it returns cut to the last `size` (trials come sorted by number)."""
+class _Window(private_apis.StudyView):
+    """The study, with the trials the sampler reads cut to the last `size` (trials come sorted by number)."""
 
     def __init__(self, study, size: int):
-        self._study, self._size = study, size
+        super().__init__(study)
+        self.size = size
 
-    def __getattr__(self, name):
-        return getattr(self._study, name)
-
-    def _get_trials(self, deepcopy=True, states=None, use_cache=False):
+    def select(self, states, use_cache: bool) -> list:
         """The last `size` trials in `states`, found walking back from the newest: O(size), not O(study)."""
         trials = []
-        for trial in reversed(self._study._get_trials(deepcopy=False, use_cache=use_cache)):
-            if len(trials) == self._size:
+        for trial in reversed(self.all_trials(use_cache)):
+            if len(trials) == self.size:
                 break
             if states is None or trial.state in states:
                 trials.append(trial)
         trials.reverse()
-        return copy.deepcopy(trials) if deepcopy else trials
+        return trials
 
 
-class WindowedTPESampler(TPESampler):
+class WindowedTPESampler(private_apis.TPESamplerOnView):
     """TPESampler whose model (the split into good and bad trials, the Parzen estimators) sees only the
     `window` most recent finished trials; its other arguments are TPESampler's."""
 
@@ -45,12 +41,5 @@ class WindowedTPESampler(TPESampler):
         super().__init__(*args, **kwargs)
         self.window = window
 
-    def _sample_relative(self, study, trial, search_space):
-        return super()._sample_relative(_window(study, self.window), trial, search_space)
-
-    def _sample(self, study, trial, search_space):
-        return super()._sample(_window(study, self.window), trial, search_space)
-
-
-def _window(study, size: int) -> _Window:
-    return study if isinstance(study, _Window) else _Window(study, size)
+    def view(self, study):
+        return study if isinstance(study, _Window) else _Window(study, self.window)
