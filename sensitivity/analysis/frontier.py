@@ -32,23 +32,37 @@ class Frontier(NamedTuple):
 
 
 def pareto_mask(accuracy: np.ndarray, train_time: np.ndarray) -> np.ndarray:
-    """Which points no other point beats on both accuracy (higher) and train time (lower); ties all kept."""
-    from optuna.study._multi_objective import _is_pareto_front
-
+    """Which points no other point beats on both accuracy (higher) and train time (lower); ties all kept.
+    A sweep by train time: a point is beaten by a faster one at least as accurate, or an equally fast one
+    more accurate."""
+    accuracy, train_time = np.asarray(accuracy, float), np.asarray(train_time, float)
     if len(accuracy) == 0:
         return np.zeros(0, dtype=bool)
-    loss = np.column_stack([-np.asarray(accuracy, float), np.asarray(train_time, float)])
-    return _is_pareto_front(loss, assume_unique_lexsorted=False)
+    order = np.lexsort((-accuracy, train_time))  # by time, then the most accurate first
+    acc, seconds = accuracy[order], train_time[order]
+    group_start = np.r_[True, seconds[1:] != seconds[:-1]]  # the first (most accurate) of each train time
+    first = np.maximum.accumulate(np.where(group_start, np.arange(len(seconds)), 0))
+    best_so_far = np.maximum.accumulate(acc)
+    best_faster = np.where(first > 0, best_so_far[np.maximum(first - 1, 0)], -np.inf)  # over strictly faster
+    on_front = (best_faster < acc) & (acc[first] <= acc)
+    mask = np.empty(len(acc), dtype=bool)
+    mask[order] = on_front
+    return mask
 
 
 def hypervolume(accuracy: np.ndarray, train_time: np.ndarray, reference_point: tuple) -> float:
-    """The 2-D hypervolume (accuracy x seconds) dominated by the points up to `reference_point`."""
-    from optuna._hypervolume import compute_hypervolume
-
+    """The 2-D hypervolume (accuracy x seconds) dominated by the points up to `reference_point`: the area of
+    the union of the boxes from each point to the reference, summed in strips between successive train times."""
     ref_accuracy, ref_time = reference_point
-    loss = np.column_stack([-np.asarray(accuracy, float), np.asarray(train_time, float)])
-    loss = loss[(loss[:, 0] <= -ref_accuracy) & (loss[:, 1] <= ref_time)]
-    return float(compute_hypervolume(loss, np.array([-ref_accuracy, ref_time]))) if len(loss) else 0.0
+    accuracy, train_time = np.asarray(accuracy, float), np.asarray(train_time, float)
+    inside = (accuracy >= ref_accuracy) & (train_time <= ref_time)
+    accuracy, train_time = accuracy[inside], train_time[inside]
+    if not len(accuracy):
+        return 0.0
+    order = np.argsort(train_time, kind="stable")
+    height = np.maximum.accumulate(accuracy[order]) - ref_accuracy  # the best accuracy this fast or faster
+    width = np.diff(np.r_[train_time[order], ref_time])
+    return float(np.sum(width * height))
 
 
 def runtime_accuracy_frontier(table) -> Frontier:

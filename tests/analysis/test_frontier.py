@@ -67,3 +67,41 @@ def test_without_an_ok_trial_there_is_no_frontier():
 def test_pareto_mask_keeps_ties_and_hypervolume_of_one_point():
     assert pareto_mask(np.array([0.9, 0.9, 0.8]), np.array([1.0, 1.0, 2.0])).tolist() == [True, True, False]
     assert hypervolume(np.array([0.5]), np.array([2.0]), (0.0, 10.0)) == pytest.approx(4.0)
+
+
+def brute_force_front(accuracy, train_time) -> list:
+    """Each point against every other: on the front unless one is at least as good on both and better on one."""
+    return [not any(a >= accuracy[i] and t <= train_time[i] and (a > accuracy[i] or t < train_time[i])
+                    for a, t in zip(accuracy, train_time)) for i in range(len(accuracy))]
+
+
+def brute_force_hypervolume(accuracy, train_time, reference) -> float:
+    """The union of the boxes from each point to the reference, cell by cell of the grid their corners make."""
+    ref_accuracy, ref_time = reference
+    boxes = [(t, a) for a, t in zip(accuracy, train_time) if a >= ref_accuracy and t <= ref_time]
+    times = sorted({t for t, _ in boxes} | {ref_time})
+    accuracies = sorted({a for _, a in boxes} | {ref_accuracy})
+    area = 0.0
+    for t0, t1 in zip(times, times[1:]):
+        for a0, a1 in zip(accuracies, accuracies[1:]):
+            if any(t <= t0 and a >= a1 for t, a in boxes):
+                area += (t1 - t0) * (a1 - a0)
+    return area
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_pareto_mask_and_hypervolume_agree_with_brute_force_on_random_points(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 40))
+    coarse = seed % 2 == 0  # few distinct values: ties in accuracy, in time, and equal points
+    accuracy = rng.integers(0, 5, n) / 5 if coarse else rng.random(n)
+    train_time = rng.integers(1, 6, n).astype(float) if coarse else rng.random(n) * 100
+    assert pareto_mask(accuracy, train_time).tolist() == brute_force_front(accuracy, train_time)
+    reference = (float(rng.choice([0.0, 0.3])), float(train_time.max() * rng.choice([0.8, 1.1])))
+    assert hypervolume(accuracy, train_time, reference) == pytest.approx(
+        brute_force_hypervolume(accuracy, train_time, reference), abs=1e-9)
+
+
+def test_hypervolume_of_no_point_inside_the_reference_box_is_zero():
+    assert hypervolume(np.array([0.9]), np.array([20.0]), (0.0, 10.0)) == 0.0
+    assert pareto_mask(np.array([]), np.array([])).tolist() == []
