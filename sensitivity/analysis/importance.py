@@ -37,6 +37,7 @@ import pandas as pd
 from optuna.distributions import IntDistribution
 from optuna.trial import FrozenTrial, TrialState
 
+from sensitivity import private_apis
 from sensitivity.analysis.intervals import group_intervals
 from sensitivity.analysis.table import (PARAM, REGIME, NotEnoughData, defaults_of, format_value,
                                         parameter_distributions, planned_of, regime_sorted, regimes_of, trained,
@@ -171,17 +172,19 @@ def _fanova(trials: list, params: list, seed: int):
 
 def _tree_spread(evaluator, names: list, total: float) -> dict:
     """{parameter: (low, high)} from each tree's share of the variance, normalised as the forest's mean is
-    (so the trees' mean is the reported importance); {} where Optuna's fANOVA keeps no per-tree record.
+    (so the trees' mean is the reported importance); {} where fANOVA fitted no forest (nothing varied) or no
+    tree explains any variance. Optuna gives the forest's mean only: the trees' variances are read through
+    private_apis, which raises PrivateApiChanged rather than let the intervals vanish when Optuna changes.
     fANOVA numbers the parameters it evaluated in sorted order."""
-    fanova = getattr(evaluator, "_evaluator", None)
-    trees, variances = getattr(fanova, "_trees", None), getattr(fanova, "_variances", None)
-    if not trees or variances is None or total <= 0:
+    read = private_apis.fanova_tree_variances(evaluator)
+    if read is None or total <= 0:
         return {}
-    kept = [k for k, tree in enumerate(trees) if tree.variance > 0]
+    tree_variances, variances = read
+    kept = [k for k, variance in enumerate(tree_variances) if variance > 0]
     spread = {}
     for index, name in enumerate(names):
         if index in variances and kept:
-            per_tree = np.array([variances[index][k] / trees[k].variance for k in kept]) / total
+            per_tree = np.array([variances[index][k] / tree_variances[k] for k in kept]) / total
             low, high = np.percentile(per_tree, [2.5, 97.5])
             spread[name] = (float(low), float(min(1.0, high)))
     return spread

@@ -125,6 +125,17 @@ def test_fanovas_trees_average_to_its_importance():
     assert all(low <= scores[p] <= high for p, (low, high) in spread.items())
 
 
+
+def test_a_fanova_without_the_per_tree_record_raises_instead_of_losing_the_intervals():
+    """Optuna keeps fANOVA's trees privately: where they are not what private_apis reads (here another
+    evaluator in its place), the interval raises PrivateApiChanged; unfitted, it has none to give."""
+    from sensitivity.analysis.importance import _tree_spread
+    from sensitivity.private_apis import PrivateApiChanged
+
+    with pytest.raises(PrivateApiChanged, match="per-tree variances"):
+        _tree_spread(make_evaluator("ped_anova"), ["lr"], 1.0)
+    assert _tree_spread(make_evaluator("fanova"), ["lr"], 1.0) == {}  # not fitted yet
+
 def test_rank_agreement_is_printed_per_block(importance):
     agreement = pd.DataFrame(importance.attrs["agreement"])
     assert agreement.iloc[0]["n_parameters"] == 3 and agreement.iloc[0]["spearman"] == pytest.approx(1.0)
