@@ -21,6 +21,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from sensitivity.private_apis import storage_location
 from sensitivity.studies.records import FINAL_STATES
 
 OUTCOMES = ("ok", "diverged", "pruned", "failed")
@@ -143,13 +144,11 @@ def storage_description(study) -> str:
     """The study's storage as a URL safe to show (no password): RDB URL, journal file, or in memory."""
     from sensitivity.studies.storage import describe
 
-    storage = getattr(study, "_storage", None)
-    for layer in (storage, getattr(storage, "_backend", None)):  # RDB storages come wrapped in a cache
-        if getattr(layer, "url", None):
-            return describe(str(layer.url))
-        if getattr(layer, "_file_path", None):
-            return f"journal:{layer._file_path}"
-    return "in memory"
+    location = storage_location(study)
+    if location is None:
+        return "in memory"
+    kind, where = location
+    return describe(where) if kind == "url" else f"journal:{where}"
 
 
 def _normalise(frame: pd.DataFrame) -> pd.DataFrame:
