@@ -8,6 +8,7 @@ seconds (another host), so drivers sharing a study (PostgreSQL) never fail each 
 """
 from __future__ import annotations
 
+from sensitivity import private_apis
 from sensitivity.studies.records import QUEUED_ATTRS, driver_alive, heartbeats
 
 STALE_AFTER_S = 60.0
@@ -42,10 +43,10 @@ def recover(study, my_driver: str, stale_after: float = STALE_AFTER_S) -> list:
             continue  # asked a moment ago by a live driver that has not yet written itself as the owner
         why = (f"driver {owner} stopped while the trial ran" if owner is not None else
                "its driver stopped between asking for the trial and recording itself as the owner")
-        storage = study._storage
+        storage, orphan = private_apis.study_storage(study), private_apis.trial_id(trial)
         for name, value in orphan_attrs(trial, f"orphaned: {why}").items():
-            storage.set_trial_user_attr(trial._trial_id, name, value)
-        storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
+            storage.set_trial_user_attr(orphan, name, value)
+        storage.set_trial_state_values(orphan, TrialState.FAIL)
         orphaned.append(trial.number)
     requeue_orphans(study)
     return orphaned

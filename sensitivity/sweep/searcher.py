@@ -37,6 +37,7 @@ from optuna.trial import TrialState
 from ray.tune import Stopper
 from ray.tune.search import Searcher
 
+from sensitivity import private_apis
 from sensitivity.config.spaces import Space
 from sensitivity.core.spec import TrialSpec
 from sensitivity.studies import storage as storage_health
@@ -143,7 +144,7 @@ class StudySearcher(Searcher):
                 return Searcher.FINISHED if not self.live else None
             trial = self.study.ask(self.distributions)
             self.taken += 1
-            self.waiting -= "fixed_params" in trial._cached_frozen_trial.system_attrs  # popped from the queue
+            self.waiting -= "fixed_params" in private_apis.asked_system_attrs(trial)  # popped from the queue
             trial.set_user_attr("driver", self.driver_id)
             trial.set_user_attr("parallel", self.parallel)  # how many trials ran beside it: their times share cores
             self.shared = self._others_alive()  # read after the ask: a driver beating later asks later trials
