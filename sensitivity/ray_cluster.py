@@ -26,6 +26,8 @@ from pathlib import Path
 
 import psutil
 
+from sensitivity import private_apis
+
 RECORDS = Path("results") / "ray-processes"
 OBJECT_STORE_BYTES = 80 * 2**20  # Ray's minimum is 78 MiB; trials pass no large objects
 REAP_INTERVAL_S = 0.5
@@ -46,12 +48,8 @@ def init_ray(address=None) -> None:
     if address and ((Path.home() / ".ray" / "auth_token").exists() or os.environ.get("RAY_AUTH_TOKEN")):
         os.environ.setdefault("RAY_AUTH_MODE", "token")
     import ray
-    from ray._private import ray_constants
 
-    # Ray turns a local node address of 127.0.0.1 into the host's reachable address unless it takes the
-    # machine for a single-node one (its rule for Windows and macOS); the module's value, not the
-    # environment variable, so that no child process (`ray start` of a cluster) inherits it.
-    ray_constants.ENABLE_RAY_CLUSTER = bool(address)
+    private_apis.set_ray_cluster_mode(bool(address))  # False: a local Ray's node address stays 127.0.0.1
     if address:
         ray.init(address=address, log_to_driver=False, configure_logging=False)
         return
@@ -59,8 +57,8 @@ def init_ray(address=None) -> None:
     temp_dir = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
     _local.update(temp_dir=temp_dir, reaper=_start_reaper(temp_dir))
     try:
-        ray.init(include_dashboard=False, object_store_memory=OBJECT_STORE_BYTES, _temp_dir=temp_dir,
-                 _node_ip_address="127.0.0.1", log_to_driver=False, configure_logging=False)
+        ray.init(include_dashboard=False, object_store_memory=OBJECT_STORE_BYTES, log_to_driver=False,
+                 configure_logging=False, **private_apis.local_ray_init_kwargs(temp_dir))
     except BaseException:
         stopped()
         raise
