@@ -17,6 +17,8 @@ import time
 
 import psutil
 
+from sensitivity import private_apis
+
 HEARTBEAT_PREFIX = "heartbeat:"
 # what a queued trial carries, and a retry or a re-queued surplus keeps
 QUEUED_ATTRS = ("seed", "config_id", "retry_of", "attempt", "planned", "plan_key", "is_default", "default",
@@ -67,13 +69,14 @@ def count_final(study) -> int:
 
 def heartbeats(study) -> dict:
     """{driver id: {"time": last beat (unix seconds), "host", "pid", "created"}}."""
-    attrs = study._storage.get_study_system_attrs(study._study_id)
+    attrs = private_apis.study_storage(study).get_study_system_attrs(private_apis.study_id(study))
     return {k[len(HEARTBEAT_PREFIX):]: v for k, v in attrs.items() if k.startswith(HEARTBEAT_PREFIX)}
 
 
 def beat(study, driver_id: str) -> None:
     me = psutil.Process()
-    study._storage.set_study_system_attr(study._study_id, HEARTBEAT_PREFIX + driver_id, {
+    storage = private_apis.study_storage(study)
+    storage.set_study_system_attr(private_apis.study_id(study), HEARTBEAT_PREFIX + driver_id, {
         "time": time.time(), "host": socket.gethostname(), "pid": me.pid, "created": me.create_time()})
 
 
