@@ -41,10 +41,12 @@ import optax
 from flax import nnx
 
 from sensitivity.core import semantics
-from sensitivity.frameworks.base import EpochStats
 from sensitivity.core.models import (Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, ceil_padding, from_nhwc,
-                                neutral_kernel, nhwc_kernel, to_nhwc)
+                                     neutral_kernel, nhwc_kernel, to_nhwc)
 from sensitivity.core.optim import rule_update, slot_names
+from sensitivity.frameworks.backends.jax import gpu_peak_mb, gpu_placement, gpu_setup
+from sensitivity.frameworks.backends.jax import numerics as jax_numerics
+from sensitivity.frameworks.base import EpochStats
 
 
 def _flatten(x):
@@ -131,9 +133,7 @@ class JaxAdapter:
         platform = getattr(getattr(self, "device", None), "platform", jax.default_backend())
         leaves = jax.tree.leaves(getattr(self, "params", None))
         dtype = str(leaves[0].dtype) if leaves else "float32"
-        return {"dtype": dtype, "loss_reduction": "mean",
-                "jax_default_matmul_precision": jax.config.jax_default_matmul_precision,
-                "jax_enable_x64": bool(jax.config.jax_enable_x64), "backend": jax.default_backend(),
+        return {"dtype": dtype, "loss_reduction": "mean", **jax_numerics(), "backend": jax.default_backend(),
                 "platform": platform}
 
     def use_scan(self, scan: bool) -> None:
@@ -335,35 +335,3 @@ def _scanned(step):
             return jax.lax.cond(c[-1], lambda: step(c, x, y, order, lrs, key, i), lambda: c), None
         return jax.lax.scan(body, carry, jnp.arange(order.shape[0]))[0]
     return epoch
-
-
-def gpu_setup(framework: str, device: str):
-    """JAX's GPU `device`, or PlacementError when JAX sees none (a CPU-only jaxlib, no CUDA plugin, or no
-    visible GPU). Its allocator takes memory on demand up to the trial's share (the worker's start-up
-    variables XLA_PYTHON_CLIENT_PREALLOCATE and XLA_PYTHON_CLIENT_MEM_FRACTION)."""
-    from sensitivity.frameworks import gpu
-    try:
-        devices, why = jax.devices("gpu"), ""
-    except RuntimeError as exc:  # "Unknown backend gpu", "no CUDA devices"
-        devices, why = [], str(exc).splitlines()[0][:200]
-    gpu.require(framework, len(devices), gpu.index(device), why)
-    return devices[gpu.index(device)]
-
-
-def gpu_placement(framework: str, device, where: dict) -> dict:
-    """Check that `where`'s arrays live on the GPU; what JAX reports of the device and its CUDA."""
-    from sensitivity.frameworks import gpu
-    gpu.check_placed(framework, {k: f"{getattr(v, 'platform', '')}:{v}" for k, v in where.items()})
-    report = {"device_name": device.device_kind, "placed": {k: str(v) for k, v in where.items()}}
-    try:
-        from jax._src.lib import cuda_versions  # present with a CUDA plugin
-        report.update(cuda=cuda_versions.cuda_runtime_get_version(), cudnn=cuda_versions.cudnn_get_version())
-    except (ImportError, AttributeError):
-        report.update(cuda=None, cudnn=None)
-    return report
-
-
-def gpu_peak_mb(device):
-    """XLA's allocator peak on this device, in MiB: since the worker started (JAX cannot reset it)."""
-    stats = device.memory_stats() if device.platform != "cpu" else None
-    return stats["peak_bytes_in_use"] / 2**20 if stats and "peak_bytes_in_use" in stats else None

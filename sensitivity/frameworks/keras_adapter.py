@@ -6,7 +6,7 @@ from TrialSpec.backend (`sensitivity.frameworks.worker_variables`). Images are N
 Native: compile with keras.optimizers' SGD (rate inside the velocity; Nesterov w += mu*v - lr*g), Adam
 (epsilon 1e-7 on the uncorrected root) or RMSprop (rho 0.9, epsilon 1e-7 inside the root) as a user writes
 them, Keras 3's decoupled `weight_decay`, and the learning rate a `keras.optimizers.schedules` schedule of
-the optimizer's iterations (`keras_schedule`; the tensorflow adapter uses the same constructors). Kernels
+the optimizer's iterations (`backends.keras_optimizers`, which the tensorflow adapter uses too). Kernels
 start glorot_uniform, biases zero. Otherwise (canonical, or knobs of other frameworks) `RuleOptimizer`, a
 Keras optimizer whose update_step is `optim.rule_update` under the trial's Rule (canonical: L2 added to
 the gradient, Adam's epsilon on the corrected root, RMSprop's outside it), at the rates `train_epoch` is
@@ -20,6 +20,8 @@ Threads: tensorflow tf.config.threading, torch torch.set_num_threads; jax's XLA 
 initialises (all CPUs the process may use), before any adapter code runs: `threads` has no effect there
 (see jax_adapter). Seeds: keras.utils.set_random_seed on tensorflow; every initializer and Dropout layer
 also gets its own seed, so the jax and torch backends need only Python's, numpy's and torch's seeded.
+What the backend's own adapter also needs (numeric and determinism flags, GPU set-up, placement report, peak
+memory) comes from `backends.<backend>`.
 """
 from __future__ import annotations
 
@@ -32,13 +34,25 @@ import numpy as np
 from keras import ops
 
 from sensitivity.core import semantics
-from sensitivity.frameworks import threads as threads_of
-from sensitivity.frameworks.base import EpochStats
 from sensitivity.core.models import (Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, ceil_padding, from_nhwc,
                                      neutral_kernel, nhwc_kernel, same_is_caffe, to_nhwc, window_counts)
 from sensitivity.core.optim import rule_update, slot_names
+from sensitivity.frameworks import gpu
+from sensitivity.frameworks import threads as threads_of
+from sensitivity.frameworks.backends.keras_optimizers import keras_optimizer, keras_rates, keras_schedule
+from sensitivity.frameworks.base import EpochStats
 
 BACKEND = keras.backend.backend()
+# The helpers of the backend's framework, which importing keras has loaded already: no other framework is imported.
+if BACKEND == "tensorflow":
+    from sensitivity.frameworks.backends import tensorflow as backend_helpers
+elif BACKEND == "jax":
+    from sensitivity.frameworks.backends import jax as backend_helpers
+elif BACKEND == "torch":
+    from sensitivity.frameworks.backends import torch as backend_helpers
+else:
+    raise RuntimeError(f"keras runs on its {BACKEND} backend here; this adapter runs on tensorflow, jax or torch "
+                       f"(KERAS_BACKEND, set by the runner from TrialSpec.backend)")
 
 
 def _backend_version() -> str:
@@ -54,12 +68,7 @@ class KerasAdapter:
 
     def setup(self, threads: int, device: str, seed: int) -> None:
         if BACKEND == "tensorflow":
-            import tensorflow as tf
-            try:
-                tf.config.threading.set_intra_op_parallelism_threads(threads)
-                tf.config.threading.set_inter_op_parallelism_threads(threads)
-            except RuntimeError:  # settable once per process: a warm worker keeps the first setting
-                pass
+            backend_helpers.set_threads(threads)
             keras.utils.set_random_seed(seed)
         else:  # keras.utils.set_random_seed would import TensorFlow (3 s) to seed it; every random layer
             random.seed(seed)  # and initializer here has its own seed, so only these generators remain
@@ -69,37 +78,19 @@ class KerasAdapter:
                 torch.set_num_threads(threads)
                 torch.manual_seed(seed)
         self.seed = seed
-        from sensitivity.frameworks import gpu
-        if gpu.deterministic() and BACKEND == "tensorflow":
-            import tensorflow as tf
-            tf.config.experimental.enable_op_determinism()
-        elif gpu.deterministic() and BACKEND == "torch":
-            from sensitivity.frameworks.torch_adapter import deterministic_flags
-            deterministic_flags()
+        if gpu.deterministic():
+            backend_helpers.deterministic_flags()
         self.device = "cpu" if device == "cpu" else "gpu:" + (device[4:] or "0")
-        self.gpu = _backend_gpu() if device != "cpu" else None
-        if self.gpu:
-            self.gpu_device = self.gpu.gpu_setup("keras", device)
+        self.gpu_device = backend_helpers.gpu_setup("keras", device) if device != "cpu" else None
 
     def placement(self) -> dict:
         with keras.device(self.device):
             tensor = ops.convert_to_tensor(self.x[:1])
         where = {"model": self.model.trainable_variables[0].value.device, "data": tensor.device}
-        if BACKEND == "torch":
-            from sensitivity.frameworks import gpu
-            gpu.check_placed("keras", where)
-            return {"device_name": self.gpu.torch.cuda.get_device_name(), "cuda": self.gpu.torch.version.cuda,
-                    "placed": {k: str(v) for k, v in where.items()}}
-        if BACKEND == "jax":
-            return self.gpu.gpu_placement("keras", self.gpu_device, where)
-        return self.gpu.gpu_placement("keras", "/GPU:" + self.device[4:], where)
+        return backend_helpers.gpu_placement("keras", self.gpu_device, where)
 
     def peak_device_memory_mb(self):
-        if self.gpu is None:
-            return None
-        if BACKEND == "torch":
-            return self.gpu.torch.cuda.max_memory_allocated() / 2**20
-        return self.gpu.gpu_peak_mb(self.gpu_device if BACKEND == "jax" else "/GPU:" + self.device[4:])
+        return None if self.gpu_device is None else backend_helpers.gpu_peak_mb(self.gpu_device)
 
     def build(self, model: ModelSpec, input_shape: tuple, classes: int, weights, spec, total_steps: int) -> None:
         requested = spec.backend or os.environ.get("KERAS_BACKEND") or "tensorflow"
@@ -157,17 +148,7 @@ class KerasAdapter:
 
     def numerics(self) -> dict:
         """Keras' float type and loss reduction, and the backend's own precision and determinism flags."""
-        if BACKEND == "tensorflow":
-            from sensitivity.frameworks.tensorflow_adapter import tf_numerics
-            flags = tf_numerics()
-        elif BACKEND == "torch":
-            from sensitivity.frameworks.torch_adapter import TorchAdapter
-            flags = TorchAdapter().numerics()  # its flags only: no state is read
-        else:
-            import jax
-            flags = {"jax_default_matmul_precision": jax.config.jax_default_matmul_precision,
-                     "jax_enable_x64": bool(jax.config.jax_enable_x64)}
-        return {**flags, "dtype": keras.backend.floatx(), "loss_reduction": "mean",
+        return {**backend_helpers.numerics(), "dtype": keras.backend.floatx(), "loss_reduction": "mean",
                 "keras_loss_reduction": self.loss.reduction if hasattr(self, "loss") else "sum_over_batch_size",
                 "keras_dtype_policy": keras.config.dtype_policy().name, "keras_backend": BACKEND}
 
@@ -230,73 +211,6 @@ class KerasAdapter:
         with keras.device(self.device):
             grad = np.asarray(_input_gradient(self.model, to_nhwc(x).astype(np.float32), y.astype(np.int32)))
         return from_nhwc(grad)
-
-
-def _backend_gpu():
-    """The adapter module of Keras' backend, whose gpu_setup, gpu_placement and gpu_peak_mb serve Keras."""
-    import importlib
-    return importlib.import_module(f"sensitivity.frameworks.{BACKEND}_adapter")
-
-
-def keras_optimizer(spec, learning_rate):
-    """keras.optimizers' class for the optimizer as a user writes it: its own epsilon (1e-7) and rho (0.9),
-    Keras 3's decoupled weight_decay (None when 0), at `learning_rate` (a float or a schedule)."""
-    wd = spec.weight_decay or None
-    if spec.optimizer == "adam":
-        return keras.optimizers.Adam(learning_rate=learning_rate, weight_decay=wd)
-    if spec.optimizer == "rmsprop":
-        return keras.optimizers.RMSprop(learning_rate=learning_rate, weight_decay=wd)
-    momentum = 0.0 if spec.optimizer == "sgd" else spec.momentum
-    return keras.optimizers.SGD(learning_rate=learning_rate, momentum=momentum,
-                                nesterov=spec.optimizer == "nesterov", weight_decay=wd)
-
-
-def keras_schedule(spec, total_steps: int):
-    """The keras.optimizers.schedules schedule giving Caffe's policy at the optimizer's iterations (the
-    float itself for fixed)."""
-    schedules, lr, gamma = keras.optimizers.schedules, spec.lr, spec.gamma
-    if spec.lr_policy == "step":
-        return schedules.ExponentialDecay(lr, decay_steps=spec.stepsize, decay_rate=gamma, staircase=True)
-    if spec.lr_policy == "multistep":  # Keras moves on when step > boundary, Caffe when step >= stepvalue
-        return schedules.PiecewiseConstantDecay([v - 1 for v in spec.stepvalues],
-                                                [lr * gamma ** k for k in range(len(spec.stepvalues) + 1)])
-    if spec.lr_policy == "exp":
-        return schedules.ExponentialDecay(lr, decay_steps=1, decay_rate=gamma)
-    if spec.lr_policy == "cosine":
-        return schedules.CosineDecay(lr, decay_steps=max(total_steps, 1))
-    if spec.lr_policy == "inv":  # Keras has no power inv: the general mechanism
-        return InvDecay(lr, gamma, spec.power)
-    return float(lr)
-
-
-def keras_rates(spec, total_steps: int) -> np.ndarray:
-    """`keras_schedule` evaluated at steps 0..total_steps-1: at once where the schedule is elementwise; step by
-    step, as the optimizer reads it, for PiecewiseConstantDecay on torch (it sums its pieces in place into a
-    scalar, which a vector of steps cannot broadcast into)."""
-    schedule = keras_schedule(spec, total_steps)
-    if not callable(schedule):
-        return np.full(total_steps, schedule, np.float32)
-    if BACKEND == "torch" and isinstance(schedule, keras.optimizers.schedules.PiecewiseConstantDecay):
-        rates = [schedule(ops.convert_to_tensor(step, "int64")) for step in range(total_steps)]
-        return np.asarray([float(ops.convert_to_numpy(rate)) for rate in rates], np.float32)
-    return np.asarray(ops.convert_to_numpy(schedule(ops.arange(total_steps, dtype="int32"))), np.float32)
-
-
-class InvDecay(keras.optimizers.schedules.LearningRateSchedule):
-    """Caffe's inv policy, lr * (1 + gamma*step)^-power, as a Keras schedule."""
-
-    def __init__(self, initial_learning_rate: float, gamma: float, power: float, name: str = "InvDecay"):
-        super().__init__()
-        self.initial_learning_rate, self.gamma, self.power, self.name = initial_learning_rate, gamma, power, name
-
-    def __call__(self, step):
-        lr = ops.convert_to_tensor(self.initial_learning_rate)
-        step = ops.cast(step, lr.dtype)
-        return lr * ops.power(1.0 + self.gamma * step, -self.power)
-
-    def get_config(self):
-        return {"initial_learning_rate": self.initial_learning_rate, "gamma": self.gamma, "power": self.power,
-                "name": self.name}
 
 
 def _summed_loss(model, x, y):

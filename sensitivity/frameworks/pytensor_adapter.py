@@ -41,10 +41,10 @@ from pytensor.gradient import disconnected_grad
 from pytensor.tensor.random.utils import RandomStream
 
 from sensitivity.core import semantics
-from sensitivity.frameworks.base import EpochStats
 from sensitivity.core.models import (Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, ceil_padding, glorot_uniform,
-                                pooled_size, window_counts)
+                                     pooled_size, window_counts)
 from sensitivity.core.optim import graph_updates, lr_schedule, slot_names
+from sensitivity.frameworks.base import EpochStats
 
 pytensor.config.floatX = "float32"
 FLOAT = "float32"
@@ -77,20 +77,22 @@ class PytensorAdapter:
         from threadpoolctl import threadpool_limits
         threadpool_limits(limits=threads)  # process-wide until changed: not used as a context manager
         self.seed, self.device = seed, device
-        if device != "cpu":  # PyTensor reaches a GPU through JAX only
-            from sensitivity.frameworks.jax_adapter import gpu_setup
+        if device != "cpu":  # PyTensor reaches a GPU through JAX only (imported here: a CPU trial needs no JAX)
+            from sensitivity.frameworks.backends.jax import gpu_setup
             self.gpu_device = gpu_setup("pytensor", device)
 
     def placement(self) -> dict:
         """The graph runs as JAX programs on JAX's default device (set by `_mode`): a tensor must land there."""
-        import jax
+        import jax  # JAX and its helpers imported here, as in setup: a CPU trial needs no JAX
 
-        from sensitivity.frameworks.jax_adapter import gpu_placement
+        from sensitivity.frameworks.backends.jax import gpu_placement
         return gpu_placement("pytensor", self.gpu_device, {"data": jax.device_put(np.zeros(1, FLOAT)).device})
 
     def peak_device_memory_mb(self):
-        from sensitivity.frameworks.jax_adapter import gpu_peak_mb
-        return gpu_peak_mb(self.gpu_device) if self.device != "cpu" else None
+        if self.device == "cpu":
+            return None
+        from sensitivity.frameworks.backends.jax import gpu_peak_mb  # imports JAX: a CPU trial needs none
+        return gpu_peak_mb(self.gpu_device)
 
     def build(self, model: ModelSpec, input_shape: tuple, classes: int, weights, spec, total_steps: int) -> None:
         rule = semantics.resolve(spec).rule  # never stock: there are no optimizer classes

@@ -5,8 +5,8 @@ an epoch, so epoch times snap to 10 ms x (2^k - 1) (0.63, 1.27, 2.55 s measured 
 
 Native: TensorFlow's optimizers are tf.keras's, applied to the tf.Variables inside the traced step
 (`opt.apply_gradients`): SGD, Adam, RMSprop with Keras' epsilons, rho and decoupled weight_decay, at a
-keras.optimizers.schedules schedule of the optimizer's iterations (the constructors are the keras
-adapter's: `keras_optimizer`, `keras_schedule`); kernels start glorot_uniform, biases zero. This needs
+keras.optimizers.schedules schedule of the optimizer's iterations (the constructors the keras adapter uses
+too: `backends.keras_optimizers`); kernels start glorot_uniform, biases zero. This needs
 Keras on its tensorflow backend (KERAS_BACKEND unset or tensorflow). Otherwise (canonical, or knobs of
 other frameworks) `RuleOptimizer` runs `optim.rule_update` under the trial's Rule in tf ops, inside the
 traced step, at the rates `train_epoch` is given.
@@ -19,15 +19,21 @@ real inputs in each window, as Caffe divides.
 """
 from __future__ import annotations
 
+import keras  # loaded by `import tensorflow` already (TensorFlow imports Keras' optimizers eagerly)
 import numpy as np
 import tensorflow as tf
 
 from sensitivity.core import semantics
-from sensitivity.frameworks import threads as threads_of
-from sensitivity.frameworks.base import EpochStats, LossReader
 from sensitivity.core.models import (Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, ceil_padding, from_nhwc,
                                      neutral_kernel, nhwc_kernel, same_is_caffe, to_nhwc, window_counts)
 from sensitivity.core.optim import rule_update, slot_names
+from sensitivity.frameworks import gpu
+from sensitivity.frameworks import threads as threads_of
+from sensitivity.frameworks.backends.keras_optimizers import keras_optimizer, keras_rates, keras_schedule
+from sensitivity.frameworks.backends.tensorflow import (deterministic_flags, gpu_peak_mb, gpu_placement, gpu_setup,
+                                                        set_threads)
+from sensitivity.frameworks.backends.tensorflow import numerics as tf_numerics
+from sensitivity.frameworks.base import EpochStats, LossReader
 
 
 class TensorflowAdapter:
@@ -37,19 +43,12 @@ class TensorflowAdapter:
         return tf.__version__
 
     def setup(self, threads: int, device: str, seed: int) -> None:
-        try:
-            tf.config.threading.set_intra_op_parallelism_threads(threads)
-            tf.config.threading.set_inter_op_parallelism_threads(threads)
-        except RuntimeError:  # settable once per process: a warm worker keeps the first setting
-            pass
+        set_threads(threads)
         tf.random.set_seed(seed)
-        from sensitivity.frameworks import gpu
         if gpu.deterministic():
-            tf.config.experimental.enable_op_determinism()
+            deterministic_flags()
         self.rng = tf.random.Generator.from_seed(seed)
-        self.device = "/CPU:0" if device == "cpu" else "/GPU:" + (device[4:] or "0")
-        if device != "cpu":
-            gpu_setup("tensorflow", device)
+        self.device = "/CPU:0" if device == "cpu" else gpu_setup("tensorflow", device)
 
     def build(self, model: ModelSpec, input_shape: tuple, classes: int, weights, spec, total_steps: int) -> None:
         self.layers = []  # (kind, variables or parameters)
@@ -85,7 +84,6 @@ class TensorflowAdapter:
         self._gradient = tf.function(self._input_gradient)  # an attack calls it 40 times a batch: one graph
 
     def framework_rates(self, spec, total_steps: int) -> np.ndarray:
-        from sensitivity.frameworks.keras_adapter import keras_rates
         return keras_rates(spec, total_steps)
 
     def threads_in_effect(self):
@@ -94,11 +92,10 @@ class TensorflowAdapter:
 
     def numerics(self) -> dict:
         dtype = self.variables[0].dtype.name if getattr(self, "variables", None) else "float32"
-        return {**tf_numerics(), "dtype": dtype}
+        return {"dtype": dtype, "loss_reduction": "mean", **tf_numerics()}
 
     def _own_init(self, layer, shape):
         """TensorFlow's usual initialisers (Glorot uniform kernels, zero biases), in neutral layout."""
-        import keras
         init = keras.initializers.GlorotUniform(seed=int(self.rng.uniform_full_int([]).numpy() % 2**31))
         draw = lambda dims: keras.ops.convert_to_numpy(init(dims, dtype="float32"))  # noqa: E731 (any backend)
         if isinstance(layer, Conv):
@@ -236,23 +233,11 @@ def _divisors(layer: Pool, chw: tuple) -> np.ndarray:
     return np.outer(rows, cols).astype(np.float32)[None, :, :, None]
 
 
-def tf_numerics() -> dict:
-    """TensorFlow's numeric settings as it reports them (the keras adapter's on its tensorflow backend)."""
-    experimental = tf.config.experimental
-    determinism = experimental.is_op_determinism_enabled() if hasattr(experimental, "is_op_determinism_enabled") \
-        else None
-    return {"dtype": "float32", "loss_reduction": "mean",
-            "tensor_float_32_execution": experimental.tensor_float_32_execution_enabled(),
-            "op_determinism": determinism}
-
-
 class StockOptimizer:
     """tf.keras's optimizer class and schedule for the trial (`keras_optimizer`, `keras_schedule`), applied to
     the tf.Variables inside the traced step; it steps its schedule itself, so `lr` is not read."""
 
     def __init__(self, variables: list, spec, total_steps: int):
-        import keras
-        from sensitivity.frameworks.keras_adapter import keras_optimizer, keras_schedule
         if keras.backend.backend() != "tensorflow":
             raise RuntimeError(f"tensorflow: its native optimizers are tf.keras's, and Keras runs on the "
                                f"{keras.backend.backend()} backend in this process: unset KERAS_BACKEND (or set "
@@ -291,33 +276,3 @@ class RuleOptimizer:
             for name, value in state.items():
                 slots[name].assign(value)
             w.assign(new)
-
-
-def gpu_setup(framework: str, device: str) -> None:
-    """TensorFlow on GPU `device`: no soft placement (an op without a GPU kernel fails instead of running on
-    the CPU unseen), the GPU must be seen (else PlacementError), and its peak-memory counter starts now.
-    Memory grows on demand (TF_FORCE_GPU_ALLOW_GROWTH, set by the worker's start-up variables)."""
-    from sensitivity.frameworks import gpu
-    tf.config.set_soft_device_placement(False)
-    seen = len(tf.config.list_logical_devices("GPU"))
-    gpu.require(framework, seen, gpu.index(device), "" if tf.test.is_built_with_cuda() else
-                f"tensorflow {tf.__version__} is built without CUDA")
-    tf.config.experimental.reset_memory_stats(f"GPU:{gpu.index(device)}")
-
-
-def gpu_placement(framework: str, device: str, where: dict) -> dict:
-    """Check that `where`'s tensors live on the GPU; what TensorFlow reports of it and of its build."""
-    from sensitivity.frameworks import gpu
-    gpu.check_placed(framework, where)
-    physical = tf.config.list_physical_devices("GPU")[gpu.index(device)]
-    details, build = tf.config.experimental.get_device_details(physical), tf.sysconfig.get_build_info()
-    return {"device_name": details.get("device_name"), "compute_capability": details.get("compute_capability"),
-            "cuda": build.get("cuda_version"), "cudnn": build.get("cudnn_version"),
-            "tf32": tf.config.experimental.tensor_float_32_execution_enabled(),
-            "placed": {k: str(v) for k, v in where.items()}}
-
-
-def gpu_peak_mb(device: str):
-    """TensorFlow's allocator peak on this GPU since gpu_setup, in MiB."""
-    name = device.lstrip("/")
-    return tf.config.experimental.get_memory_info(name)["peak"] / 2**20 if name.startswith("GPU") else None

@@ -13,9 +13,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from sensitivity.core import semantics
-from sensitivity.frameworks.base import EpochStats, LossReader
 from sensitivity.core.models import Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU
 from sensitivity.core.optim import rule_update, slot_names
+from sensitivity.frameworks import gpu
+from sensitivity.frameworks.backends.torch import deterministic_flags, gpu_peak_mb, gpu_placement, gpu_setup
+from sensitivity.frameworks.backends.torch import numerics as torch_numerics
+from sensitivity.frameworks.base import EpochStats, LossReader
 
 
 class TorchAdapter:
@@ -31,13 +34,10 @@ class TorchAdapter:
         except RuntimeError:  # allowed once per process: a warm worker keeps the first setting
             pass
         torch.manual_seed(seed)
-        from sensitivity.frameworks import gpu
         if gpu.deterministic():
             deterministic_flags()
-        self.device = torch.device("cpu" if device == "cpu" else "cuda" + device[3:])
+        self.device = torch.device("cpu") if device == "cpu" else gpu_setup("torch", device)
         self.check_every = 1 if self.device.type == "cpu" else 25  # a finite-loss check syncs the device
-        if device != "cpu":
-            gpu_setup("torch", device)
 
     def build(self, model: ModelSpec, input_shape: tuple, classes: int, weights, spec, total_steps: int) -> None:
         in_channels = input_shape[0]
@@ -85,11 +85,7 @@ class TorchAdapter:
 
     def numerics(self) -> dict:
         return {"dtype": str(torch.get_default_dtype()).removeprefix("torch."), "loss_reduction": "mean",
-                "float32_matmul_precision": torch.get_float32_matmul_precision(),
-                "cuda_matmul_tf32": torch.backends.cuda.matmul.allow_tf32,
-                "cudnn_tf32": torch.backends.cudnn.allow_tf32, "cudnn_benchmark": torch.backends.cudnn.benchmark,
-                "cudnn_deterministic": torch.backends.cudnn.deterministic,
-                "deterministic_algorithms": torch.are_deterministic_algorithms_enabled()}
+                **torch_numerics()}
 
     def _load(self, weights) -> None:
         with torch.no_grad():
@@ -114,14 +110,11 @@ class TorchAdapter:
         torch.cuda.synchronize(self.device)
 
     def placement(self) -> dict:
-        from sensitivity.frameworks import gpu
-        where = {"model": next(self.model.parameters()).device, "data": self.x.device}
-        gpu.check_placed("torch", where)
-        return {"device_name": torch.cuda.get_device_name(self.device), "cuda": torch.version.cuda,
-                "cudnn": torch.backends.cudnn.version(), "placed": {k: str(v) for k, v in where.items()}}
+        return gpu_placement("torch", self.device, {"model": next(self.model.parameters()).device,
+                                                    "data": self.x.device})
 
     def peak_device_memory_mb(self):
-        return torch.cuda.max_memory_allocated(self.device) / 2**20 if self.device.type == "cuda" else None
+        return gpu_peak_mb(self.device)
 
     def train_epoch(self, order: np.ndarray, lrs: np.ndarray) -> EpochStats:
         self.model.train()
@@ -216,21 +209,3 @@ class RuleOptimizer:
                                      spec.weight_decay, self.t, torch.sqrt)
             p.copy_(new)
             slots.update(state)
-
-
-def gpu_setup(framework: str, device: str) -> None:
-    """torch on GPU `device`: it must be seen (else PlacementError); the caching allocator is capped at the
-    trial's share of the GPU, and its peak counter starts now."""
-    from sensitivity.frameworks import gpu
-    why = "" if torch.version.cuda else f"torch {torch.__version__} is built without CUDA"
-    gpu.require(framework, torch.cuda.device_count() if torch.version.cuda else 0, gpu.index(device), why)
-    torch.cuda.set_device(gpu.index(device))
-    if gpu.share():
-        torch.cuda.set_per_process_memory_fraction(min(gpu.share(), 1.0), gpu.index(device))
-    torch.cuda.reset_peak_memory_stats(gpu.index(device))
-
-
-def deterministic_flags() -> None:
-    """torch's deterministic kernels (frameworks.gpu.DETERMINISM; CUBLAS_WORKSPACE_CONFIG is a start-up variable)."""
-    torch.use_deterministic_algorithms(True)
-    torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = True, False
