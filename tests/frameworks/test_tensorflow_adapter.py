@@ -82,3 +82,17 @@ def test_end_to_end_trial(semantics):
     assert result.status == "ok", result.reason + result.stderr_tail
     assert result.accuracy > 0.85
     assert result.env["numerics"]["dtype"] == "float32"
+
+
+def test_gpu_placement_reports_the_gpu_that_gpu_setup_named(monkeypatch):
+    """gpu_setup names GPU N "/GPU:N"; the placement report describes physical GPU N (the GPUs are faked: none
+    here)."""
+    import tensorflow as tf
+
+    from sensitivity.frameworks.backends import tensorflow as tf_helpers
+
+    monkeypatch.setattr(tf.config, "list_physical_devices", lambda kind: ["gpu 0", "gpu 1"] if kind == "GPU" else [])
+    monkeypatch.setattr(tf.config.experimental, "get_device_details", lambda device: {"device_name": device})
+    placed = "/job:localhost/replica:0/task:0/device:GPU:1"
+    report = tf_helpers.gpu_placement("tensorflow", "/GPU:1", {"model": placed, "data": placed})
+    assert report["device_name"] == "gpu 1" and report["placed"] == {"model": placed, "data": placed}

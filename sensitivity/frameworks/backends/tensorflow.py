@@ -45,7 +45,7 @@ def gpu_setup(framework: str, device: str) -> str:
 def gpu_placement(framework: str, device: str, where: dict) -> dict:
     """Check that `where`'s tensors live on the GPU; what TensorFlow reports of it and of its build."""
     gpu.check_placed(framework, where)
-    physical = tf.config.list_physical_devices("GPU")[gpu.index(device)]
+    physical = tf.config.list_physical_devices("GPU")[int(device.rpartition(":")[2])]  # device: "/GPU:N"
     details, build = tf.config.experimental.get_device_details(physical), tf.sysconfig.get_build_info()
     return {"device_name": details.get("device_name"), "compute_capability": details.get("compute_capability"),
             "cuda": build.get("cuda_version"), "cudnn": build.get("cudnn_version"),
