@@ -24,6 +24,8 @@ import threading
 import time
 from pathlib import Path
 
+from sensitivity import private_apis
+
 DEFAULT_DB = Path("results") / "optuna.db"
 ENV_STORAGE = "SENSITIVITY_STORAGE"
 RETRY_WINDOW_S = 60.0
@@ -214,21 +216,13 @@ def check_sqlite_file(url: str) -> None:
     if foreign:
         shown = ", ".join(sorted(foreign)[:5]) + (", ..." if len(foreign) > 5 else "")
         raise StorageError(f"{where}: not an Optuna database (it holds tables {shown}); name another file")
-    if version is not None and version != "none" and version not in _known_schema_versions():
+    if version is not None and version != "none" and version not in private_apis.schema_versions():
         raise StorageError(f"{where}: unknown Optuna schema version {version!r} (this Optuna {_optuna_version()} "
                            "knows its own and older ones)")
 
 
 def _optuna_tables() -> set:
-    from optuna.storages._rdb import models
-    return set(models.BaseModel.metadata.tables) | {"alembic_version", "sqlite_sequence"}
-
-
-def _known_schema_versions() -> set:
-    import optuna.storages._rdb as rdb
-    versions = Path(rdb.__file__).parent / "alembic" / "versions"
-    return {m.group(1) for f in versions.glob("*.py")
-            for m in [re.search(r"^revision\s*=\s*[\"']([^\"']+)", f.read_text(), re.M)] if m}
+    return set(private_apis.rdb_models().BaseModel.metadata.tables) | {"alembic_version", "sqlite_sequence"}
 
 
 def _optuna_version() -> str:
