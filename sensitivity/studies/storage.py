@@ -24,6 +24,8 @@ import threading
 import time
 from pathlib import Path
 
+import tenacity
+
 from sensitivity import private_apis
 
 DEFAULT_DB = Path("results") / "optuna.db"
@@ -317,37 +319,35 @@ def _transient(exc: BaseException) -> bool:
         or (isinstance(exc, sqlalchemy.exc.DBAPIError) and exc.connection_invalidated)
 
 
-def _retried(method):
-    def call(self, *args, **kwargs):
-        deadline, delay = time.monotonic() + RETRY_WINDOW_S, 0.5
-        while True:
-            try:
-                return method(self, *args, **kwargs)
-            except Exception as exc:
-                if getattr(_local, "once", False) or not _transient(exc) or time.monotonic() + delay > deadline:
-                    raise
-                if delay == 0.5:  # once per call
-                    log.warning("storage %s: %s; retrying for up to %.0f s", describe(self.url), reason(exc),
-                                RETRY_WINDOW_S)
-                time.sleep(delay)
-                delay = min(delay * 2, 8.0)
-    call.__name__ = method.__name__
-    call.__doc__ = method.__doc__
-    return call
+def _retry_now(exc: BaseException) -> bool:
+    return not getattr(_local, "once", False) and _transient(exc)
 
+
+_BACKOFF = tenacity.wait_exponential(multiplier=0.5, max=8.0)  # 0.5 s, doubling, at most 8 s
+
+
+def _past_window(state: tenacity.RetryCallState) -> bool:
+    """The next attempt would start past RETRY_WINDOW_S (read at each call: tests shorten it)."""
+    return state.seconds_since_start + _BACKOFF(state) > RETRY_WINDOW_S
+
+
+def _warn_once(state: tenacity.RetryCallState) -> None:
+    if state.attempt_number == 1:  # once per call
+        storage = state.args[0]
+        log.warning("storage %s: %s; retrying for up to %.0f s", describe(storage.url),
+                    reason(state.outcome.exception()), RETRY_WINDOW_S)
+
+
+# A method of a storage (with a `url`), retried with backoff through RETRY_WINDOW_S while its error is
+# transient; raised at once in `single_attempt`, or when not transient.
+retried = tenacity.retry(retry=tenacity.retry_if_exception(_retry_now), wait=_BACKOFF, stop=_past_window,
+                         before_sleep=_warn_once, reraise=True)
 
 _RETRYING = []
 
 
 def _retrying_rdb():
-    """RDBStorage whose every storage call (BaseStorage's methods) retries through RETRY_WINDOW_S."""
+    """RDBStorage whose every storage call retries through RETRY_WINDOW_S."""
     if not _RETRYING:
-        import optuna
-        base = optuna.storages.RDBStorage
-        names = [n for n in vars(optuna.storages.BaseStorage) if not n.startswith("_") and hasattr(base, n)]
-        # and the private ones Optuna's cache in front of it calls
-        names += ["record_heartbeat", "_create_new_trial", "_set_trial_param", "_get_best_trial_id", "_get_trials",
-                  "_get_stale_trial_ids"]
-        _RETRYING.append(type("RetryingRDBStorage", (base,), {n: _retried(getattr(base, n)) for n in names
-                                                              if callable(getattr(base, n, None))}))
+        _RETRYING.append(private_apis.rdb_storage_class(retried, "RetryingRDBStorage"))
     return _RETRYING[0]

@@ -43,7 +43,7 @@ from optuna.storages._cached_storage import _CachedStorage, _StudyInfo
 from optuna.storages._rdb.storage import _create_scoped_session
 from optuna.trial import TrialState
 
-from sensitivity.studies.storage import _retried
+from sensitivity.studies.storage import retried
 
 FLUSH_EVERY_S = 1.0
 SHARED_ATTRS = ("env",)  # user attributes equal across most trials: one object in memory for each value
@@ -166,14 +166,14 @@ class DriverStorage(_CachedStorage):
                 if i not in cached or cached[i].state != state
                 or (state == TrialState.RUNNING and not cached[i].params)}
 
-    @_retried
+    @retried
     def _states(self, trial_ids: set) -> list:
         from optuna.storages._rdb import models
         with _create_scoped_session(self._backend.scoped_session) as session:
             return session.query(models.TrialModel.trial_id, models.TrialModel.state).filter(
                 models.TrialModel.trial_id.in_(trial_ids)).all()
 
-    @_retried
+    @retried
     def _read(self, study_id: int, included: set, seen: int, skipped: set) -> list:
         """The trials in `included` and those above `seen` not in `skipped`, as Optuna builds them, read by
         SQL: a statement per table, no ORM object (Optuna's read takes 35 s for 10,000 trials here)."""
@@ -270,7 +270,7 @@ class DriverStorage(_CachedStorage):
                 study.unfinished_trial_ids.add(trial._trial_id)
         return trial._trial_id
 
-    @_retried
+    @retried
     def _create(self, study_id: int, template=None):
         """Optuna's trial creation, in a few statements: the number is the previous trial's plus one (Optuna
         counts the study's earlier trials, a scan of the whole study), under the same lock on the study."""
@@ -368,7 +368,7 @@ class DriverStorage(_CachedStorage):
                 self._owned[trial_id] = trial
         return started is not None
 
-    @_retried
+    @retried
     def _start(self, trial_id: int):
         """A queued trial made RUNNING, as Optuna does it: its start time, or None if another process took it
         first (UpdateFinishedTrialError if it is finished)."""
@@ -401,7 +401,7 @@ class DriverStorage(_CachedStorage):
         study_id, number = self._trial_id_to_study_id_and_number[trial_id]
         return self._studies[study_id].trials[number]
 
-    @_retried
+    @retried
     def _write(self, trial_ids: set, final=None) -> None:
         """The held writes of `trial_ids`, and `final` (trial id, state, values), in one transaction. Held
         writes are dropped only once committed, so a retry writes them again."""

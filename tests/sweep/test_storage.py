@@ -6,6 +6,7 @@ starts it); with SENSITIVITY_REQUIRE_POSTGRES=1, as in CI, its absence is a fail
 import os
 import subprocess
 import sys
+import time
 import uuid
 
 import optuna
@@ -151,3 +152,60 @@ objectives: [{{metric: val_accuracy, direction: maximize}}]
     assert not [t for t in trials if t.user_attrs.get("orphaned")]  # no driver failed the other's trials
     assert sum(records.is_final(t) for t in trials) == 6
     assert {t.user_attrs["driver"] for t in trials if records.is_final(t)}.__len__() == 2
+
+
+class FlakyStorage:
+    """A storage call failing `failures` times with `error` before it answers."""
+
+    url = "postgresql://analyst:s3cret@db.example/optuna"
+
+    def __init__(self, failures: int, error: Exception):
+        self.failures, self.error, self.calls = failures, error, 0
+
+    def call(self):
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise self.error
+        return "answer"
+
+
+def _locked():
+    import sqlalchemy.exc
+    return sqlalchemy.exc.OperationalError("UPDATE trials", {}, Exception("database is locked"))
+
+
+def test_a_transient_error_is_retried_with_backoff_and_one_warning(caplog):
+    from sensitivity.studies.storage import retried
+
+    flaky = FlakyStorage(2, _locked())
+    started = time.monotonic()
+    assert retried(FlakyStorage.call)(flaky) == "answer"
+    assert flaky.calls == 3 and time.monotonic() - started >= 1.5  # slept 0.5 s, then 1 s
+    warnings = [r.getMessage() for r in caplog.records if "retrying for up to 60 s" in r.getMessage()]
+    assert len(warnings) == 1 and "s3cret" not in warnings[0] and "database is locked" in warnings[0]
+
+
+def test_past_the_window_a_non_transient_error_or_a_single_attempt_raise(monkeypatch):
+    from sensitivity.studies import storage
+
+    monkeypatch.setattr(storage, "RETRY_WINDOW_S", 1.2)  # 0.5 s fits, then 0.5 + 1 s would end past it
+    flaky = FlakyStorage(5, _locked())
+    with pytest.raises(type(_locked())):
+        storage.retried(FlakyStorage.call)(flaky)
+    assert flaky.calls == 2
+    bug = FlakyStorage(5, KeyError("not a storage error"))
+    with pytest.raises(KeyError):
+        storage.retried(FlakyStorage.call)(bug)
+    assert bug.calls == 1
+    once = FlakyStorage(5, _locked())
+    with storage.single_attempt(), pytest.raises(type(_locked())):
+        storage.retried(FlakyStorage.call)(once)
+    assert once.calls == 1
+
+
+def test_every_call_of_an_rdb_storage_retries(tmp_path):
+    """BaseStorage's methods and the private ones Optuna's cache calls all go through the retry."""
+    storage = open_storage(f"sqlite:///{tmp_path}/r.db")
+    for name in ("create_new_study", "get_all_trials", "set_trial_user_attr", "record_heartbeat",
+                 "_create_new_trial", "_get_trials"):
+        assert hasattr(getattr(type(storage), name), "retry"), name  # tenacity's wrapper
