@@ -1,10 +1,11 @@
 """The driver's view of an RDB study: Optuna's cache, with the trials this driver runs kept in memory and
 their writes grouped into few transactions.
 
-Optuna's `_CachedStorage` reads every unfinished trial again, whole, on each `get_all_trials`, which the
-trial queue and the sampler call about twice per ask; with 1,000 trials running that is 2,000 trials read
-per ask, and a driver falls to about one completion a second. It also writes each parameter, attribute
-and intermediate value in a transaction of its own: about 45 per trial.
+Optuna's cache (`_CachedStorage`, which `private_apis.CachedStorage` opens to this module) reads every
+unfinished trial again, whole, on each `get_all_trials`, which the trial queue and the sampler call about
+twice per ask; with 1,000 trials running that is 2,000 trials read per ask, and a driver falls to about one
+completion a second. It also writes each parameter, attribute and intermediate value in a transaction of
+its own: about 45 per trial.
 
 A running trial this driver asked is written by this driver alone (another driver finishes it only once
 this one stopped beating, and then this one's next write is refused), so `DriverStorage` keeps it current
@@ -34,15 +35,13 @@ import datetime
 import importlib
 import json
 import logging
-import threading
 import time
 
 from optuna.distributions import check_distribution_compatibility, distribution_to_json
 from optuna.exceptions import UpdateFinishedTrialError
-from optuna.storages._cached_storage import _CachedStorage, _StudyInfo
-from optuna.storages._rdb.storage import _create_scoped_session
 from optuna.trial import TrialState
 
+from sensitivity import private_apis
 from sensitivity.studies.storage import retried
 
 FLUSH_EVERY_S = 1.0
@@ -65,8 +64,9 @@ def driver_view(storage):
 
 def flush(study) -> None:
     """Write what the study's driver storage holds (nothing to do for another storage)."""
-    if isinstance(study._storage, DriverStorage):
-        study._storage.flush()
+    storage = private_apis.study_storage(study)
+    if isinstance(storage, DriverStorage):
+        storage.flush()
 
 
 class _Held:
@@ -76,11 +76,10 @@ class _Held:
         self.params, self.user_attrs, self.system_attrs, self.intermediate = [], {}, {}, {}
 
 
-class DriverStorage(_CachedStorage):
+class DriverStorage(private_apis.CachedStorage):
     def __init__(self, backend) -> None:
         super().__init__(backend)
         self.url = backend.url  # for the retry's log line
-        self._lock = threading.RLock()  # Optuna's lock, reentrant: a write may flush
         self._owned: dict = {}  # trial id -> the cached trial: running, asked by this driver, current here
         self._created_here: set = set()  # trials made here since the last read (current in the cache)
         self._seen: dict = {}  # study id -> the highest trial id read or made here
@@ -89,23 +88,19 @@ class DriverStorage(_CachedStorage):
         self._ordered: dict = {}  # study id -> its cached trials by number (None: to sort again)
         self._shared: dict = {}  # JSON text -> its decoded object, shared by the cached trials
 
-    def __setstate__(self, state: dict) -> None:
-        super().__setstate__(state)
-        self._lock = threading.RLock()
-
     # Reads ------------------------------------------------------------------------------------------
 
     def get_all_trials(self, study_id: int, deepcopy: bool = True, states=None) -> list:
         """Optuna's answer, from an ordered list kept as trials are cached (Optuna sorts every trial on each
         call); the unfinished states (the queue) are looked up among the unfinished trials only."""
-        self._read_trials_from_remote_storage(study_id)
-        with self._lock:
-            study = self._studies[study_id]
+        self.read_trials(study_id)
+        with self.lock:
+            study = self.studies[study_id]
             if states is not None and all(not s.is_finished() for s in states):
                 unfinished = study.unfinished_trial_ids  # the queue and other drivers' trials; then this one's
                 if TrialState.RUNNING in states:
                     unfinished = unfinished | {i for i in self._owned
-                                               if self._trial_id_to_study_id_and_number[i][0] == study_id}
+                                               if self.trial_location(i)[0] == study_id}
                 trials = sorted((t for t in map(self._cached, unfinished) if t.state in states),
                                 key=lambda t: t.number)
             else:
@@ -115,8 +110,8 @@ class DriverStorage(_CachedStorage):
                 trials = trials if states is None else [t for t in trials if t.state in states]
             return copy.deepcopy(trials) if deepcopy else list(trials)
 
-    def _add_trials_to_cache(self, study_id: int, trials: list) -> None:
-        super()._add_trials_to_cache(study_id, trials)
+    def add_to_cache(self, study_id: int, trials: list) -> None:
+        super().add_to_cache(study_id, trials)
         ordered = self._ordered.get(study_id)
         for trial in trials:  # numbers come in order, mostly: replace or append, else sort at the next call
             if ordered is None:
@@ -130,30 +125,30 @@ class DriverStorage(_CachedStorage):
                 self._ordered[study_id] = ordered = None
 
     def get_trial(self, trial_id: int):
-        with self._lock:
+        with self.lock:
             trial = self._owned.get(trial_id)
             if trial is not None:
                 return _copy(trial)
         return super().get_trial(trial_id)
 
-    def _read_trials_from_remote_storage(self, study_id: int) -> None:
+    def read_trials(self, study_id: int) -> None:
         """The trials made since the last read, and the unfinished trials (the queue, other drivers') whose
         state changed. Optuna reads every trial above the last finished one, and every unfinished one, whole.
 
         Trials of a study are made one at a time under a lock on the study's row, so trial ids come, and are
         committed, in order: a read that saw trial N has seen every trial of the study before it."""
-        with self._lock:
-            study = self._studies.setdefault(study_id, _StudyInfo())
+        with self.lock:
+            study = self.study_cache(study_id)
             seen = self._seen.get(study_id, -1)
             made_here = {i for i in self._created_here if i > seen}
             trials = self._read(study_id, self._changed(study.unfinished_trial_ids), seen, made_here)
-            self._add_trials_to_cache(study_id, trials)
+            self.add_to_cache(study_id, trials)
             for trial in trials:
                 if trial.state.is_finished():
-                    study.unfinished_trial_ids.discard(trial._trial_id)
+                    study.unfinished_trial_ids.discard(private_apis.trial_id(trial))
                 else:
-                    study.unfinished_trial_ids.add(trial._trial_id)
-            self._seen[study_id] = max([seen, *made_here, *(t._trial_id for t in trials)])
+                    study.unfinished_trial_ids.add(private_apis.trial_id(trial))
+            self._seen[study_id] = max([seen, *made_here, *(private_apis.trial_id(t) for t in trials)])
             self._created_here.clear()  # all at or below the new mark
 
     def _changed(self, trial_ids: set) -> set:
@@ -161,15 +156,15 @@ class DriverStorage(_CachedStorage):
         parameters in the cached copy (another driver writes them just after asking)."""
         if not trial_ids:
             return set()
-        cached = {i: self._cached(i) for i in trial_ids if i in self._trial_id_to_study_id_and_number}
+        cached = {i: self._cached(i) for i in trial_ids if self.is_cached(i)}
         return {i for i, state in self._states(trial_ids)
                 if i not in cached or cached[i].state != state
                 or (state == TrialState.RUNNING and not cached[i].params)}
 
     @retried
     def _states(self, trial_ids: set) -> list:
-        from optuna.storages._rdb import models
-        with _create_scoped_session(self._backend.scoped_session) as session:
+        models = private_apis.rdb_models()
+        with private_apis.scoped_session(self.backend) as session:
             return session.query(models.TrialModel.trial_id, models.TrialModel.state).filter(
                 models.TrialModel.trial_id.in_(trial_ids)).all()
 
@@ -178,7 +173,7 @@ class DriverStorage(_CachedStorage):
         """The trials in `included` and those above `seen` not in `skipped`, as Optuna builds them, read by
         SQL: a statement per table, no ORM object (Optuna's read takes 35 s for 10,000 trials here)."""
         import sqlalchemy as sa
-        from optuna.storages._rdb import models
+        models = private_apis.rdb_models()
 
         trials = models.TrialModel.__table__
         wanted = trials.c.trial_id > seen
@@ -187,7 +182,7 @@ class DriverStorage(_CachedStorage):
         if included:
             wanted = sa.or_(trials.c.trial_id.in_(included), wanted)
         where = sa.and_(trials.c.study_id == study_id, wanted)
-        with _create_scoped_session(self._backend.scoped_session) as session:
+        with private_apis.scoped_session(self.backend) as session:
             rows = session.execute(sa.select(trials.c.trial_id, trials.c.number, trials.c.state,
                                              trials.c.datetime_start, trials.c.datetime_complete)
                                    .where(where).order_by(trials.c.trial_id)).all()
@@ -214,7 +209,7 @@ class DriverStorage(_CachedStorage):
     def _build(self, rows: list, read: dict) -> list:
         """FrozenTrials from the rows of `_read`, as Optuna's `_build_frozen_trial_from_trial_model`."""
         from optuna.distributions import json_to_distribution
-        from optuna.storages._rdb import models
+        models = private_apis.rdb_models()
         from optuna.trial import FrozenTrial
 
         parts = {row.trial_id: {"params": {}, "distributions": {}, "values": {}, "user_attrs": {},
@@ -260,25 +255,26 @@ class DriverStorage(_CachedStorage):
 
     def create_new_trial(self, study_id: int, template_trial=None) -> int:
         trial = self._create(study_id, template_trial)
-        with self._lock:
-            study = self._studies.setdefault(study_id, _StudyInfo())
-            self._add_trials_to_cache(study_id, [trial])
-            self._created_here.add(trial._trial_id)
+        made = private_apis.trial_id(trial)
+        with self.lock:
+            study = self.study_cache(study_id)
+            self.add_to_cache(study_id, [trial])
+            self._created_here.add(made)
             if trial.state == TrialState.RUNNING:
-                self._owned[trial._trial_id] = trial
+                self._owned[made] = trial
             elif not trial.state.is_finished():  # queued: another process may take it
-                study.unfinished_trial_ids.add(trial._trial_id)
-        return trial._trial_id
+                study.unfinished_trial_ids.add(made)
+        return made
 
     @retried
     def _create(self, study_id: int, template=None):
         """Optuna's trial creation, in a few statements: the number is the previous trial's plus one (Optuna
         counts the study's earlier trials, a scan of the whole study), under the same lock on the study."""
-        from optuna.storages._rdb import models
+        models = private_apis.rdb_models()
         from optuna.trial import FrozenTrial
 
         trial_model = models.TrialModel
-        with _create_scoped_session(self._backend.scoped_session) as session:
+        with private_apis.scoped_session(self.backend) as session:
             models.StudyModel.find_or_raise_by_id(study_id, session, for_update=True)
             row = trial_model(study_id=study_id, number=None, state=TrialState.RUNNING,
                               datetime_start=datetime.datetime.now() if template is None else template.datetime_start,
@@ -291,11 +287,11 @@ class DriverStorage(_CachedStorage):
             row.number = 0 if previous is None else previous + 1
             if template is not None:
                 for objective, value in enumerate(template.values or []):
-                    self._backend._set_trial_value_without_commit(session, row, objective, value)
+                    private_apis.set_trial_value_without_commit(self.backend, session, row, objective, value)
                 for name, value in template.params.items():  # checked against the study's distributions
                     distribution = template.distributions[name]
-                    self._backend._set_trial_param_without_commit(session, row.trial_id, name,
-                                                                  distribution.to_internal_repr(value), distribution)
+                    private_apis.set_trial_param_without_commit(self.backend, session, row.trial_id, name,
+                                                                distribution.to_internal_repr(value), distribution)
                 held = _Held()
                 held.user_attrs, held.system_attrs = template.user_attrs, template.system_attrs
                 held.intermediate = template.intermediate_values
@@ -307,14 +303,15 @@ class DriverStorage(_CachedStorage):
                                    distributions={}, user_attrs={}, system_attrs={}, intermediate_values={},
                                    trial_id=row.trial_id)
             trial = copy.deepcopy(template)
-            trial.number, trial.datetime_start, trial._trial_id = row.number, row.datetime_start, row.trial_id
+            trial.number, trial.datetime_start = row.number, row.datetime_start
+            private_apis.set_trial_id(trial, row.trial_id)
             return trial
 
     def set_trial_param(self, trial_id: int, param_name: str, param_value_internal: float, distribution) -> None:
-        with self._lock:
+        with self.lock:
             trial = self._owned.get(trial_id)
-            study_id, _ = self._trial_id_to_study_id_and_number[trial_id]
-            known = self._studies[study_id].param_distribution.get(param_name)
+            study_id, _ = self.trial_location(trial_id)
+            known = self.studies[study_id].param_distribution.get(param_name)
             if trial is None or known is None:  # the first of its name is checked against the study, now
                 super().set_trial_param(trial_id, param_name, param_value_internal, distribution)
             else:
@@ -339,7 +336,7 @@ class DriverStorage(_CachedStorage):
 
     def _held_write(self, trial_id: int, kind: str, key, value) -> bool:
         """Hold a write to a trial this driver runs and apply it to the cached trial; False for another trial."""
-        with self._lock:
+        with self.lock:
             trial = self._owned.get(trial_id)
             if trial is None:
                 return False
@@ -352,7 +349,7 @@ class DriverStorage(_CachedStorage):
             return True
 
     def set_trial_state_values(self, trial_id: int, state: TrialState, values=None) -> bool:
-        with self._lock:
+        with self.lock:
             trial = self._owned.get(trial_id)
             if trial is not None and state.is_finished():
                 self._write({trial_id}, final=(trial_id, state, values))
@@ -361,7 +358,7 @@ class DriverStorage(_CachedStorage):
             return super().set_trial_state_values(trial_id, state=state, values=values)
         started = self._start(trial_id)
         if started is not None:  # popped from the queue by this driver: its own now
-            with self._lock:
+            with self.lock:
                 trial = self._cached(trial_id)
                 trial.state, trial.datetime_start = TrialState.RUNNING, started
                 self._study_of(trial_id).unfinished_trial_ids.discard(trial_id)
@@ -372,11 +369,11 @@ class DriverStorage(_CachedStorage):
     def _start(self, trial_id: int):
         """A queued trial made RUNNING, as Optuna does it: its start time, or None if another process took it
         first (UpdateFinishedTrialError if it is finished)."""
-        from optuna.storages._rdb import models
+        models = private_apis.rdb_models()
 
-        with _create_scoped_session(self._backend.scoped_session) as session:
+        with private_apis.scoped_session(self.backend) as session:
             row = models.TrialModel.find_or_raise_by_id(trial_id, session, for_update=True)
-            self._backend.check_trial_is_updatable(trial_id, row.state)
+            self.backend.check_trial_is_updatable(trial_id, row.state)
             if row.state != TrialState.WAITING:
                 return None
             row.state, row.datetime_start = TrialState.RUNNING, datetime.datetime.now()
@@ -384,7 +381,7 @@ class DriverStorage(_CachedStorage):
 
     def flush(self) -> None:
         """Write every held write now, in one transaction."""
-        with self._lock:
+        with self.lock:
             self._write(set(self._held))
 
     def _write_if_due(self) -> None:
@@ -394,25 +391,25 @@ class DriverStorage(_CachedStorage):
     def _hold(self, trial_id: int) -> _Held:
         return self._held.setdefault(trial_id, _Held())
 
-    def _study_of(self, trial_id: int) -> _StudyInfo:
-        return self._studies[self._trial_id_to_study_id_and_number[trial_id][0]]
+    def _study_of(self, trial_id: int):
+        return self.studies[self.trial_location(trial_id)[0]]
 
     def _cached(self, trial_id: int):
-        study_id, number = self._trial_id_to_study_id_and_number[trial_id]
-        return self._studies[study_id].trials[number]
+        study_id, number = self.trial_location(trial_id)
+        return self.studies[study_id].trials[number]
 
     @retried
     def _write(self, trial_ids: set, final=None) -> None:
         """The held writes of `trial_ids`, and `final` (trial id, state, values), in one transaction. Held
         writes are dropped only once committed, so a retry writes them again."""
-        from optuna.storages._rdb import models
+        models = private_apis.rdb_models()
 
         self._last_write = time.monotonic()
         trial_ids = {i for i in trial_ids if i in self._held} | ({final[0]} if final else set())
         if not trial_ids:
             return
         now = datetime.datetime.now()
-        with _create_scoped_session(self._backend.scoped_session) as session:
+        with private_apis.scoped_session(self.backend) as session:
             rows = {row.trial_id: row for row in session.query(models.TrialModel).filter(
                 models.TrialModel.trial_id.in_(trial_ids)).with_for_update()}
             finished_elsewhere = {i for i, row in rows.items() if row.state.is_finished()}
@@ -421,7 +418,7 @@ class DriverStorage(_CachedStorage):
             if final and final[0] not in finished_elsewhere:
                 trial_id, state, values = final
                 for objective, value in enumerate(values or []):
-                    self._backend._set_trial_value_without_commit(session, rows[trial_id], objective, value)
+                    private_apis.set_trial_value_without_commit(self.backend, session, rows[trial_id], objective, value)
                 rows[trial_id].state, rows[trial_id].datetime_complete = state, now
         for trial_id in trial_ids:
             self._held.pop(trial_id, None)
@@ -436,12 +433,12 @@ class DriverStorage(_CachedStorage):
             trial_id, state, values = final
             trial = self._owned.pop(trial_id)
             trial.state, trial.datetime_complete = state, now
-            trial._values = None if values is None else list(values)
+            trial.values = values
 
     def _insert(self, session, held: list) -> None:
         """The parameters, attributes and intermediate values of `held`, [(trial id, _Held)]: a statement
         for each kind."""
-        from optuna.storages._rdb import models
+        models = private_apis.rdb_models()
 
         params = [{"trial_id": i, "param_name": name, "param_value": value,
                    "distribution_json": distribution_to_json(distribution)}
@@ -465,7 +462,7 @@ class DriverStorage(_CachedStorage):
         many rows: SQLAlchemy sends them in batches)."""
         if not rows:
             return
-        dialect = self._backend.engine.name
+        dialect = self.backend.engine.name
         statement = importlib.import_module(f"sqlalchemy.dialects.{dialect}").insert(model.__table__)
         if dialect == "mysql":
             statement = statement.on_duplicate_key_update({c: statement.inserted[c] for c in columns})
@@ -483,6 +480,6 @@ def _local(utc):
 def _copy(trial):
     """A copy of a cached trial whose dictionaries a caller may change without changing the cache."""
     copied = copy.copy(trial)
-    for name in ("_params", "_distributions", "_user_attrs", "_system_attrs", "intermediate_values"):
+    for name in ("params", "distributions", "user_attrs", "system_attrs", "intermediate_values"):
         setattr(copied, name, dict(getattr(trial, name)))
     return copied
