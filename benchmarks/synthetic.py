@@ -20,6 +20,8 @@ import warnings
 
 import numpy as np
 
+from sensitivity import private_apis
+
 FRAMEWORKS = {"torch": ("2.13.0+cpu", 1.0), "tensorflow": ("2.21.0", 1.4), "jax": ("0.10.2 (flax 0.12.8, cpu)", 0.8),
               "mxnet": ("1.9.1", 1.2), "chainer": ("7.8.1", 1.9)}  # version, relative time per epoch
 EPOCHS = 10
@@ -63,16 +65,16 @@ def write_study(storage_url: str, name: str, n: int, seed: int = 0) -> int:
         study.set_user_attr(SPACE_HASH, space.fingerprint())
         study.set_user_attr("space", space.model_dump(mode="json"))
         beat(study, "synthetic0000")
-    engine = getattr(storage, "_backend", storage).engine
+    engine = private_apis.rdb_storage(storage).engine
     distributions = {k: optuna.distributions.distribution_to_json(d)
                      for k, d in space.distributions().items()}
     internal = space.distributions()
-    first = _count(engine, study._study_id)  # Optuna's get_n_trials reads every trial
+    first = _count(engine, private_apis.study_id(study))  # Optuna's get_n_trials reads every trial
     rng = np.random.default_rng([seed, first])
     for done in range(0, n, CHUNK):
         trials = _trials(rng, first + done, min(CHUNK, n - done))
-        _insert(engine, study._study_id, trials, distributions, internal)
-    return _count(engine, study._study_id)
+        _insert(engine, private_apis.study_id(study), trials, distributions, internal)
+    return _count(engine, private_apis.study_id(study))
 
 
 def _trials(rng, first: int, size: int) -> list:
@@ -174,7 +176,7 @@ def trial_count(storage_url: str, name: str):
         study_id = storage.get_study_id_from_name(name)
     except (StorageError, KeyError):
         return None
-    return _count(getattr(storage, "_backend", storage).engine, study_id)
+    return _count(private_apis.rdb_storage(storage).engine, study_id)
 
 
 def _count(engine, study_id: int) -> int:
@@ -185,8 +187,7 @@ def _count(engine, study_id: int) -> int:
 
 def _insert(engine, study_id: int, trials: list, distributions: dict, internal: dict) -> None:
     """One transaction: the trials (their ids returned in order), then each child table in one bulk insert."""
-    from optuna.storages._rdb import models
-
+    models = private_apis.rdb_models()
     tables = {m: m.__table__ for m in (models.TrialModel, models.TrialParamModel, models.TrialValueModel,
                                        models.TrialIntermediateValueModel, models.TrialUserAttributeModel)}
     with engine.begin() as connection:
