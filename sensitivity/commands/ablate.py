@@ -3,13 +3,20 @@ from __future__ import annotations
 
 import sys
 
-from sensitivity.commands.common import EXIT_OK, EXIT_TRIAL_FAILED, UsageError, number
+from sensitivity.commands.common import EXIT_OK, EXIT_TRIAL_FAILED, UsageError, load_study, number
+from sensitivity.commands.sweep import _add_run_options, _check_study_name, _options
+from sensitivity.commands.trial import CONFIGURATION_FIELDS, add_configuration_options, validation_message
+from sensitivity.config.defaults import Cut, DefaultsError, load_table, trial_fields
+from sensitivity.config.spaces import SpaceError
+from sensitivity.core.spec import TrialSpec
+from sensitivity.experiments.ablation import AblationError, Point, Setup, run_ablation
+from sensitivity.studies import catalog
+from sensitivity.studies.storage import StorageError, StorageLost
+from sensitivity.sweep.driver import SweepError, SweepFailed, check_destinations
+from sensitivity.sweep.plans import steps_per_epoch
 
 
 def add_parsers(commands) -> None:
-    from sensitivity.commands.sweep import _add_run_options
-    from sensitivity.commands.trial import add_configuration_options
-
     p = commands.add_parser("ablate", help="walk from one set-up (FRAMEWORK:native|canonical) to another one "
                                            "semantics knob at a time, n seeds per point, into a study")
     p.add_argument("--from", dest="source", metavar="FRAMEWORK:REGIME",
@@ -33,15 +40,7 @@ def add_parsers(commands) -> None:
 def _cmd_ablate(args) -> int:
     from pydantic import ValidationError
 
-    from sensitivity.experiments.ablation import AblationError, Point, Setup, run_ablation
     from sensitivity.analysis.ablation import ablation_path
-    from sensitivity.commands.sweep import _check_study_name, _options
-    from sensitivity.commands.trial import CONFIGURATION_FIELDS, validation_message
-    from sensitivity.config.spaces import SpaceError
-    from sensitivity.core.spec import TrialSpec
-    from sensitivity.studies import catalog
-    from sensitivity.sweep.driver import SweepError, SweepFailed, check_destinations
-    from sensitivity.studies.storage import StorageError, StorageLost
 
     given = {name: getattr(args, name) for name in CONFIGURATION_FIELDS if getattr(args, name, None) is not None}
     if args.largest_from is not None:
@@ -87,9 +86,6 @@ def largest_difference(study_name: str, storage, fraction=None) -> tuple:
     TrialSpec fields on that dataset (cut to `fraction` of its published epochs where given)."""
     from sensitivity.analysis.table import NotEnoughData
     from sensitivity.analysis.transfer import transfer_comparisons
-    from sensitivity.commands.common import load_study
-    from sensitivity.config.defaults import Cut, DefaultsError, load_table, trial_fields
-    from sensitivity.sweep.plans import steps_per_epoch
 
     study = load_study("ablate", study_name, storage)
     try:

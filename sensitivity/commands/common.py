@@ -4,6 +4,9 @@ from __future__ import annotations
 import argparse
 import math
 
+from sensitivity.studies import catalog
+from sensitivity.studies.storage import StorageError
+
 EXIT_OK, EXIT_TRIAL_FAILED, EXIT_USAGE = 0, 1, 2
 MAX_TRIALS = 1_000_000  # trials of a sweep, and a trial's number in a study (docs/bounds.md)
 
@@ -80,8 +83,6 @@ int_list = _number_list(int, "integers")
 
 def load_study(command: str, name: str, storage_url=None):
     """The study `name` of the storage; a UsageError naming the command where there is none."""
-    from sensitivity.studies import catalog
-    from sensitivity.studies.storage import StorageError
     try:
         return catalog.load(name, storage_url)
     except StorageError as exc:

@@ -3,7 +3,13 @@ from __future__ import annotations
 
 import sys
 
+from sensitivity import datasets, frameworks
 from sensitivity.commands.common import EXIT_OK, EXIT_TRIAL_FAILED, UsageError
+from sensitivity.config.caffe_import import CaffeImportError, import_phases, table_entry
+from sensitivity.config.files import dump_config
+from sensitivity.core import semantics, semantics_table
+from sensitivity.datasets import REGISTRY
+from sensitivity.frameworks import gpu
 
 
 def add_parsers(commands) -> None:
@@ -22,8 +28,6 @@ def add_parsers(commands) -> None:
 
 
 def _cmd_semantics(args) -> int:
-    from sensitivity.core import semantics, semantics_table
-
     unknown = [f for f in args.framework or [] if f not in semantics.NATIVE]
     if unknown:
         raise UsageError(f"sensitivity semantics: --framework {unknown[0]}: allowed {', '.join(semantics.NATIVE)}")
@@ -36,10 +40,6 @@ def _cmd_semantics(args) -> int:
 
 
 def _cmd_frameworks(args) -> int:
-    from sensitivity import frameworks
-
-    from sensitivity.frameworks import gpu
-
     driver = gpu.driver()
     print(f"{'framework':<12} {'environment':<12} {'version':<12} {'usable':<37} GPU")
     for name, info in frameworks.FRAMEWORKS.items():
@@ -53,8 +53,6 @@ def _cmd_frameworks(args) -> int:
 
 
 def _cmd_datasets(args) -> int:
-    from sensitivity import datasets
-
     if args.action == "download":
         if args.name is None:
             raise UsageError("sensitivity datasets download: a dataset name is required; downloadable: "
@@ -77,8 +75,6 @@ def _cmd_datasets(args) -> int:
 
 
 def _add_import_caffe_parser(commands) -> None:
-    from sensitivity.datasets import REGISTRY
-
     p = commands.add_parser(
         "import-caffe", help="turn a Caffe solver (and net) into a configuration",
         description="Writes the configuration a Caffe solver and net describe, in the defaults table's schema. "
@@ -100,9 +96,6 @@ NOT_REPRODUCED = ("# not_reproduced (an entry's notes): these change training in
 
 
 def _cmd_import_caffe(args) -> int:
-    from sensitivity.config.caffe_import import CaffeImportError, import_phases, table_entry
-    from sensitivity.config.files import dump_config
-
     if (args.entry is None) != (args.dataset is None):
         raise UsageError("sensitivity import-caffe: --entry and --dataset go together")
     try:

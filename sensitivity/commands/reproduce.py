@@ -6,13 +6,22 @@ import os
 import sys
 from pathlib import Path
 
-from sensitivity.commands.common import EXIT_OK, EXIT_TRIAL_FAILED, UsageError, number
+from sensitivity import frameworks
+from sensitivity.commands.analysis import _results_path
+from sensitivity.commands.common import EXIT_OK, EXIT_TRIAL_FAILED, UsageError, load_study, number
+from sensitivity.commands.sweep import (_add_dry_run, _add_run_options, _check_study_name, _options, _print_forecast,
+                                        _run)
+from sensitivity.config.defaults import DefaultsError
+from sensitivity.config.spaces import MAX_SEEDS
+from sensitivity.forecast.launch import run_device, run_threads
+from sensitivity.forecast.runs import ABSENT, runs_of_plan
+from sensitivity.sweep.driver import SweepError, check_destinations, check_inputs, run_space
+from sensitivity.sweep.plans import defaults_space
+from sensitivity.sweep.reproduce import PRESETS, ReproduceError, check_scale, placements, plan
+from sensitivity.sweep.tuning import stop_ray
 
 
 def add_parsers(commands) -> None:
-    from sensitivity.commands.sweep import _add_dry_run, _add_run_options
-    from sensitivity.config.spaces import MAX_SEEDS
-
     p = commands.add_parser("reproduce", help="a seed study's experiments (liu2018, dlbench) at their published "
                                               "budgets, forecast first, then reported beside the paper's numbers")
     p.add_argument("preset", choices=("liu2018", "dlbench"))
@@ -43,15 +52,6 @@ def _cmd_reproduce(args) -> int:
 
 
 def _reproduce(args) -> int:
-    from sensitivity import frameworks
-    from sensitivity.commands.sweep import _check_study_name, _options, _print_forecast
-    from sensitivity.config.defaults import DefaultsError
-    from sensitivity.forecast.launch import run_device, run_threads
-    from sensitivity.forecast.runs import ABSENT, runs_of_plan
-    from sensitivity.sweep.driver import SweepError, check_destinations
-    from sensitivity.sweep.plans import defaults_space
-    from sensitivity.sweep.reproduce import PRESETS, ReproduceError, check_scale, placements, plan
-
     preset = PRESETS[args.preset]
     try:
         scale = check_scale(args.scale)
@@ -120,12 +120,7 @@ def _with(args, **changes):
 
 def _launch(args, preset, space, options, planned: list, attrs: dict) -> int:
     from sensitivity.analysis.report import write_report
-    from sensitivity.commands.analysis import _results_path
-    from sensitivity.commands.common import load_study
-    from sensitivity.commands.sweep import _run
     from sensitivity.experiments.robustness import RobustnessError, attack_study
-    from sensitivity.sweep.driver import SweepError, check_inputs, run_space
-    from sensitivity.sweep.tuning import stop_ray
 
     try:
         check_inputs(space, options, sorted({t.planned["dataset"] for t in planned}))

@@ -1,8 +1,23 @@
 """`sensitivity sweep`, `studies`, `export` and `dashboard`: running and reading studies."""
 from __future__ import annotations
 
+from sensitivity import datasets, frameworks
+from sensitivity.commands.analysis import _results_path
 from sensitivity.commands.common import EXIT_OK, EXIT_TRIAL_FAILED, MAX_TRIALS, UsageError, number, port
-from sensitivity.core.spec import MAX_SEED, MAX_THREADS, MAX_TIMEOUT_S
+from sensitivity.config.defaults import HALVES, Cut, DefaultsError, family, load_table
+from sensitivity.config.spaces import MAX_SEEDS, SpaceError
+from sensitivity.core import paths
+from sensitivity.core.models import MODELS
+from sensitivity.core.spec import MAX_EPOCHS, MAX_SEED, MAX_THREADS, MAX_TIMEOUT_S
+from sensitivity.forecast.estimate import text
+from sensitivity.forecast.launch import ForecastError, forecast_of, sweep_runs
+from sensitivity.studies import catalog
+from sensitivity.studies.storage import StorageError, StorageLost, default_url, describe, is_storage_error, reason
+from sensitivity.sweep import trial_log
+from sensitivity.sweep.crossover import CrossoverError, crossover_plan, resolve
+from sensitivity.sweep.driver import (PRUNERS, SAMPLERS, SweepError, SweepFailed, SweepOptions, check_inputs, run_space,
+                                      run_sweep, sweep_plan)
+from sensitivity.sweep.plans import default_plan, defaults_space
 
 MAX_PARALLEL = 1_024
 MAX_GPUS_PER_TRIAL = 64
@@ -39,9 +54,6 @@ def _add_run_options(p) -> None:
 
 
 def _add_sweep_parser(commands) -> None:
-    from sensitivity.config.spaces import MAX_SEEDS
-    from sensitivity.sweep.driver import PRUNERS, SAMPLERS
-
     p = commands.add_parser("sweep", help="run a sweep of a search space on Ray Tune into an Optuna study")
     p.add_argument("space", help="search_spaces/NAME.yaml")
     p.add_argument("--trials", type=number(int, 0, strict=True, maximum=MAX_TRIALS), required=True,
@@ -89,8 +101,6 @@ def _print_forecast(args, runs: list, heading: str, sampled: bool):
     """The forecast of `runs`, printed and returned; a plan no node holds is a usage error."""
     import sys
 
-    from sensitivity.forecast.estimate import text
-    from sensitivity.forecast.launch import ForecastError, forecast_of
     try:
         found = forecast_of(runs, _options(args, len(runs)), sampled=sampled, steps=args.probe_steps,
                             log=lambda message: print(message, file=sys.stderr))
@@ -105,8 +115,6 @@ def _print_forecast(args, runs: list, heading: str, sampled: bool):
 
 
 def _add_budget_cut(p) -> None:
-    from sensitivity.core.spec import MAX_EPOCHS
-
     cut = p.add_mutually_exclusive_group()
     cut.add_argument("--budget-epochs", type=number(float, 0, strict=True, maximum=MAX_EPOCHS),
                      help="a quick look: each configuration runs at most this many epochs, not its published budget, "
@@ -116,14 +124,11 @@ def _add_budget_cut(p) -> None:
 
 
 def _cut(args):
-    from sensitivity.config.defaults import Cut
     return Cut(epochs=args.budget_epochs, fraction=args.budget_fraction) if (
         args.budget_epochs or args.budget_fraction) else None
 
 
 def _add_crossover_parser(commands) -> None:
-    from sensitivity.config.spaces import MAX_SEEDS
-
     p = commands.add_parser("crossover", help="dataset transfer as Liu et al. define it: the configurations tuned "
                                               "for two datasets, each run on both, on one framework")
     p.add_argument("--framework", required=True)
@@ -157,12 +162,6 @@ def _sides_option(values: list, option: str, datasets: list) -> dict:
 
 
 def _cmd_crossover(args) -> int:
-    from sensitivity import datasets, frameworks
-    from sensitivity.config.defaults import HALVES, DefaultsError, family
-    from sensitivity.sweep.crossover import CrossoverError, crossover_plan, resolve
-    from sensitivity.sweep.driver import SweepError, check_inputs, run_space
-    from sensitivity.sweep.plans import defaults_space
-
     if args.framework not in frameworks.FRAMEWORKS:
         raise UsageError(f"sensitivity crossover: --framework: unknown {args.framework!r}; allowed: "
                          f"{', '.join(frameworks.FRAMEWORKS)}")
@@ -195,14 +194,12 @@ def _cmd_crossover(args) -> int:
 
 
 def _check_model(name, command: str) -> None:
-    from sensitivity.core.models import MODELS
     if name is not None and name not in MODELS:
         raise UsageError(f"sensitivity {command}: --model: unknown {name!r}; allowed: {', '.join(sorted(MODELS))}")
 
 
 def _check_study_name(name, command: str) -> None:
     """A --study name is checked before anything runs: it becomes part of file names."""
-    from sensitivity.core import paths
     if name is not None:
         try:
             paths.check_name(name)
@@ -211,7 +208,6 @@ def _check_study_name(name, command: str) -> None:
 
 
 def _options(args, trials: int):
-    from sensitivity.sweep.driver import SweepOptions
     return SweepOptions(
         trials=trials, parallel=args.parallel, sampler=getattr(args, "sampler", "tpe"),
         pruner=getattr(args, "pruner", "none"), storage=args.storage, study=args.study, address=args.address,
@@ -227,10 +223,6 @@ def _run(command: str, run):
     whose storage failed, to one line and exit 1; print the summary."""
     import sys
 
-    from sensitivity.config.defaults import DefaultsError
-    from sensitivity.config.spaces import SpaceError
-    from sensitivity.sweep.driver import SweepError, SweepFailed
-    from sensitivity.studies.storage import StorageError, StorageLost
     try:
         summary = run()
     except (SweepFailed, StorageLost) as exc:
@@ -244,7 +236,6 @@ def _run(command: str, run):
 
 
 def _cmd_sweep(args) -> int:
-    from sensitivity.sweep.driver import run_sweep
     _check_study_name(args.study, "sweep")
     _check_model(args.model, "sweep")
     names = args.frameworks.split(",") if args.frameworks else None
@@ -256,9 +247,6 @@ def _cmd_sweep(args) -> int:
 
 
 def _dry_run_sweep(args, overrides: dict) -> int:
-    from sensitivity.forecast.launch import sweep_runs
-    from sensitivity.sweep.driver import sweep_plan
-
     args.command = "sweep"
     options = _options(args, args.trials)
     space, plan = _run_checks("sweep", lambda: sweep_plan(args.space, options, args.with_defaults, **overrides))
@@ -270,9 +258,6 @@ def _dry_run_sweep(args, overrides: dict) -> int:
 
 def _run_checks(command: str, check):
     """`check()`, its bad input a one-line usage error."""
-    from sensitivity.config.defaults import DefaultsError
-    from sensitivity.config.spaces import SpaceError
-    from sensitivity.sweep.driver import SweepError
     try:
         return check()
     except (SpaceError, SweepError, DefaultsError) as exc:
@@ -280,11 +265,6 @@ def _run_checks(command: str, check):
 
 
 def _cmd_defaults(args) -> int:
-    from sensitivity import datasets, frameworks
-    from sensitivity.config.defaults import DefaultsError, load_table
-    from sensitivity.sweep.driver import SweepError, check_inputs, run_space
-    from sensitivity.sweep.plans import defaults_space, default_plan
-
     names = args.frameworks.split(",") if args.frameworks else [n for n in frameworks.FRAMEWORKS
                                                                  if frameworks.probe(n)[1]]
     sets = args.datasets.split(",")
@@ -348,7 +328,6 @@ def _storage_errors(command: str):
     """Map a storage that cannot be used to a one-line usage error."""
     import contextlib
 
-    from sensitivity.studies.storage import StorageError, is_storage_error, reason
 
     @contextlib.contextmanager
     def mapping():
@@ -364,8 +343,6 @@ def _storage_errors(command: str):
 
 
 def _cmd_studies(args) -> int:
-    from sensitivity.studies import catalog
-
     if args.action == "rebuild":
         return _rebuild(args)
     with _storage_errors("studies"):
@@ -380,10 +357,6 @@ def _cmd_studies(args) -> int:
 
 
 def _rebuild(args) -> int:
-    from sensitivity.core import paths
-    from sensitivity.sweep import trial_log
-    from sensitivity.studies.storage import default_url, describe
-
     if args.study is not None:
         _check_study_name(args.study, "studies rebuild")
     with _storage_errors("studies rebuild"):
@@ -398,11 +371,9 @@ def _rebuild(args) -> int:
 def _cmd_export(args) -> int:
     from pathlib import Path
 
-    from sensitivity.studies import catalog
 
     with _storage_errors("export"):
         study = catalog.load(args.name, args.storage)
-    from sensitivity.commands.analysis import _results_path
     out = catalog.export(study, args.format, Path(args.out) if args.out else
                          _results_path(args.name, f".{args.format}", "export"))
     print(out)
@@ -412,7 +383,6 @@ def _cmd_export(args) -> int:
 def _cmd_dashboard(args) -> int:
     import socket
 
-    from sensitivity.studies import catalog
 
     with socket.socket() as probe:  # a port in use or not ours is one line now, not the dashboard's traceback
         try:

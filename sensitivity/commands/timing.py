@@ -1,12 +1,14 @@
 """`sensitivity timing`: a sweep's best configurations timed again one at a time, pinned to one core."""
 from __future__ import annotations
 
-from sensitivity.commands.common import UsageError, number
+from sensitivity.commands.common import UsageError, load_study, number
+from sensitivity.commands.sweep import _add_run_options, _check_study_name, _options, _run
+from sensitivity.experiments.timing import TimingError, timing_plan
+from sensitivity.sweep.driver import SweepError, check_inputs, run_space
+from sensitivity.sweep.plans import defaults_space
 
 
 def add_parsers(commands) -> None:
-    from sensitivity.commands.sweep import _add_run_options
-
     p = commands.add_parser("timing", help="run a sweep's best configurations again one at a time, pinned to one "
                                            "core, so that its times measured side by side can be put beside them")
     p.add_argument("sweep", help="the sweep study whose configurations are timed")
@@ -17,12 +19,6 @@ def add_parsers(commands) -> None:
 
 
 def _cmd_timing(args) -> int:
-    from sensitivity.commands.common import load_study
-    from sensitivity.commands.sweep import _check_study_name, _options, _run
-    from sensitivity.sweep.driver import SweepError, check_inputs, run_space
-    from sensitivity.sweep.plans import defaults_space
-    from sensitivity.experiments.timing import TimingError, timing_plan
-
     _check_study_name(args.study, "timing")
     if args.parallel != 1:
         raise UsageError(f"sensitivity timing: --parallel {args.parallel}: it times each configuration alone: 1")

@@ -5,8 +5,16 @@ import argparse
 import re
 import sys
 
+from sensitivity import datasets, frameworks
 from sensitivity.commands.common import EXIT_OK, EXIT_TRIAL_FAILED, MAX_TRIALS, UsageError, int_list, number
+from sensitivity.config.files import ConfigError, load_config
+from sensitivity.core import models
 from sensitivity.core.spec import INITS, LR_POLICIES, OPTIMIZERS, SEMANTICS, TrialSpec
+from sensitivity.frameworks import gpu
+from sensitivity.studies import catalog, records
+from sensitivity.studies.storage import StorageError
+from sensitivity.trial.fit import FitError, check_prepared
+from sensitivity.trial.runner import run_trial
 
 
 CONFIGURATION_NUMBERS = [("batch-size", int, 0, True), ("lr", float, 0, True), ("epochs", int, 0, True),
@@ -22,8 +30,6 @@ CONFIGURATION_FIELDS = ("dataset", "model", "optimizer", "lr_policy", "stepvalue
 
 def add_configuration_options(p, dataset_help: str) -> None:
     """The options of a trial's configuration (dataset, model and hyper-parameters): trial and ablate."""
-    from sensitivity import datasets
-    from sensitivity.core import models
 
     default = {name: field.default for name, field in TrialSpec.model_fields.items()}
     p.add_argument("--dataset", choices=sorted(datasets.REGISTRY), help=dataset_help)
@@ -43,8 +49,6 @@ def _maximum(field: str):
 
 
 def add_parsers(commands) -> None:
-    from sensitivity import frameworks
-
     p = commands.add_parser("trial", help="run one trial and print its result",
                             argument_default=argparse.SUPPRESS)  # only options given override a --config
     p.add_argument("--config", help="a configuration YAML (from import-caffe or the defaults table)")
@@ -78,7 +82,6 @@ OVERRIDES = {"epochs": ("iterations",), "iterations": ("epochs",), "model": ("la
 def _spec_from_args(args) -> TrialSpec:
     from pydantic import ValidationError
 
-    from sensitivity.config.files import ConfigError, load_config
 
     try:
         config = load_config(args.config) if hasattr(args, "config") else {}
@@ -114,8 +117,6 @@ def validation_message(exc, origin=None) -> str:
 
 def _fields_from_study(args) -> dict:
     """The TrialSpec fields trial N of a study ran with (its kept-weights path left out)."""
-    from sensitivity.studies import records, catalog
-    from sensitivity.studies.storage import StorageError
 
     if not hasattr(args, "trial"):
         raise UsageError("sensitivity trial: --from-study needs --trial N")
@@ -136,11 +137,6 @@ def _option(field: str) -> str:
 
 
 def _cmd_trial(args) -> int:
-    from sensitivity import datasets, frameworks
-    from sensitivity.frameworks import gpu
-    from sensitivity.trial.fit import FitError, check_prepared
-    from sensitivity.trial.runner import run_trial
-
     spec = _spec_from_args(args)
     try:
         frameworks.worker_variables(spec)

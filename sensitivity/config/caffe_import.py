@@ -15,7 +15,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from sensitivity.config import prototxt
-from sensitivity.core.models import (MODELS, Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, layers_to_dicts)
+from sensitivity.config.files import read_text
+from sensitivity.core.models import MODELS, Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, layers_to_dicts
+from sensitivity.core.spec import TrialSpec
+from sensitivity.datasets.registry import OFFICIAL_TRAIN_SIZE
 
 
 class CaffeImportError(ValueError):
@@ -371,7 +374,6 @@ def table_entry(imported: dict, name: str, dataset: str) -> dict:
     model = imported["config"].get("model", "unknown (no net file)")
     if "layers" in imported["config"]:
         model = f"{model} (not a registered model: {len(imported['config']['layers'])} layers)"
-    from sensitivity.config.defaults import OFFICIAL_TRAIN_SIZE
 
     entry = {"name": name, "framework": "caffe", "runs_on": "all", "dataset": dataset, "source": imported["source"],
              "config": config, "original_model": model,
@@ -405,7 +407,6 @@ def _optimizer(kind: str, config: dict, solver, solver_path) -> str:
 
 
 def _read(path: Path) -> prototxt.Message:
-    from sensitivity.config.files import read_text
     try:
         message = prototxt.parse(read_text(path, CaffeImportError), str(path))
         prototxt.check_repeats(message, str(path))
@@ -440,7 +441,6 @@ def check_config(entry: dict, where, dataset=None) -> dict:
     the Caffe field: nothing is written that a trial would refuse."""
     from pydantic import ValidationError
 
-    from sensitivity.core.spec import TrialSpec
     fields = {k: v for k, v in entry["config"].items() if k != "framework"}
     try:
         TrialSpec(framework="caffe", dataset=dataset or "caffe", **fields)

@@ -25,13 +25,13 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from sensitivity.config.caffe_import import CaffeImportError, import_phases, table_entry
+from sensitivity.config.files import read_mapping
 from sensitivity.core import envs
+from sensitivity.core.spec import TrialSpec
+from sensitivity.datasets.registry import OFFICIAL_TRAIN_SIZE
 
 TABLE = envs.REPO_ROOT / "search_spaces" / "defaults.yaml"
-# The official training sets, for the share of published samples a run saw: what a source script trained on
-# is its entry's `train_size`; a shared setting's budget is given per dataset, on these.
-OFFICIAL_TRAIN_SIZE = {"mnist": 60_000, "fashion_mnist": 60_000, "cifar10": 50_000, "cifar100": 50_000,
-                       "svhn": 73_257}
 FAMILY = {"mnist5k": "mnist", "mnist5k-a": "mnist", "mnist5k-b": "mnist", "digits-a": "digits",
           "digits-b": "digits"}  # a set drawn from another
 HALVES = ({"digits-a", "digits-b"}, {"mnist5k-a", "mnist5k-b"})  # two disjoint halves of one set: a placebo
@@ -96,7 +96,6 @@ class DefaultEntry(_Strict):
     @field_validator("config")
     @classmethod
     def _known_fields(cls, config: dict) -> dict:
-        from sensitivity.core.spec import TrialSpec
         unknown = sorted(set(config) - set(TrialSpec.model_fields))
         if unknown:
             raise ValueError(f"{unknown[0]}: unknown field")
@@ -162,7 +161,6 @@ class Scale:
 
 
 def load_table(path: Optional[Path] = None) -> list:
-    from sensitivity.config.files import read_mapping
     path = Path(path or TABLE)
     data = read_mapping(path, DefaultsError)
     raw_entries = data.get("defaults")
@@ -252,7 +250,6 @@ def check_quotes(entry: DefaultEntry, where: str) -> None:
 def caffe_config(folder: Path, files: list, where: str) -> tuple:
     """(configuration, what is not reproduced) of Caffe solvers run one after another, as import-caffe reads
     them; the network is left out (a default moves between datasets, not its network)."""
-    from sensitivity.config.caffe_import import CaffeImportError, import_phases, table_entry
 
     try:
         entry = table_entry(import_phases([folder / file for file in files]), "", "")

@@ -13,7 +13,12 @@ from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from sensitivity import datasets
+from sensitivity.config.files import read_mapping
+from sensitivity.core.models import MODELS
+from sensitivity.core.paths import check_name
 from sensitivity.core.spec import TrialSpec
+from sensitivity.frameworks import FRAMEWORKS
 
 # Fields a space may tune or fix; the framework is a parameter of its own (the `frameworks` list).
 TUNABLE = ("batch_size", "lr", "epochs", "iterations", "optimizer", "momentum", "weight_decay", "lr_policy",
@@ -101,13 +106,11 @@ class Space(_Strict):
     @field_validator("study")
     @classmethod
     def _safe_study_name(cls, value):
-        from sensitivity.core.paths import check_name
         return check_name(value)
 
     @field_validator("dataset")
     @classmethod
     def _known_dataset(cls, value):
-        from sensitivity import datasets
         if value not in datasets.REGISTRY:
             raise ValueError(f"unknown dataset {value!r}; allowed: {', '.join(sorted(datasets.REGISTRY))}")
         return value
@@ -115,7 +118,6 @@ class Space(_Strict):
     @field_validator("model")
     @classmethod
     def _known_model(cls, value):
-        from sensitivity.core.models import MODELS
         if value is not None and value not in MODELS:
             raise ValueError(f"unknown model {value!r}; allowed: {', '.join(sorted(MODELS))}")
         return value
@@ -123,7 +125,6 @@ class Space(_Strict):
     @field_validator("frameworks")
     @classmethod
     def _known_frameworks(cls, value):
-        from sensitivity.frameworks import FRAMEWORKS
         for name in value:
             if name not in FRAMEWORKS:
                 raise ValueError(f"unknown framework {name!r}; allowed: {', '.join(FRAMEWORKS)}")
@@ -199,7 +200,6 @@ def _distribution(p):
 def load_space(path, semantics=None, **overrides) -> Space:
     """The validated space of a YAML file; `overrides` (frameworks=[...], seeds=K) replace its values, and
     `semantics` its fixed regime (refused where the space tunes it)."""
-    from sensitivity.config.files import read_mapping
     path = Path(path)
     data = read_mapping(path, SpaceError)
     if isinstance(data, dict):

@@ -39,8 +39,8 @@ def is_available(env: str) -> bool:
 
 
 def _openblas_coretype() -> dict:
-    """numpy 1.23's OpenBLAS (0.3.20) takes newer Intel cores for an old Prescott and runs 4 times slower
-    (measured: a LeNet epoch in Theano 25-30 s against 12-15 s); name the core family it should use."""
+    """numpy 1.23's OpenBLAS (0.3.20) takes newer Intel cores for an old Prescott and runs several times slower
+    (docs/performance.md); name the core family it should use."""
     try:
         with open("/proc/cpuinfo") as f:
             flags = next((line.split() for line in f if line.startswith("flags")), [])

@@ -14,6 +14,8 @@ from typing import Union
 
 import numpy as np
 
+from sensitivity.core.semantics import fans
+
 
 @dataclass(frozen=True)
 class Conv:
@@ -169,7 +171,6 @@ def init_weights(spec: ModelSpec, input_shape: tuple, classes: int, seed: int) -
 def glorot_uniform(param_shapes: list, seed: int) -> list:
     """The initialiser of Theano's deep-learning tutorials (PyTensor ships none and inherits it): kernels
     uniform in +-sqrt(6/(fan_in+fan_out)) drawn by numpy's RandomState, biases zero, as float32."""
-    from sensitivity.core.semantics import fans
     rng, out = np.random.RandomState(seed), []
     for kernel_shape, bias_shape in param_shapes:
         bound = math.sqrt(6.0 / sum(fans(kernel_shape)))

@@ -13,6 +13,8 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from sensitivity.core import semantics
+
 OPTIMIZERS = ("sgd", "momentum", "nesterov", "adam", "rmsprop")
 LR_POLICIES = ("fixed", "step", "multistep", "inv", "exp", "cosine")
 INITS = ("neutral", "framework")
@@ -90,7 +92,6 @@ class TrialSpec(BaseModel):
             raise ValueError("stepvalues must be positive and strictly increasing")
         if self.lr_policy == "multistep" and not self.stepvalues:
             raise ValueError("lr_policy multistep needs stepvalues")
-        from sensitivity.core import semantics
         unknown = set(self.knobs or {}) - set(semantics.KNOBS)
         if unknown:
             raise ValueError(f"knobs.{sorted(unknown)[0]}: unknown knob; allowed: {', '.join(semantics.KNOBS)}")

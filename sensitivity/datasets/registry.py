@@ -44,6 +44,10 @@ REGISTRY: dict[str, DatasetInfo] = {info.name: info for info in (
 )}
 
 
+# The official training sets' sizes: what a published budget in steps was counted on.
+OFFICIAL_TRAIN_SIZE = {name: info.official_sizes[0] for name, info in REGISTRY.items() if info.official_sizes}
+
+
 def get_info(name: str) -> DatasetInfo:
     """The registry line for `name`; DatasetError listing the allowed names when there is none."""
     try:

@@ -18,8 +18,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from sensitivity.config.spaces import Space
 from sensitivity.core import semantics
 from sensitivity.core.spec import TrialSpec
+from sensitivity.studies import catalog
+from sensitivity.sweep.driver import run_space
+from sensitivity.sweep.plans import PlannedTrial
+from sensitivity.sweep.tuning import stop_ray
 
 FRAMEWORK = "framework"  # the pseudo-knob of the engine: which framework runs the trial
 ATTR = "ablation"
@@ -150,9 +155,6 @@ def walk(base: TrialSpec, start_setup: Setup, end_setup: Setup, seeds: int,
 def run_ablation(base: TrialSpec, start: Setup, end: Setup, seeds: int, options, log=print) -> dict:
     """Walk the path on Ray into one study (options: sweep.driver.SweepOptions, its `study` named); returns
     the record stored in the study's user attribute `ablation`."""
-    from sensitivity.studies import catalog
-    from sensitivity.sweep.driver import run_space
-    from sensitivity.sweep.plans import PlannedTrial
 
     space = ablation_space(options.study, base, start, end, seeds)
     plan: list = []
@@ -181,7 +183,6 @@ def run_ablation(base: TrialSpec, start: Setup, end: Setup, seeds: int, options,
         values = [v for v in values if v is not None]
         return sum(values) / len(values) if values else -math.inf
 
-    from sensitivity.sweep.tuning import stop_ray
     try:
         steps, inert = walk(base, start, end, seeds, run_points, score)
     finally:
@@ -198,7 +199,6 @@ def run_ablation(base: TrialSpec, start: Setup, end: Setup, seeds: int, options,
 
 def ablation_space(study: str, base: TrialSpec, start: Setup, end: Setup, seeds: int):
     """The study's space: nothing sampled, every point planned, chosen on validation accuracy."""
-    from sensitivity.config.spaces import Space
 
     frameworks = tuple(dict.fromkeys((start.framework, end.framework)))
     return Space(study=study, dataset=base.dataset, model=base.model, frameworks=frameworks,

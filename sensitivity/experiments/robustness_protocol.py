@@ -9,6 +9,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from sensitivity import datasets
+from sensitivity.config.files import read_mapping
 from sensitivity.core import envs
 
 PROTOCOL = envs.REPO_ROOT / "search_spaces" / "robustness.yaml"
@@ -56,7 +58,6 @@ class Protocol(_Strict):
     @field_validator("eps_by_dataset")
     @classmethod
     def _by_dataset(cls, grids):
-        from sensitivity import datasets
         for name, values in grids.items():
             if name not in datasets.REGISTRY:
                 raise ValueError(f"unknown dataset {name!r}; allowed: {', '.join(datasets.REGISTRY)}")
@@ -81,7 +82,6 @@ class Protocol(_Strict):
 
 def load(path=None) -> tuple:
     """(Protocol, its record for the study) of the file at `path` (default search_spaces/robustness.yaml)."""
-    from sensitivity.config.files import read_mapping
 
     path = Path(path or PROTOCOL)
     data = read_mapping(path, ProtocolError)

@@ -16,6 +16,12 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from sensitivity import frameworks
+from sensitivity.core import semantics
+from sensitivity.core.models import get_model
+from sensitivity.core.spec import TrialSpec
+from sensitivity.trial.loop import initial_weights
+
 WARMUP_STEPS = 10  # run before the timed steps: first-call allocations and lazy compiles
 STEPS = 200  # timed steps per cell, fewer where they would pass MAX_STEP_SECONDS
 MAX_STEP_SECONDS = 20.0  # the timed steps of one cell stop once they have taken this long
@@ -49,11 +55,6 @@ class Cell:
 def measure(cell: Cell, steps: int = STEPS) -> dict:
     """Time one cell in this process: start-up, compile, `steps` training steps after a warm-up, and one
     evaluation pass. Seconds per step and samples per second of each."""
-    from sensitivity import frameworks
-    from sensitivity.core import semantics
-    from sensitivity.core.models import get_model
-    from sensitivity.core.spec import TrialSpec
-    from sensitivity.trial.loop import initial_weights
 
     started = time.perf_counter()
     spec = TrialSpec(framework=cell.framework, dataset="probe", model=cell.model, batch_size=cell.batch_size,

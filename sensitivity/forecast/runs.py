@@ -7,9 +7,11 @@ import math
 import os
 
 from sensitivity import datasets
+from sensitivity.core.spec import TrialSpec
 from sensitivity.forecast.estimate import SAMPLES, Run, draw_configurations
 from sensitivity.forecast.probe import Cell
-from sensitivity.core.spec import TrialSpec
+from sensitivity.frameworks import gpu
+from sensitivity.ray_cluster import joined
 
 ABSENT = "not run: files absent"
 
@@ -60,11 +62,9 @@ def trial_slots(parallel: int, cpus_per_trial: float, gpus_per_trial: float, res
 
 
 def _local_gpus() -> int:
-    from sensitivity.frameworks import gpu
     return gpu.visible_count() or 0
 
 
 def cluster_resources(address: str) -> dict:
     """The Ray cluster's total resources, joined for the question (Ray is imported only here)."""
-    from sensitivity.ray_cluster import joined
     return joined(address).cluster_resources()

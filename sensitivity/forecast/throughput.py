@@ -15,9 +15,12 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from sensitivity import frameworks
 from sensitivity.core import envs
-from sensitivity.forecast.probe import STEPS, Cell
 from sensitivity.core.paths import cache_root
+from sensitivity.core.spec import TrialSpec
+from sensitivity.forecast.probe import STEPS, Cell
+from sensitivity.ray_cluster import joined
 
 PROBE_TIMEOUT_S = 1800.0  # one environment's probe process, every cell of it
 
@@ -31,7 +34,6 @@ def cache_path(host: str = None) -> Path:
 
 
 def _version(framework: str) -> str:
-    from sensitivity import frameworks
     return str(frameworks.probe(framework)[0])
 
 
@@ -88,9 +90,6 @@ def measured(cells, address=None, gpus=0.0, steps: int = STEPS, log=None) -> dic
 
 
 def _environment(cell: Cell) -> tuple:
-    from sensitivity import frameworks
-    from sensitivity.core.spec import TrialSpec
-
     spec = TrialSpec(framework=cell.framework, dataset="probe", backend=cell.backend or None)
     variables = {**frameworks.worker_variables(spec), "OMP_NUM_THREADS": str(cell.threads)}
     return frameworks.FRAMEWORKS[cell.framework].env, tuple(sorted(variables.items()))
@@ -116,7 +115,6 @@ def run_probe(env: str, variables: dict, keys: list, steps: int = STEPS) -> list
 def _remote(env: str, variables: dict, cells: list, steps: int, address: str, gpus: float) -> list:
     """The probe as one Ray task on the cluster at `address`, on a node with the trial's resources (Ray is
     imported here only: the probe itself never imports it)."""
-    from sensitivity.ray_cluster import joined
 
     ray = joined(address)
     task = ray.remote(num_cpus=max(c.threads for c in cells), num_gpus=gpus)(run_probe)

@@ -5,8 +5,8 @@ import os
 import sys
 from pathlib import Path
 
-from sensitivity.studies.records import FINAL_STATES, is_final
-from sensitivity.studies.storage import StorageError, open_storage
+from sensitivity.studies.records import FINAL_STATES, REGIME_BEFORE_SEMANTICS, is_final
+from sensitivity.studies.storage import StorageError, default_url, open_storage
 from sensitivity.studies.trial_rows import trial_records
 
 EXPORT_ATTRS = ("status", "reason", "seed", "config_id", "accuracy", "val_accuracy", "loss", "train_time_s",
@@ -73,7 +73,6 @@ def trials_frame(study, records=None):
 
 def _regime(attrs: dict):
     """The semantics a trial ran (native or canonical), from the spec it recorded or was planned with."""
-    from sensitivity.studies.records import REGIME_BEFORE_SEMANTICS
     spec = attrs.get("spec") or attrs.get("planned")
     return None if spec is None else {**REGIME_BEFORE_SEMANTICS, **spec}["semantics"]
 
@@ -109,7 +108,6 @@ def export(study, fmt: str, out: Path) -> Path:
 
 def dashboard(storage_url, port: int) -> int:
     """optuna-dashboard on 127.0.0.1 (not on every interface) until interrupted."""
-    from sensitivity.studies.storage import default_url
     url = storage_url or default_url()
     open_storage(url, must_exist=True)  # a clear error now rather than from the dashboard
     target = url.removeprefix("journal:")  # the dashboard takes a journal file by its path

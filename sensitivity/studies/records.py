@@ -33,7 +33,7 @@ def result_fields() -> tuple:
     ran). A function: TrialResult's module imports pydantic, which the analysis does not need."""
     from dataclasses import fields
 
-    from sensitivity.core.spec import TrialResult
+    from sensitivity.core.spec import TrialResult  # lazy: pydantic, which the analysis does not need
     return tuple(f.name for f in fields(TrialResult))
 
 
@@ -95,7 +95,7 @@ def driver_alive(beat_record: dict, stale_after: float) -> bool:
 def trial_spec(study, trial):
     """The TrialSpec a trial ran: its `spec` attribute, or for a study from before that was recorded, the
     spec rebuilt from the stored space, its parameters, seed and planned configuration."""
-    from sensitivity.config.spaces import Space
+    from sensitivity.config.spaces import Space  # lazy: pydantic, which the analysis does not need
     from sensitivity.core.spec import TrialSpec
 
     attrs = trial.user_attrs

@@ -18,6 +18,9 @@ from dataclasses import dataclass
 
 from sensitivity import datasets
 from sensitivity.config.defaults import HALVES, DefaultEntry, family, load_table, trial_fields
+from sensitivity.studies.catalog import load
+from sensitivity.studies.storage import StorageError
+from sensitivity.studies.trial_rows import trial_records
 from sensitivity.sweep.plans import PlannedTrial, check_planned, steps_per_epoch
 
 FIRST_SEED = 100
@@ -64,9 +67,6 @@ def resolve(framework: str, dataset: str, regime: str, tuned_study=None, default
 def _from_sweep(framework: str, dataset: str, regime: str, name: str, storage) -> Tuned:
     """The best sampled configuration of sweep `name` for the framework and regime, on mean validation
     accuracy over its seeds."""
-    from sensitivity.studies.storage import StorageError
-    from sensitivity.studies.catalog import load
-    from sensitivity.studies.trial_rows import trial_records
 
     try:
         study = load(name, storage)

@@ -20,16 +20,15 @@ import os
 
 from ray.tune import Callback
 
+from sensitivity import frameworks
 from sensitivity.core.spec import TrialSpec
+from sensitivity.frameworks import gpu
+from sensitivity.trial.runner import Worker
 
 _WORKERS: dict = {}  # per actor process: (framework, start-up variables, visible GPUs) -> Worker
 
 
 def _worker_for(spec: TrialSpec, gpu_share=None):
-    from sensitivity import frameworks
-    from sensitivity.frameworks import gpu
-    from sensitivity.trial.runner import Worker
-
     variables = frameworks.worker_variables(spec)
     if spec.threads:  # OpenMP's pool is sized at import: a trial of N CPUs should not start more threads
         variables["OMP_NUM_THREADS"] = str(spec.threads)

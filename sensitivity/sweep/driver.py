@@ -20,15 +20,19 @@ import uuid
 from dataclasses import dataclass
 from typing import Optional
 
+from sensitivity import datasets, frameworks, ray_cluster
 from sensitivity.config.defaults import Cut
 from sensitivity.config.spaces import Space, load_space
-from sensitivity import ray_cluster
-from sensitivity.sweep.plans import default_plan, enqueue_plan
+from sensitivity.core.paths import UnsafeName, check_name, check_results_folder
+from sensitivity.forecast.launch import ForecastError, forecast_of, sweep_runs
+from sensitivity.frameworks import gpu
 from sensitivity.studies import storage as st
 from sensitivity.studies.records import SPACE_HASH, beat, count_final, counts_towards_target, is_final
-from sensitivity.sweep.recovery import recover
 from sensitivity.studies.storage import StorageLost, default_url, describe, open_storage
-from sensitivity.sweep.trial_log import log_study
+from sensitivity.sweep.plans import default_plan, enqueue_plan
+from sensitivity.sweep.recovery import recover
+from sensitivity.sweep.trial_log import log_path, log_study
+from sensitivity.sweep.tuning import ResourceError, check_address, run_tune, start_ray, stop_ray
 
 SAMPLERS = ("tpe", "random", "grid", "qmc", "nsga2")
 PRUNERS = ("none", "asha", "hyperband")
@@ -81,7 +85,6 @@ def sweep_plan(space_path, options: SweepOptions, with_defaults: bool = False, *
 def run_sweep(space_path, options: SweepOptions, with_defaults: bool = False, **overrides) -> dict:
     """Sweep a space file (see `sweep_plan`); the forecast is kept with the study where the probe's cache
     holds every cell of it (`sensitivity sweep --dry-run` fills it)."""
-    from sensitivity.forecast.launch import ForecastError, forecast_of, sweep_runs
 
     space, plan = sweep_plan(space_path, options, with_defaults, **overrides)
     runs = sweep_runs(space, options.trials, options, plan)
@@ -101,7 +104,6 @@ def run_space(space: Space, options: SweepOptions, plan: list = (), keep_ray: bo
     _check_options(space, options)
     _check_environments(space, options)
     check_inputs(space, options)
-    from sensitivity.sweep.tuning import ResourceError, run_tune, start_ray, stop_ray
 
     url = options.storage or default_url()
     storage = open_storage(url)
@@ -146,7 +148,6 @@ def _storage_failures(url: str, study_name: str):
     the trial log to rebuild from."""
     import contextlib
 
-    from sensitivity.sweep.trial_log import log_path
 
     @contextlib.contextmanager
     def mapping():
@@ -185,7 +186,6 @@ def _check_final(study, target: int, url: str, driver_id: str, budget_out: bool)
 
 
 def _check_options(space: Space, options: SweepOptions) -> None:
-    from sensitivity.core.paths import UnsafeName, check_name
     try:
         check_name(options.study or space.study)
     except UnsafeName as exc:
@@ -221,7 +221,6 @@ def _check_gpus(space: Space, options: SweepOptions) -> None:
 def _check_environments(space: Space, options: SweepOptions) -> None:
     """Every framework runs here; for GPU trials on a local Ray, its build and the driver can use a GPU (on a
     cluster each trial checks its own node's placement)."""
-    from sensitivity import frameworks
     for name in space.frameworks:
         version, usable, why = frameworks.probe(name)
         if not usable:
@@ -235,8 +234,6 @@ def check_destinations(options: SweepOptions) -> None:
     """Where a run writes, checked before anything is written: the storage URL (its kind, its file's folder,
     a server answering), --address (its form, then a cluster answering: an unreachable one would be retried
     for minutes) and results/ (a folder this process can write in)."""
-    from sensitivity.core.paths import check_results_folder
-    from sensitivity.sweep.tuning import check_address
     try:
         st.check_url(options.storage or default_url())
     except st.StorageError as exc:
@@ -252,8 +249,6 @@ def check_inputs(space: Space, options: SweepOptions, datasets_used=None) -> Non
     """After `check_destinations`, the first write: the datasets (`datasets_used`, else the space's) load here
     without a download (parsed into the cache now: a missing or corrupt file is one line before Ray starts,
     not a failed trial); and a fixed GPU exists on this machine where Ray is local (no --address)."""
-    from sensitivity import datasets
-    from sensitivity.frameworks import gpu
     check_destinations(options)
     if not options.address:
         try:

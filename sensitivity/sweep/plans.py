@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from sensitivity import datasets
 from sensitivity.config.defaults import DefaultsError, family, load_table, trial_fields
+from sensitivity.config.spaces import Space
 from sensitivity.core.spec import TrialSpec
 
 
@@ -100,7 +101,6 @@ def planned_seeds(space, entry, entries: list, framework: str, dataset: str, reg
 def defaults_space(study: str, frameworks: list, dataset_names: list, seeds: int, regimes=("native",)):
     """The space of a defaults study: nothing sampled, every trial planned; tuned on validation accuracy.
     One regime is fixed; several are a categorical parameter (each planned trial names its own)."""
-    from sensitivity.config.spaces import Space
     regimes = tuple(regimes)
     parameters = {"semantics": {"type": "categorical", "choices": regimes}} if len(regimes) > 1 else {}
     fixed = {"semantics": regimes[0]} if len(regimes) == 1 else {}

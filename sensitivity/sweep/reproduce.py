@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 
 from sensitivity import datasets
 from sensitivity.config.defaults import Cut, load_table
+from sensitivity.sweep.plans import default_plan
 
 STAND_INS = {"mnist": "mnist5k"}  # an offline set drawn from the official one, for a rehearsal
 
@@ -93,7 +94,6 @@ def plan(preset: Preset, placed: list, frameworks: list, seeds: int, scale: floa
     """(planned trials of the datasets that run, planned trials of those whose files are absent: forecast only).
     Every default on every framework and dataset at its published budget times `scale`; the trials of each
     crossover carry its marks; each records its per-sample correctness."""
-    from sensitivity.sweep.plans import default_plan
 
     cut = Cut(fraction=scale) if scale < 1 else None
     names = list(preset.defaults)

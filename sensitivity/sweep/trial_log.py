@@ -18,6 +18,7 @@ import warnings
 from pathlib import Path
 
 from sensitivity.core.paths import RESULTS, under
+from sensitivity.studies.storage import describe, open_storage
 
 LOGS = RESULTS / "trial-logs"
 
@@ -108,7 +109,6 @@ def rebuild(path, storage_url, study_name=None) -> tuple:
     from optuna.distributions import json_to_distribution
     from optuna.trial import TrialState, create_trial
 
-    from sensitivity.studies.storage import describe, open_storage
 
     header, records = read(path)
     name = study_name or header["study"]

@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from sensitivity import frameworks
 from sensitivity.core.correctness import pack
-from sensitivity.datasets.base import Dataset, atomic_write
+from sensitivity.core.models import get_model, layers_from_dicts
 from sensitivity.core.spec import TrialSpec
-from sensitivity.trial.loop import accuracy, correct_samples
+from sensitivity.datasets.base import Dataset, atomic_write
+from sensitivity.trial.loop import accuracy, correct_samples  # accuracy: read here by the tests, as attacks.accuracy
 
 ATTACKS = ("fgsm", "pgd")
 PGD_STEPS = 10
@@ -57,8 +59,6 @@ def run_request(request: dict, threads: int) -> dict:
     """Load the trained model, attack it (white-box) and evaluate it on other models' examples: accuracies, and
     which samples it classifies correctly (packed, `sensitivity.core.correctness`), on the first `samples` test samples
     (all of them when None)."""
-    from sensitivity import frameworks
-    from sensitivity.core.models import get_model, layers_from_dicts
 
     spec = TrialSpec.model_validate(request["spec"])
     data = Dataset.load_npz(request["data"])

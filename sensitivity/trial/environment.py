@@ -11,20 +11,10 @@ import numpy as np
 
 from sensitivity.core import envs, semantics
 from sensitivity.trial import kernels
+from sensitivity.trial.monitor import gpu_name
 
 
 @functools.lru_cache(maxsize=None)
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 @functools.lru_cache(maxsize=None)
 def git_revision() -> str:
     try:
@@ -41,7 +31,7 @@ def machine(spec) -> dict:
         "framework": spec.framework,
         "host": socket.gethostname(),
         "platform": platform.platform(),
-        "cpu": cpu_model(),
+        "cpu": kernels.cpu_model(),
         "device": spec.device,
         "git_revision": git_revision(),
         "seed": spec.seed,
@@ -77,7 +67,6 @@ def params_check(counted: int, expected: int) -> dict:
 def for_failure(spec, env_name: str, interpreter: str, info: dict) -> dict:
     """The driver's record of a trial that ended without the worker's: what the driver and the worker's
     ready event (`info`: python, numpy) tell, and the GPU's name from NVML where the trial had one."""
-    from sensitivity.trial.monitor import gpu_name
     return {
         **machine(spec),
         "environment": env_name,

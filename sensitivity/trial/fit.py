@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from sensitivity.datasets.base import split_validation
 from sensitivity.core.models import MODELS, ModelSpec, get_model, layers_from_dicts
 from sensitivity.core.spec import TrialSpec
+from sensitivity.datasets import get_info
+from sensitivity.datasets.base import split_validation
 
 
 class FitError(ValueError):
@@ -64,7 +65,6 @@ def check_fit(spec: TrialSpec, input_shape: tuple, classes: int, y_train: np.nda
 
 def check_prepared(spec: TrialSpec, path) -> None:
     """check_fit against a prepared dataset (`datasets.prepare`), reading only its labels."""
-    from sensitivity.datasets import get_info
     info = get_info(spec.dataset)
     with np.load(path, allow_pickle=False) as z:
         y_train = z["y_train"]
@@ -72,5 +72,4 @@ def check_prepared(spec: TrialSpec, path) -> None:
 
 
 def _default_model(dataset: str) -> str:
-    from sensitivity.datasets import get_info
     return get_info(dataset).default_model

@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import platform
 import os
 import re
 import subprocess
@@ -100,9 +101,20 @@ def cpu_vector_flags() -> tuple:
     return tuple(f for f in ("avx512f", "avx512_bf16", "amx_tile", "avx2", "fma", "sse4_2") if f in flags)
 
 
+def cpu_model() -> str:
+    """The CPU's model name, as /proc/cpuinfo gives it (else what the platform module knows)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def probe(library: str) -> dict:
     """What `library` reports of its kernels on this machine (see the module), from the cache when it holds it."""
-    from sensitivity.trial.environment import cpu_model
 
     variables = {k: os.environ[k] for k in STEERING if k in os.environ}
     key = json.dumps([library, sys.executable, _version(library), cpu_model(), variables], sort_keys=True)

@@ -212,7 +212,7 @@ def test_a_sweep_whose_local_ray_dies_ends_with_one_line_and_resumes(tmp_path):
         assert driver.poll() is None, driver.stderr.read()[-3000:]
         try:
             trials = optuna.load_study(study_name="t", storage=open_storage(storage)).get_trials()
-        except KeyError:
+        except (KeyError, StorageError):  # no study yet, or not even its folder: the driver is starting
             continue
         if any(t.state == TrialState.RUNNING for t in trials):
             break
