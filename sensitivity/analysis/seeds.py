@@ -10,8 +10,9 @@ from __future__ import annotations
 import pandas as pd
 
 from sensitivity.analysis.intervals import CONFIDENCE, group_intervals, interval_text
-from sensitivity.analysis.table import (BY_FRAMEWORK, PARAM, REGIME, NotEnoughData, configuration_label, grouped,
-                                        numeric_sort_key, parameter_names, regime_sorted, trained, trials_table)
+from sensitivity.analysis.table import (BY_FRAMEWORK, PARAM, REGIME, NotEnoughData, configuration_label, derived,
+                                        grouped, numeric_sort_key, parameter_names, regime_sorted, trained,
+                                        trials_table)
 
 METRICS = ("accuracy", "train_time_s")
 NEEDS_SEEDS = "seed intervals need 2 or more seeds per configuration"
@@ -21,8 +22,27 @@ KEYS = (*BY_FRAMEWORK, "config_id")
 def seed_intervals(table, metrics=METRICS, confidence: float = CONFIDENCE) -> pd.DataFrame:
     """One row per framework, regime and configuration: n_seeds, the configuration's parameters and label, and for
     each metric `<metric>_mean`, `_low`, `_high` (the range for n=2, empty for n=1), `_n` (seeds with a value)
-    and `_method` (t, range, single)."""
+    and `_method` (t, range, single). Those of EVERY_METRIC at CONFIDENCE are computed once per table (the
+    summary, the frontier, isolation and the seeds section each ask), and given as a new frame each time."""
     table = trials_table(table)
+    if confidence != CONFIDENCE or not set(metrics) <= set(EVERY_METRIC):
+        return _seed_intervals(table, metrics, confidence)
+    every = derived(table, _every_interval)
+    of = {m: [f"{m}_{part}" for part in INTERVAL_PARTS] for m in EVERY_METRIC}
+    last = ["configuration", "confidence"]
+    keys = [c for c in every.columns if c not in last and all(c not in columns for columns in of.values())]
+    return every[keys + [c for m in metrics for c in of[m]] + last]
+
+
+EVERY_METRIC = ("val_accuracy", "accuracy", "train_time_s")
+INTERVAL_PARTS = ("mean", "low", "high", "n", "method")  # the columns of `intervals.group_intervals`, after its prefix
+
+
+def _every_interval(table: pd.DataFrame) -> pd.DataFrame:
+    return _seed_intervals(table, EVERY_METRIC, CONFIDENCE)
+
+
+def _seed_intervals(table: pd.DataFrame, metrics, confidence: float) -> pd.DataFrame:
     rows = trained(table)
     if rows.empty:
         raise NotEnoughData("seed intervals need complete trials (status ok or diverged)")
@@ -58,7 +78,7 @@ def best_configurations(table, keys=("dataset", *BY_FRAMEWORK)) -> pd.DataFrame:
     """Per group of `keys`: the configuration of highest mean validation accuracy over seeds (test accuracy
     where none was recorded), with `best_configuration` (its label), `best_config_id`, its test accuracy and
     train time as texts with their intervals (`best_accuracy_interval`, `best_time_interval`) and n seeds."""
-    intervals = seed_intervals(table, metrics=("val_accuracy", "accuracy", "train_time_s"))
+    intervals = seed_intervals(table, metrics=EVERY_METRIC)
     chooser = "val_accuracy_mean" if intervals["val_accuracy_mean"].notna().any() else "accuracy_mean"
     ranked = intervals.dropna(subset=[chooser]).sort_values(chooser, ascending=False, kind="stable")
     best = ranked.drop_duplicates(list(keys))
