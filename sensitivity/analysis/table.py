@@ -15,8 +15,11 @@ holds it next to `framework`, and `grouped` lists native first.
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import math
+import weakref
 
 import numpy as np
 import pandas as pd
@@ -109,9 +112,10 @@ def _trials_of(study) -> pd.DataFrame:
     from sensitivity.studies.catalog import FRAME_ATTRS, TEXT_ATTRS, trials_frame
     from sensitivity.studies.trial_rows import trial_records
 
-    records = trial_records(study, FRAME_ATTRS + _EXTRA_ATTRS, TEXT_ATTRS)  # once, in bulk where the storage allows
-    frame = trials_frame(study, records)
-    extras = _extra_fields(records)
+    with paused_collection():
+        records = trial_records(study, FRAME_ATTRS + _EXTRA_ATTRS, TEXT_ATTRS)  # once, in bulk where possible
+        frame = trials_frame(study, records)
+        extras = _extra_fields(records)
     if not frame.empty:
         frame = frame.merge(extras, on="number", how="left")
     distributions = {}
@@ -223,7 +227,22 @@ def _curve_text(curve) -> str:
 def parse_curves(texts) -> list:
     """The curves of a `curve` column as lists of per-epoch dicts, parsed in one call: faster than one per
     curve, and json shares the epochs' keys (one string each) within a call."""
-    return json.loads(f"[{','.join(texts)}]")
+    with paused_collection():
+        return json.loads(f"[{','.join(texts)}]")
+
+
+@contextlib.contextmanager
+def paused_collection():
+    """Python's cycle collector paused while a bulk read builds millions of objects, none in a cycle (records,
+    parsed JSON): each collection their allocations trigger would traverse every object alive. Objects are
+    freed by their reference counts as ever; the collector runs again after, as it was."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 _DERIVED: dict = {}
@@ -232,8 +251,6 @@ _DERIVED: dict = {}
 def derived(table: pd.DataFrame, compute):
     """`compute(table)`, computed once per table object: the report and its findings both ask for the same
     frontier of the same table. Kept while the table lives; a table is never changed in place once made."""
-    import weakref
-
     key = (id(table), compute)
     hit = _DERIVED.get(key)
     if hit is not None and hit[0]() is table:
