@@ -4,9 +4,10 @@ Flax NNX is the API flax 0.12 documents as current (Linen is the legacy one). Th
 functional form: `nnx.split` once into a graph definition and a parameter State, `nnx.merge` inside the
 jitted functions, so a step is a pure function of (carry, data, order, lrs, key, i). On GPU/TPU the epoch
 is one `lax.scan` of that step (one dispatch); on CPU the step is dispatched per step, asynchronously,
-because XLA:CPU runs convolution gradients inside a loop nine times slower (see `build`). Design notes:
+because XLA:CPU runs convolution gradients inside a loop several times slower (see `build`;
+docs/performance.md). Design notes:
 - No `init` call: the neutral weights are written into an abstract model (`nnx.eval_shape`), so nothing
-  is compiled op by op (Linen's `model.init` outside jit costs 5 to 7 s here). The framework's own
+  is compiled op by op (as Linen's `model.init` outside jit would be). The framework's own
   initialiser (`init=framework`: lecun_normal kernels, zero biases) runs as one `nnx.jit`.
 - Batches are always full (the loop drops the last partial batch), so the step never recompiles; the
   epoch is compiled ahead of time in `compile` for the epoch's shape (steps x batch).
@@ -109,8 +110,8 @@ class JaxAdapter:
         self.opt = update.init(self.params)
         self._step = _make_step(self.graph_train, update)
         # XLA:CPU (jaxlib 0.10.2) leaves the filter-gradient convolutions inside a while loop in a layout
-        # Eigen cannot take (dim_labels f01b_i01o->01bf) and emits them as plain loops: a LeNet epoch as
-        # one lax.scan took 22 s of CPU against 2.4 s for the same steps dispatched one by one. So on CPU
+        # Eigen cannot take (dim_labels f01b_i01o->01bf) and emits them as plain loops, far slower than the
+        # same steps dispatched one by one (docs/performance.md). So on CPU
         # the jitted step is dispatched per step (asynchronously: the carry stays on the device, nothing
         # waits until the epoch ends); on accelerators the epoch is one scanned program.
         self.use_scan(self.device.platform != "cpu")
@@ -309,7 +310,7 @@ def _rule_update(rule, spec) -> _Update:
 def _make_step(graph, update: _Update):
     """One step on the carry (params, opt, total, steps, finite): batch order[i] at rate lrs[i]. The step
     that sees the first non-finite loss counts (finite turns False) and later ones are not counted; the
-    updates are not masked (selects over every weight cost 7% of a LeNet epoch on CPU, and lax.cond makes
+    updates are not masked (selects over every weight cost a share of each epoch on CPU, and lax.cond makes
     XLA:CPU emit the convolutions as slow loops): by then the weights are not finite anyway, as in the
     other adapters, and dispatching stops at the next check (train_epoch) or the scan skips the rest."""
     def loss_fn(params, xb, yb, key):

@@ -70,7 +70,7 @@ class KerasAdapter:
         if BACKEND == "tensorflow":
             backend_helpers.set_threads(threads)
             keras.utils.set_random_seed(seed)
-        else:  # keras.utils.set_random_seed would import TensorFlow (3 s) to seed it; every random layer
+        else:  # keras.utils.set_random_seed would import TensorFlow to seed it; every random layer
             random.seed(seed)  # and initializer here has its own seed, so only these generators remain
             np.random.seed(seed)
             if BACKEND == "torch":
@@ -154,7 +154,7 @@ class KerasAdapter:
 
     def _initializers(self, i: int, pair, chw) -> dict:
         """The neutral (kernel, bias) as initializers in Keras' layout (no random op is run: on the jax
-        backend each one compiles alone, 3 s for LeNet), or Keras' defaults (Glorot uniform kernel, zero
+        backend each one would compile alone), or Keras' defaults (Glorot uniform kernel, zero
         bias) seeded per layer."""
         if pair is None:
             return {"kernel_initializer": keras.initializers.GlorotUniform(seed=self.seed + i)}

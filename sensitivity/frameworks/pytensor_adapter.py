@@ -17,9 +17,9 @@ one compiled function serves every configuration of a model; compiled graphs are
 input shape, optimizer, Rule, device) for the life of the process. The training set lives in shared variables;
 each step passes only its index vector and the batch is gathered inside the graph.
 
-Backend on CPU: PyTensor's C backend (`Mode(linker="cvm", optimizer="fast_run")`). LeNet-5's step and
-predict took 108 s to compile on an empty cache (about 5 s warm) against 771 s for the default numba
-backend (9 s warm, and slower steps); PYTENSOR_FLAGS=mode=JAX|NUMBA selects another. Without a linked
+Backend on CPU: PyTensor's C backend (`Mode(linker="cvm", optimizer="fast_run")`), which compiles LeNet-5's
+step and predict several times faster than the default numba backend and runs faster steps
+(docs/performance.md); PYTENSOR_FLAGS=mode=JAX|NUMBA selects another. Without a linked
 BLAS, the C backend's products call NumPy's OpenBLAS, whose threads `setup` limits with threadpoolctl.
 GPU: PyTensor reaches a GPU through its JAX backend, so "gpu[:N]" compiles with mode JAX on JAX's GPU N
 (tested here on JAX's CPU only). JAX needs static shapes, so there functions are compiled per batch size,
@@ -281,7 +281,7 @@ def _pool(h, layer: Pool, chw: tuple):
         padded = pt.full((c, h.shape[1], height + pad_h, width + pad_w), fill, dtype=FLOAT)
         h = pt.set_subtensor(padded[:, :, :height, :width], h)
     slices = [h[:, :, i:i + s * (oh - 1) + 1:s, j:j + s * (ow - 1) + 1:s] for i in range(k) for j in range(k)]
-    if layer.kind == "max":  # elementwise maxima of strided slices: 20x faster than a reshape and max
+    if layer.kind == "max":  # elementwise maxima of strided slices: far faster than a reshape and max
         return functools.reduce(pt.maximum, slices)
     return pt.add(*slices) / np.outer(window_counts(layer, height), window_counts(layer, width)).astype(FLOAT)
 

@@ -1,7 +1,7 @@
 """TensorFlow adapter, on TensorFlow's own API: tf.Variables, a tf.data pipeline of each epoch's batches and a
 tf.function training step, the way TensorFlow's guide writes a training loop from scratch. The pipeline
 runs without tf.data's autotuning: the autotuner's thread, waiting in doubling sleeps, holds up the end of
-an epoch, so epoch times snap to 10 ms x (2^k - 1) (0.63, 1.27, 2.55 s measured here).
+an epoch, so epoch times snap to 10 ms x (2^k - 1) (docs/performance.md).
 
 Native: TensorFlow's optimizers are tf.keras's, applied to the tf.Variables inside the traced step
 (`opt.apply_gradients`): SGD, Adam, RMSprop with Keras' epsilons, rho and decoupled weight_decay, at a
@@ -130,7 +130,7 @@ class TensorflowAdapter:
 
     def _train_step(self, xb, yb, lr):
         """One step on a batch. A non-finite loss stops the epoch at the check that reads it; its update is
-        not skipped (a conditional around the update cost 9% of a LeNet epoch here), as in the other
+        not skipped (a conditional around the update costs a share of every epoch), as in the other
         adapters: by then the weights are not finite anyway, and the model left is at chance."""
         with tf.GradientTape() as tape:
             logits = self._apply(xb, training=True)
