@@ -17,6 +17,7 @@ from sensitivity.analysis.robustness import plot_robustness, protocol_of, robust
 from sensitivity.analysis.robustness_pairs import robustness_comparisons
 from sensitivity.analysis.table import REGIME, NotEnoughData, regime_sorted, regimes_of
 from sensitivity.analysis.transfer import budget_note, plot_transfer, richest_transfer, transfer_comparisons
+from sensitivity.studies.trial_rows import cached_beside
 
 
 def _origin(source, sources) -> str:
@@ -61,7 +62,9 @@ def findings_html(table: pd.DataFrame, others=()) -> str:
 
 
 def importance_html(table: pd.DataFrame) -> str:
-    importance = parameter_importance(table)
+    """The importance section; the importance of a study's table is cached beside it (`trial_rows.cached_beside`):
+    a report of the study unchanged since reads it back, without fitting the evaluators or importing scikit-learn."""
+    importance = cached_beside(table, "importance", lambda: parameter_importance(table))
     regimes = importance[importance[REGIME].ne(ALL_TRIALS)]
     extra = "; and all trials, the regime a parameter" if importance[REGIME].eq(ALL_TRIALS).any() else ""
     planned = importance.attrs.get("planned", 0)

@@ -4,6 +4,7 @@ unchanged, and never those of a study read with others; the command opens the st
 cached table."""
 import json
 import os
+import re
 import subprocess
 import sys
 import uuid
@@ -105,3 +106,19 @@ def test_they_are_read_back_from_postgresql_too(tmp_path, monkeypatch):
         assert len(calls) == 2
     finally:
         optuna.delete_study(study_name=name, storage=POSTGRES)
+
+
+def test_a_report_reads_back_the_importance_while_the_study_and_the_code_are_unchanged(stored, monkeypatch, tmp_path):
+    from sensitivity.analysis import claims
+    from sensitivity.analysis.report import write_report
+
+    calls, compute = [], claims.parameter_importance
+    monkeypatch.setattr(claims, "parameter_importance", lambda table: calls.append(1) or compute(table))
+    first = write_report(load(stored), tmp_path / "first.html").read_text()
+    second = write_report(load(stored), tmp_path / "second.html").read_text()
+    assert len(calls) == 1
+    section = re.compile(r'<section id="importance">.*?</section>', re.S)
+    assert section.search(first).group() == section.search(second).group()
+    synthetic.write_study(stored, "s", 1)
+    write_report(load(stored), tmp_path / "third.html")
+    assert len(calls) == 2
