@@ -68,6 +68,11 @@ def test_bench_analysis_verdict(tmp_path, report_s, exported, met):
     assert bench.verdict(analysis_results(tmp_path, report_s, exported), 100, bench.target_for(100)) is met
 
 
+def test_bench_analysis_targets_12_s_for_10000_trials_and_60_s_for_100000():
+    bench = script("bench_analysis")
+    assert [bench.target_for(n) for n in (100, 10_000, 10_001, 100_000)] == [12.0, 12.0, 60.0, 60.0]
+
+
 def test_bench_analysis_judges_the_median_run(tmp_path):
     """One slow run of three (a burst of load beside it) does not decide; two do."""
     bench = script("bench_analysis")
