@@ -24,8 +24,6 @@ import threading
 import time
 from pathlib import Path
 
-import tenacity
-
 from sensitivity import private_apis
 
 DEFAULT_DB = Path("results") / "optuna.db"
@@ -323,12 +321,14 @@ def _retry_now(exc: BaseException) -> bool:
     return not getattr(_local, "once", False) and _transient(exc)
 
 
-_BACKOFF = tenacity.wait_exponential(multiplier=0.5, max=8.0)  # 0.5 s, doubling, at most 8 s
+def _backoff(state: tenacity.RetryCallState) -> float:
+    """0.5 s before the second attempt, doubling, at most 8 s."""
+    return min(0.5 * 2 ** (state.attempt_number - 1), 8.0)
 
 
 def _past_window(state: tenacity.RetryCallState) -> bool:
     """The next attempt would start past RETRY_WINDOW_S (read at each call: tests shorten it)."""
-    return state.seconds_since_start + _BACKOFF(state) > RETRY_WINDOW_S
+    return state.seconds_since_start + _backoff(state) > RETRY_WINDOW_S
 
 
 def _warn_once(state: tenacity.RetryCallState) -> None:
@@ -338,10 +338,14 @@ def _warn_once(state: tenacity.RetryCallState) -> None:
                     reason(state.outcome.exception()), RETRY_WINDOW_S)
 
 
-# A method of a storage (with a `url`), retried with backoff through RETRY_WINDOW_S while its error is
-# transient; raised at once in `single_attempt`, or when not transient.
-retried = tenacity.retry(retry=tenacity.retry_if_exception(_retry_now), wait=_BACKOFF, stop=_past_window,
-                         before_sleep=_warn_once, reraise=True)
+def retried(method):
+    """A method of a storage (with a `url`), retried with backoff through RETRY_WINDOW_S while its error is
+    transient; raised at once in `single_attempt`, or when not transient."""
+    import tenacity  # the sweep extra's: the legacy environment, which imports this module, lacks it
+
+    return tenacity.retry(retry=tenacity.retry_if_exception(_retry_now), wait=_backoff, stop=_past_window,
+                          before_sleep=_warn_once, reraise=True)(method)
+
 
 _RETRYING = []
 
