@@ -54,6 +54,8 @@ def robustness_rows(table) -> pd.DataFrame:
 
 def _robustness_rows(table: pd.DataFrame) -> pd.DataFrame:
     records = table.attrs.get("robustness") or {}
+    if not records:
+        raise NotEnoughData(NEEDS)
     models = trained(table)
     info = {number: (framework, regime, dataset) for number, framework, regime, dataset in
             zip(models["number"], models["framework"], models[REGIME], models["dataset"])}

@@ -267,7 +267,12 @@ HEAVY_ATTRS = ("robustness", "robustness_protocol", "ablation")
 def trained(table: pd.DataFrame) -> pd.DataFrame:
     """Trials that trained to a result: outcome ok or diverged (Optuna COMPLETE). The slice keeps the table's
     attrs but its records (HEAVY_ATTRS): pandas deep-copies attrs at every operation, and robustness records
-    made that the larger part of an analysis's time."""
+    made that the larger part of an analysis's time. Made once per table (`derived`: a report's sections ask
+    for it a dozen times), so never changed in place: its callers filter, assign or copy it."""
+    return derived(table, _trained)
+
+
+def _trained(table: pd.DataFrame) -> pd.DataFrame:
     rows = table[table["outcome"].isin(TRAINED)]
     rows.attrs = {k: v for k, v in table.attrs.items() if k not in HEAVY_ATTRS}
     return rows
