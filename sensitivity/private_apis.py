@@ -24,6 +24,8 @@ import re
 import threading
 from pathlib import Path
 
+from packaging.specifiers import SpecifierSet
+
 # The versions the package is tested with (CI); pyproject.toml's sweep extra states the same ranges.
 SUPPORTED = {"optuna": ">=5.0,<5.1", "ray": ">=2.60,<2.61"}
 
@@ -34,33 +36,9 @@ class PrivateApiChanged(RuntimeError):
 
 # Versions -------------------------------------------------------------------------------------------------
 
-def _release(version: str) -> tuple:
-    """The release numbers of a PEP 440 version, and whether it is a pre-release (a, b, rc, dev)."""
-    match = re.match(r"v?(\d+(?:\.\d+)*)(.*)", version.strip().lower())
-    if not match:
-        raise ImportError(f"unreadable version {version!r}")
-    numbers = tuple(int(n) for n in match.group(1).split("."))
-    return numbers, bool(re.match(r"[-_.]?(a|b|c|rc|alpha|beta|pre|preview|dev)", match.group(2)))
-
-
-def _satisfies(version: str, spec: str) -> bool:
-    """Whether `version` meets `spec`, clauses of >= and < (a pre-release meets `>=X` only above X's release)."""
-    numbers, pre = _release(version)
-    for clause in spec.split(","):
-        operator, bound = re.fullmatch(r"\s*(>=|<)\s*([\d.]+)\s*", clause).groups()
-        bound = tuple(int(n) for n in bound.split("."))
-        width = max(len(numbers), len(bound))
-        padded, bound = numbers + (0,) * (width - len(numbers)), bound + (0,) * (width - len(bound))
-        if operator == ">=" and not (padded > bound or (padded == bound and not pre)):
-            return False
-        if operator == "<" and not padded < bound:
-            return False
-    return True
-
-
 def check_version(package: str, version: str) -> None:
     """ImportError, in one line, where `version` of `package` (optuna or ray) lies outside SUPPORTED."""
-    if not _satisfies(version, SUPPORTED[package]):
+    if not SpecifierSet(SUPPORTED[package]).contains(version):  # a pre-release of a bound is outside it
         raise ImportError(f"{package} {version} is installed; sensitivity supports {package}{SUPPORTED[package]} "
                           f"(it reads private {package} names that change between versions): "
                           f"pip install '{package}{SUPPORTED[package]}'")
