@@ -18,12 +18,13 @@ from sensitivity.analysis.table import (PARAM, REGIME, NotEnoughData, bin_parame
                                         trials_table)
 
 CURVE_FIELDS = ("train_loss", "val_accuracy", "test_accuracy", "seconds")
+DRAWN_FIELDS = ("val_accuracy", "test_accuracy")  # what the figure draws (`curve_metric`): the others stay unread
 TRIAL_COLUMNS = ["number", "framework", REGIME, "config_id", "seed", "outcome", "is_default"]
 
 
-def learning_curves(table) -> pd.DataFrame:
-    """One row per trial and epoch (ok, diverged and pruned trials): the trial's columns, then epoch,
-    train_loss, val_accuracy, test_accuracy, seconds."""
+def learning_curves(table, fields=CURVE_FIELDS) -> pd.DataFrame:
+    """One row per trial and epoch (ok, diverged and pruned trials): the trial's columns, then epoch and
+    `fields` of the curves (train_loss, val_accuracy, test_accuracy, seconds; DRAWN_FIELDS for a figure)."""
     table = trials_table(table)
     rows = table[table["outcome"].isin(("ok", "diverged", "pruned"))].assign(is_default=lambda t: defaults_of(t))
     curves = parse_curves(rows["curve"])
@@ -33,7 +34,7 @@ def learning_curves(table) -> pd.DataFrame:
         raise NotEnoughData("learning curves need trials with a per-epoch curve")
     points = [point for curve in curves for point in curve]
     out = pd.DataFrame({c: np.repeat(rows[c].to_numpy(), lengths) for c in TRIAL_COLUMNS})
-    for field in ("epoch",) + CURVE_FIELDS:  # a column at a time: a frame of a million dicts takes seconds
+    for field in ("epoch", *fields):  # a column at a time: a frame of a million dicts takes seconds
         values = [point.get(field) for point in points]
         out[field] = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce") if any(
             v is not None for v in values) else np.nan

@@ -19,6 +19,7 @@ import pandas as pd
 
 from sensitivity.analysis.ablation import ablation_path, plot_ablation
 from sensitivity.analysis.claims import findings_html, importance_html, robustness_html, transfer_html
+from sensitivity.analysis.curves import DRAWN_FIELDS
 from sensitivity.analysis.frontier import runtime_accuracy_frontier
 from sensitivity.analysis.papers import forecast_html, papers_html
 from sensitivity.analysis.pages import (STYLE, figure_html, guarded, missing_html, note_html, regime_html,
@@ -46,6 +47,7 @@ def write_report(study, out_path, *, others=()) -> Path:
     return out
 
 
+DRAWN = {"curves": {"fields": DRAWN_FIELDS}}  # options of a figure's compute function: only what the figure draws
 SECTIONS = (("findings", "Findings"), ("study", "Study"), ("environment", "Environment"),
             ("summary", "Framework by dataset"), ("frontier", "Runtime-accuracy frontier"),
             ("runtime", "Runtime beside accuracy"),
@@ -131,9 +133,11 @@ def optimizers(table: pd.DataFrame) -> list:
     recorded in the env's `semantics` per framework and regime; none where no trial recorded one."""
     if "env_semantics" not in table:
         return []
+    # each record once per framework and regime: the table holds equal records as one object (`table._compact`)
+    distinct = {(fw, regime, id(record)): record
+                for fw, regime, record in zip(table["framework"], table[REGIME], table["env_semantics"])}
     records = [(fw, (record.get("regime") or regime), record.get("optimizer"))
-               for fw, regime, record in zip(table["framework"], table[REGIME], table["env_semantics"])
-               if isinstance(record, dict) and record.get("optimizer")]
+               for (fw, regime, _), record in distinct.items() if isinstance(record, dict) and record.get("optimizer")]
     found = regime_sorted(pd.DataFrame(records, columns=["framework", REGIME, "optimizer"]), [REGIME, "framework"])
     return [(f"optimizer ({fw}, {regime})", ", ".join(sorted(part["optimizer"].unique())))
             for (fw, regime), part in found.groupby(["framework", REGIME], sort=False)]
@@ -155,7 +159,7 @@ def _figure_section(table: pd.DataFrame, kind: str) -> str:
     compute, plot = KINDS[kind]
 
     def build():
-        data = compute(table)
+        data = compute(table, **DRAWN.get(kind, {}))
         return regime_html(data) + figure_html(plot(data), kind)
     return guarded(build)
 
