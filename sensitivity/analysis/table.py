@@ -331,8 +331,13 @@ def regime_sorted(frame: pd.DataFrame, keys) -> pd.DataFrame:
     keys = [k for k in keys if k in frame]
     if not keys or frame.empty:
         return frame.reset_index(drop=True)
-    return frame.sort_values(keys, key=lambda c: c.map(regime_position) if c.name == REGIME else c,
+    return frame.sort_values(keys, key=lambda c: _regime_positions(c) if c.name == REGIME else c,
                              kind="stable", ignore_index=True)
+
+
+def _regime_positions(regimes: pd.Series) -> pd.Series:
+    """Each row's `regime_position`, computed once per distinct regime (missing: last, as any other name)."""
+    return regimes.map({r: regime_position(r) for r in regimes.dropna().unique()}).fillna(len(REGIMES))
 
 
 def regimes_of(rows: pd.DataFrame) -> list:
