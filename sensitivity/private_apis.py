@@ -86,6 +86,7 @@ def asked_system_attrs(trial) -> dict:
 
 def rdb_storage(storage_or_study):
     """The RDBStorage under a study or storage (Optuna wraps one in its cache), or None for another storage."""
+    # lazy: optuna
     from optuna.storages import RDBStorage  # optuna: imported when a storage is asked
 
     storage = getattr(storage_or_study, "_storage", storage_or_study)
@@ -109,6 +110,7 @@ def storage_location(study):
 
 def rdb_models():
     """Optuna's SQLAlchemy models (TrialModel, TrialParamModel, ...: the tables of its schema)."""
+    # lazy: optuna
     from optuna.storages._rdb import models  # optuna, sqlalchemy: imported when a storage is read
 
     return models
@@ -116,6 +118,7 @@ def rdb_models():
 
 def schema_versions() -> set:
     """The schema versions (alembic revisions) this Optuna knows: its own and older ones."""
+    # lazy: optuna
     import optuna.storages._rdb as rdb  # optuna, sqlalchemy: imported when a storage file is checked
 
     folder = Path(rdb.__file__).parent / "alembic" / "versions"
@@ -125,6 +128,7 @@ def schema_versions() -> set:
 
 def scoped_session(rdb):
     """A session of RDBStorage `rdb`, as a context manager that commits at its end (rolls back on error)."""
+    # lazy: optuna
     from optuna.storages._rdb.storage import _create_scoped_session  # optuna, sqlalchemy: when a storage is written
 
     return _create_scoped_session(rdb.scoped_session)
@@ -147,6 +151,7 @@ _CACHE_CALLS = ("record_heartbeat", "_create_new_trial", "_set_trial_param", "_g
 def rdb_storage_class(wrap, name: str):
     """A subclass of RDBStorage whose every storage call (BaseStorage's methods, and those Optuna's cache
     calls) is `wrap(method)`."""
+    # lazy: optuna
     import optuna  # imported when a storage is opened
 
     base = optuna.storages.RDBStorage
@@ -156,6 +161,7 @@ def rdb_storage_class(wrap, name: str):
 
 
 def _cached_storage_class():
+    # lazy: optuna
     from optuna.storages._cached_storage import _CachedStorage, _StudyInfo  # optuna: when a driver opens a study
 
     class CachedStorage(_CachedStorage):
@@ -239,6 +245,7 @@ class StudyView:
 
 
 def _tpe_sampler_class():
+    # lazy: optuna
     from optuna.samplers import TPESampler  # optuna: when a sampler is made
 
     class TPESamplerOnView(TPESampler):
@@ -280,6 +287,7 @@ def set_ray_cluster_mode(cluster: bool) -> None:
     """Ray turns a local node address of 127.0.0.1 into the host's reachable address unless it takes the
     machine for a single-node one (its rule for Windows and macOS): False keeps a local Ray on loopback. The
     module's constant, not the environment variable, so that no child process (`ray start`) inherits it."""
+    # lazy: ray
     from ray._private import ray_constants  # ray: imported by the caller already
 
     ray_constants.ENABLE_RAY_CLUSTER = cluster

@@ -31,7 +31,7 @@ from sensitivity import private_apis
 RECORDS = Path("results") / "ray-processes"
 OBJECT_STORE_BYTES = 80 * 2**20  # Ray's minimum is 78 MiB; trials pass no large objects
 REAP_INTERVAL_S = 0.5
-_local: dict = {}  # the local Ray this process started: its temporary folder and its reaper
+_local_ray: dict = {}  # the local Ray this process started: its temporary folder and its reaper
 
 
 def tune_dir() -> str:
@@ -47,6 +47,7 @@ def init_ray(address=None) -> None:
     # A cluster started with Ray's token authentication (Ray 2.60's default) admits token clients only.
     if address and ((Path.home() / ".ray" / "auth_token").exists() or os.environ.get("RAY_AUTH_TOKEN")):
         os.environ.setdefault("RAY_AUTH_MODE", "token")
+    # lazy: ray
     import ray
 
     private_apis.set_ray_cluster_mode(bool(address))  # False: a local Ray's node address stays 127.0.0.1
@@ -55,7 +56,7 @@ def init_ray(address=None) -> None:
         return
     # a short temporary folder: Ray's socket paths must stay under the 107-byte limit
     temp_dir = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
-    _local.update(temp_dir=temp_dir, reaper=_start_reaper(temp_dir))
+    _local_ray.update(temp_dir=temp_dir, reaper=_start_reaper(temp_dir))
     try:
         ray.init(include_dashboard=False, object_store_memory=OBJECT_STORE_BYTES, log_to_driver=False,
                  configure_logging=False, **private_apis.local_ray_init_kwargs(temp_dir))
@@ -68,20 +69,20 @@ def init_ray(address=None) -> None:
 def joined(address: str):
     """The `ray` module, joined to the cluster at `address` (by `init_ray`, before Ray is first imported: it
     reads the token mode from the environment then) unless this process already has a Ray."""
-    import sys
     if "ray" not in sys.modules or not sys.modules["ray"].is_initialized():
         init_ray(address)
+    # lazy: ray
     import ray
     return ray
 
 
 def stopped() -> None:
     """After ray.shutdown(): remove the local Ray's folder and record, and end its reaper."""
-    reaper = _local.pop("reaper", None)
+    reaper = _local_ray.pop("reaper", None)
     if reaper is not None:
         reaper.kill()
         reaper.wait()
-    temp_dir = _local.pop("temp_dir", None)
+    temp_dir = _local_ray.pop("temp_dir", None)
     if temp_dir:
         shutil.rmtree(temp_dir, ignore_errors=True)
     if RECORDS.is_dir():  # none where the run was refused before it wrote

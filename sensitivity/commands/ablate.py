@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import sys
 
+from pydantic import ValidationError
+
 from sensitivity.commands.common import EXIT_OK, EXIT_TRIAL_FAILED, UsageError, load_study, number
 from sensitivity.commands.sweep import _add_run_options, _check_study_name, _options
 from sensitivity.commands.trial import CONFIGURATION_FIELDS, add_configuration_options, validation_message
@@ -38,8 +40,7 @@ def add_parsers(commands) -> None:
 
 
 def _cmd_ablate(args) -> int:
-    from pydantic import ValidationError
-
+    # lazy: pandas
     from sensitivity.analysis.ablation import ablation_path
 
     given = {name: getattr(args, name) for name in CONFIGURATION_FIELDS if getattr(args, name, None) is not None}
@@ -84,6 +85,7 @@ def largest_difference(study_name: str, storage, fraction=None) -> tuple:
     """(--from, --to, configuration) of the native framework-transfer pair with the largest difference at the
     published budget in a transfer study: the default's home framework, the framework it moved to, and its
     TrialSpec fields on that dataset (cut to `fraction` of its published epochs where given)."""
+    # lazy: pandas
     from sensitivity.analysis.table import NotEnoughData
     from sensitivity.analysis.transfer import transfer_comparisons
 
@@ -113,6 +115,7 @@ def largest_difference(study_name: str, storage, fraction=None) -> tuple:
 def describe_path(path, study_name: str) -> str:
     """The path as a table: each step's change, its validation and test accuracy and train time with their
     intervals, and the change of validation accuracy."""
+    # lazy: pandas
     from sensitivity.analysis.intervals import Interval
 
     def cell(row, metric, digits=3):

@@ -10,6 +10,7 @@ from sensitivity.config.files import dump_config
 from sensitivity.core import semantics, semantics_table
 from sensitivity.datasets import REGISTRY
 from sensitivity.frameworks import gpu
+from sensitivity.datasets.base import atomic_write
 
 
 def add_parsers(commands) -> None:
@@ -107,7 +108,6 @@ def _cmd_import_caffe(args) -> int:
     reproduced = entry.get("not_reproduced") or entry.get("notes")
     text = (NOT_REPRODUCED if reproduced else "") + dump_config(entry)
     if args.out:
-        from sensitivity.datasets.base import atomic_write
         try:
             with atomic_write(args.out) as f:
                 f.write(text.encode())

@@ -2,6 +2,7 @@
 run on the Ray cluster and storage given, then attacked (liu2018) and reported beside the paper's numbers."""
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from pathlib import Path
@@ -114,11 +115,11 @@ def _reproduce(args) -> int:
 
 
 def _with(args, **changes):
-    import argparse
     return argparse.Namespace(**{**vars(args), **changes})
 
 
 def _launch(args, preset, space, options, planned: list, attrs: dict) -> int:
+    # lazy: optuna, pandas, plotly
     from sensitivity.analysis.report import write_report
     from sensitivity.experiments.robustness import RobustnessError, attack_study
 

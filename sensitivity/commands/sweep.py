@@ -1,6 +1,12 @@
 """`sensitivity sweep`, `studies`, `export` and `dashboard`: running and reading studies."""
 from __future__ import annotations
 
+import argparse
+import contextlib
+import socket
+import sys
+from pathlib import Path
+
 from sensitivity import datasets, frameworks
 from sensitivity.commands.analysis import _results_path
 from sensitivity.commands.common import EXIT_OK, EXIT_TRIAL_FAILED, MAX_TRIALS, UsageError, number, port
@@ -18,6 +24,7 @@ from sensitivity.sweep.crossover import CrossoverError, crossover_plan, resolve
 from sensitivity.sweep.driver import (PRUNERS, SAMPLERS, SweepError, SweepFailed, SweepOptions, check_inputs, run_space,
                                       run_sweep, sweep_plan)
 from sensitivity.sweep.plans import default_plan, defaults_space
+from sensitivity.sweep.tuning import stop_ray
 
 MAX_PARALLEL = 1_024
 MAX_GPUS_PER_TRIAL = 64
@@ -99,7 +106,6 @@ def _add_dry_run(p) -> None:
 
 def _print_forecast(args, runs: list, heading: str, sampled: bool):
     """The forecast of `runs`, printed and returned; a plan no node holds is a usage error."""
-    import sys
 
     try:
         found = forecast_of(runs, _options(args, len(runs)), sampled=sampled, steps=args.probe_steps,
@@ -108,7 +114,6 @@ def _print_forecast(args, runs: list, heading: str, sampled: bool):
         raise UsageError(f"sensitivity {args.command}: {exc}")
     finally:
         if args.address:  # the cluster was joined to ask its resources and run the probe there
-            from sensitivity.sweep.tuning import stop_ray
             stop_ray()
     print(text(found, heading))
     return found
@@ -221,7 +226,6 @@ def _options(args, trials: int):
 def _run(command: str, run):
     """Run, mapping bad input to a one-line usage error (exit 2) and a run that lost or left trials, or
     whose storage failed, to one line and exit 1; print the summary."""
-    import sys
 
     try:
         summary = run()
@@ -298,8 +302,6 @@ def _cmd_defaults(args) -> int:
 
 
 def _add_study_parsers(commands) -> None:
-    import argparse
-
     p = commands.add_parser("studies", help="list the studies of a storage, or show one")
     p.add_argument("--storage")
     p.set_defaults(handler=_cmd_studies, action="list", name=None)
@@ -326,8 +328,6 @@ def _add_study_parsers(commands) -> None:
 
 def _storage_errors(command: str):
     """Map a storage that cannot be used to a one-line usage error."""
-    import contextlib
-
 
     @contextlib.contextmanager
     def mapping():
@@ -369,9 +369,6 @@ def _rebuild(args) -> int:
 
 
 def _cmd_export(args) -> int:
-    from pathlib import Path
-
-
     with _storage_errors("export"):
         study = catalog.load(args.name, args.storage)
     out = catalog.export(study, args.format, Path(args.out) if args.out else
@@ -381,9 +378,6 @@ def _cmd_export(args) -> int:
 
 
 def _cmd_dashboard(args) -> int:
-    import socket
-
-
     with socket.socket() as probe:  # a port in use or not ours is one line now, not the dashboard's traceback
         try:
             probe.bind(("127.0.0.1", args.port))

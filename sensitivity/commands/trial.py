@@ -5,6 +5,8 @@ import argparse
 import re
 import sys
 
+from pydantic import ValidationError
+
 from sensitivity import datasets, frameworks
 from sensitivity.commands.common import EXIT_OK, EXIT_TRIAL_FAILED, MAX_TRIALS, UsageError, int_list, number
 from sensitivity.config.files import ConfigError, load_config
@@ -80,9 +82,6 @@ OVERRIDES = {"epochs": ("iterations",), "iterations": ("epochs",), "model": ("la
 
 
 def _spec_from_args(args) -> TrialSpec:
-    from pydantic import ValidationError
-
-
     try:
         config = load_config(args.config) if hasattr(args, "config") else {}
     except ConfigError as exc:

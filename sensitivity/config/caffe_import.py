@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from sensitivity.config import prototxt
 from sensitivity.config.files import read_text
 from sensitivity.core.models import MODELS, Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, layers_to_dicts
@@ -439,8 +441,6 @@ def _beside(solver_path: Path, net: str, where: str):
 def check_config(entry: dict, where, dataset=None) -> dict:
     """`entry` if its configuration is one TrialSpec accepts (on any framework), else CaffeImportError naming
     the Caffe field: nothing is written that a trial would refuse."""
-    from pydantic import ValidationError
-
     fields = {k: v for k, v in entry["config"].items() if k != "framework"}
     try:
         TrialSpec(framework="caffe", dataset=dataset or "caffe", **fields)

@@ -7,7 +7,10 @@ names the file, the key path and what is allowed.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
+import math
+import typing
 from pathlib import Path
 from typing import Annotated, Any, Literal, Optional, Union
 
@@ -160,6 +163,7 @@ class Space(_Strict):
 
     def distributions(self) -> dict:
         """Optuna distributions of every parameter, the framework first."""
+        # lazy: optuna
         import optuna.distributions as d
         return {"framework": d.CategoricalDistribution(self.frameworks),
                 **{name: _distribution(p) for name, p in self.parameters.items()}}
@@ -189,6 +193,7 @@ class Space(_Strict):
 
 
 def _distribution(p):
+    # lazy: optuna
     import optuna.distributions as d
     if isinstance(p, IntParam):
         return d.IntDistribution(p.low, p.high, log=p.log, step=p.step)
@@ -255,7 +260,6 @@ def _check_fixed_values(path: Path, space: Space) -> None:
 
 def _field_kind(name: str) -> str:
     """int, float or choice: what kind of value TrialSpec's field `name` holds."""
-    import typing
     annotation = TrialSpec.model_fields[name].annotation
     args = [a for a in typing.get_args(annotation) if a is not type(None)] or [annotation]
     if typing.get_origin(annotation) is Literal or args[0] not in (int, float):
@@ -294,8 +298,6 @@ def _check_parameter_values(path: Path, space: Space) -> None:
 
 def _check_combinations(path: Path, space: Space, base: dict, extremes: dict, limit: int = 4096) -> None:
     """Each framework with every combination of the parameters' choices and bounds (up to `limit`)."""
-    import itertools
-    import math
 
     names = list(extremes)
     if len(names) < 2 or len(space.frameworks) * math.prod(len(v) for v in extremes.values()) > limit:

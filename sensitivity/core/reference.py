@@ -10,6 +10,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from sensitivity.core.models import Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, pooled_size
+from sensitivity.core.optim import reference_step
 
 
 def forward(model: ModelSpec, weights: list, x: np.ndarray) -> np.ndarray:
@@ -105,7 +106,6 @@ def native_step(framework: str, optimizer: str, weights: list, grads: list, stat
     The contract holds every native adapter to this, and `optim.rule_update` under each framework's
     `semantics.NATIVE` rule to it as well."""
     if framework in ("theano", "pytensor", "caffe"):  # hand-written or Caffe's own: the canonical update
-        from sensitivity.core.optim import reference_step
         return reference_step(optimizer, weights, grads, state, lr, momentum, weight_decay)
     mu, wd = momentum, weight_decay
     keras = framework in ("tensorflow", "keras")

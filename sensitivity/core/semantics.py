@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 from typing import Callable
+import numpy as np
 
 KNOBS = ("init", "update", "weight_decay", "eps_rho", "schedule")
 OPTIMIZER_KNOBS = ("update", "weight_decay", "eps_rho", "schedule")
@@ -343,8 +344,6 @@ def fans(kernel_shape: tuple) -> tuple:
 def draw_init(source: str, param_shapes: list, seed: int) -> list:
     """Initial weights [(kernel, bias)] drawn by numpy from `source`'s documented distribution: how a
     framework's initialiser is reproduced on another framework (an ablation step), never a native trial's."""
-    import numpy as np
-
     init, rng, out = init_of(source), np.random.default_rng(seed), []
     for kernel_shape, bias_shape in param_shapes:
         scale, bias_scale = init.scales(*fans(kernel_shape))
@@ -363,7 +362,7 @@ TRUNCATED_STD = 0.87962566103423978  # the standard deviation of a standard norm
 
 
 def _truncated_normal(rng, shape):
-    import numpy as np
+    # lazy: scipy
     from scipy.stats import truncnorm
     return truncnorm.rvs(-2.0, 2.0, size=shape, random_state=np.random.RandomState(rng.integers(2**31)))
 

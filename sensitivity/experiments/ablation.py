@@ -15,6 +15,7 @@ hand-written update (`optim.rule_update`) under the composed Rule; a native end 
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -178,7 +179,6 @@ def run_ablation(base: TrialSpec, start: Setup, end: Setup, seeds: int, options,
         return {point: [t.number for t in trials[point]] for point, _ in points}
 
     def score(numbers: list) -> float:
-        import math
         values = [t.user_attrs.get(OBJECTIVE) for ts in trials.values() for t in ts if t.number in numbers]
         values = [v for v in values if v is not None]
         return sum(values) / len(values) if values else -math.inf

@@ -45,6 +45,7 @@ class RobustnessError(Exception):
 def attackable(study, defaults_only: bool = False, regimes=("native",)) -> list:
     """The completed trials (status ok) of the given regimes whose kept weights are on this disk; with
     `defaults_only`, only each framework's own default."""
+    # lazy: optuna
     from optuna.trial import TrialState
 
     chosen = []

@@ -20,6 +20,7 @@ class TimingError(ValueError):
 def timing_plan(sweep, configs: int) -> tuple:
     """(the planned trials (see the module) of the Optuna study `sweep`, its frameworks, its regimes, its
     dataset)."""
+    # lazy: pandas
     from sensitivity.analysis.seeds import seed_intervals
     from sensitivity.analysis.table import REGIME, trials_table
 

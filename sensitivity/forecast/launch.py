@@ -47,6 +47,7 @@ def slots(options, ask_cluster: bool = True) -> int:
 
 
 def _check_nodes(options) -> None:
+    # lazy: ray
     import ray
     nodes = [n.get("Resources", {}) for n in ray.nodes() if n.get("Alive")]
     if not any(n.get("CPU", 0) >= options.cpus_per_trial and n.get("GPU", 0) >= options.gpus_per_trial

@@ -106,6 +106,7 @@ def _energy_counter(device: str):
     if device == "cpu":
         return None
     try:
+        # lazy: pynvml
         import pynvml
         pynvml.nvmlInit()
         handle = pynvml.nvmlDeviceGetHandleByIndex(0)  # the probe's only visible GPU

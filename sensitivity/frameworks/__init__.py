@@ -11,6 +11,7 @@ import subprocess
 from dataclasses import dataclass
 
 from sensitivity.core import envs
+from sensitivity.frameworks import gpu
 
 
 @dataclass(frozen=True)
@@ -59,8 +60,6 @@ class FrameworkUnavailable(Exception):
 
 def worker_variables(spec) -> dict:
     """Environment variables a worker must start with to run `spec` (a backend chosen before import)."""
-    from sensitivity.frameworks import gpu
-
     info = FRAMEWORKS[spec.framework]
     determinism = gpu.determinism_variables() if spec.deterministic else {}
     if not info.backends:
@@ -145,8 +144,6 @@ def _probe(name: str, backend=None) -> tuple:
 
 def gpu_refusal(name: str, backend=None):
     """Why a GPU trial of framework `name` cannot run on this machine (its build or the driver), or None."""
-    from sensitivity.frameworks import gpu
-
     version, usable, why, gpu_build = gpu_probe(name, backend)
     if not usable:
         return why

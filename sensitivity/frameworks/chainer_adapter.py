@@ -31,11 +31,12 @@ from chainer.training import extensions
 from chainer.utils.conv import get_conv_outsize
 
 from sensitivity.core import semantics
-from sensitivity.frameworks import threads as threads_of
-from sensitivity.frameworks.base import EpochStats, LossReader
 from sensitivity.core.models import Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, ceil_padding, pooled_size, \
     window_counts
 from sensitivity.core.optim import rule_update, slot_names
+from sensitivity.frameworks import gpu
+from sensitivity.frameworks import threads as threads_of
+from sensitivity.frameworks.base import EpochStats, LossReader
 
 _TO_CPU = chainer.backend.CpuDevice()
 
@@ -49,7 +50,6 @@ class ChainerAdapter:
     def setup(self, threads: int, device: str, seed: int) -> None:
         threads_of.blas(threads)  # threads_in_effect reads back what it took
         np.random.seed(seed)  # Chainer's initialisers and its CPU dropout draw from numpy's global generator
-        from sensitivity.frameworks import gpu
         chainer.config.cudnn_deterministic = gpu.deterministic()
         if device != "cpu":
             cuda = chainer.backends.cuda
@@ -127,7 +127,6 @@ class ChainerAdapter:
         self.y = self.device.send(y_train.astype(np.int32))  # softmax_cross_entropy takes int32 labels
 
     def placement(self) -> dict:
-        from sensitivity.frameworks import gpu
         where = {"model": next(self.model.params()).device, "data": chainer.get_device(self.x)}
         gpu.check_placed("chainer", {k: str(v).replace("@cupy", "cuda") for k, v in where.items()})
         cupy = chainer.backends.cuda.cupy

@@ -156,6 +156,7 @@ def build(name: str, backend: str | None = None) -> tuple:
 def driver() -> tuple:
     """(NVIDIA driver version, None) or (None, why there is none)."""
     try:
+        # lazy: pynvml
         import pynvml
         try:
             pynvml.nvmlInit()
@@ -191,6 +192,7 @@ def visible_count():
     if visible is not None:
         return len([e for e in visible.split(",") if e.strip() and not e.strip().startswith("-")])
     try:
+        # lazy: pynvml
         import pynvml
     except ImportError:
         return None

@@ -82,6 +82,7 @@ class JaxAdapter:
     name = "jax"
 
     def version(self) -> str:
+        # lazy: flax
         import flax
         return f"{jax.__version__} (flax {flax.__version__}, {jax.default_backend()})"
 

@@ -74,6 +74,7 @@ class KerasAdapter:
             random.seed(seed)  # and initializer here has its own seed, so only these generators remain
             np.random.seed(seed)
             if BACKEND == "torch":
+                # lazy: torch
                 import torch
                 torch.set_num_threads(threads)
                 torch.manual_seed(seed)
@@ -142,6 +143,7 @@ class KerasAdapter:
         if BACKEND == "tensorflow":
             return threads_of.tensorflow()
         if BACKEND == "torch":
+            # lazy: torch
             import torch
             return torch.get_num_threads()
         return None
@@ -221,6 +223,7 @@ def _summed_loss(model, x, y):
 def _input_gradient(model, x: np.ndarray, y: np.ndarray):
     """d(summed cross-entropy)/dx with the backend's own autodiff (Keras 3 has no common one)."""
     if BACKEND == "tensorflow":
+        # lazy: tensorflow
         import tensorflow as tf
         xt = tf.constant(x)
         with tf.GradientTape() as tape:
@@ -228,8 +231,10 @@ def _input_gradient(model, x: np.ndarray, y: np.ndarray):
             loss = _summed_loss(model, xt, tf.constant(y))
         return tape.gradient(loss, xt).numpy()
     if BACKEND == "jax":
+        # lazy: jax
         import jax
         return jax.grad(lambda xv: _summed_loss(model, xv, y))(x)
+    # lazy: torch
     import torch
     xt = ops.convert_to_tensor(x).requires_grad_(True)
     (grad,) = torch.autograd.grad(_summed_loss(model, xt, ops.convert_to_tensor(y)), xt)

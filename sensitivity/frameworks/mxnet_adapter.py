@@ -32,10 +32,11 @@ import os
 import numpy as np
 
 from sensitivity.core import semantics
-from sensitivity.frameworks import threads as threads_of
-from sensitivity.frameworks.base import EpochStats, LossReader
 from sensitivity.core.models import Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, pooled_size
 from sensitivity.core.optim import rule_update, slot_names
+from sensitivity.frameworks import gpu
+from sensitivity.frameworks import threads as threads_of
+from sensitivity.frameworks.base import EpochStats, LossReader
 
 if importlib.util.find_spec("mxnet") is None:  # keep the registry's "install the extra" message
     raise ImportError("No module named 'mxnet'")
@@ -49,6 +50,7 @@ def _import_mxnet(threads: int = 0):
         if threads:
             os.environ["OMP_NUM_THREADS"] = os.environ["MXNET_OMP_MAX_THREADS"] = str(threads)
         os.environ.setdefault("MXNET_CPU_WORKER_NTHREADS", "1")  # one op at a time, all cores to OpenMP
+        # lazy: mxnet
         import mxnet
         mx = mxnet
     return mx
@@ -66,13 +68,11 @@ class MxnetAdapter:
         self.ctx = mx.cpu() if device == "cpu" else mx.gpu(int(device[4:] or 0))
         self.check_every = 1 if device == "cpu" else 25  # reading the loss waits for the device
         if device != "cpu":
-            from sensitivity.frameworks import gpu
             cuda = mx.runtime.Features().is_enabled("CUDA")
             gpu.require("mxnet", mx.context.num_gpus() if cuda else 0, gpu.index(device),
                         "" if cuda else f"mxnet {mx.__version__} is built without CUDA")
 
     def placement(self) -> dict:
-        from sensitivity.frameworks import gpu
         where = {"model": next(iter(self.net.collect_params().values())).list_ctx()[0], "data": self.x.context}
         gpu.check_placed("mxnet", where)
         features = mx.runtime.Features()

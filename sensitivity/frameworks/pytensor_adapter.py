@@ -39,6 +39,7 @@ import pytensor.tensor as pt
 from pytensor.compile.mode import Mode, get_mode
 from pytensor.gradient import disconnected_grad
 from pytensor.tensor.random.utils import RandomStream
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from sensitivity.core import semantics
 from sensitivity.core.models import (Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, ceil_padding, glorot_uniform,
@@ -55,6 +56,7 @@ _GRAPHS: dict = {}  # (model, input shape, optimizer, rule, device) -> [_Graph];
 def _mode(device: str) -> tuple:
     """The compilation mode for `device`, and its name as PYTENSOR_FLAGS would give it."""
     if device != "cpu":
+        # lazy: jax
         import jax
         jax.config.update("jax_default_device", jax.devices("gpu")[int(device[4:] or 0)])
         return get_mode("JAX"), "JAX"
@@ -74,23 +76,26 @@ class PytensorAdapter:
         return pytensor.__version__ + (f" ({type(graph.mode.linker).__name__})" if graph else "")
 
     def setup(self, threads: int, device: str, seed: int) -> None:
-        from threadpoolctl import threadpool_limits
         threadpool_limits(limits=threads)  # process-wide until changed: not used as a context manager
         self.seed, self.device = seed, device
         if device != "cpu":  # PyTensor reaches a GPU through JAX only (imported here: a CPU trial needs no JAX)
+            # lazy: jax
             from sensitivity.frameworks.backends.jax import gpu_setup
             self.gpu_device = gpu_setup("pytensor", device)
 
     def placement(self) -> dict:
         """The graph runs as JAX programs on JAX's default device (set by `_mode`): a tensor must land there."""
+        # lazy: jax
         import jax  # JAX and its helpers imported here, as in setup: a CPU trial needs no JAX
 
+        # lazy: jax
         from sensitivity.frameworks.backends.jax import gpu_placement
         return gpu_placement("pytensor", self.gpu_device, {"data": jax.device_put(np.zeros(1, FLOAT)).device})
 
     def peak_device_memory_mb(self):
         if self.device == "cpu":
             return None
+        # lazy: jax
         from sensitivity.frameworks.backends.jax import gpu_peak_mb  # imports JAX: a CPU trial needs none
         return gpu_peak_mb(self.gpu_device)
 
@@ -114,7 +119,6 @@ class PytensorAdapter:
 
     def threads_in_effect(self):
         """NumPy's BLAS thread count as threadpoolctl reads it back (None where it finds no BLAS)."""
-        from threadpoolctl import threadpool_info
         counts = [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
         return max(counts) if counts else None
 

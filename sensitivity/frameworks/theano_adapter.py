@@ -23,6 +23,7 @@ used a GPU keeps placing new shared variables there, so it should serve one devi
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import weakref
 
@@ -44,10 +45,11 @@ from theano.sandbox.rng_mrg import MRG_RandomStreams  # noqa: E402
 from theano.tensor.signal.pool import pool_2d  # noqa: E402
 
 from sensitivity.core import semantics  # noqa: E402
-from sensitivity.frameworks import threads as threads_of  # noqa: E402
-from sensitivity.frameworks.base import EpochStats, LossReader  # noqa: E402
 from sensitivity.core.models import Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, glorot_uniform  # noqa: E402
 from sensitivity.core.optim import graph_updates, lr_schedule, slot_names  # noqa: E402
+from sensitivity.frameworks import gpu  # noqa: E402
+from sensitivity.frameworks import threads as threads_of  # noqa: E402
+from sensitivity.frameworks.base import EpochStats, LossReader  # noqa: E402
 
 FLOAT = theano.config.floatX
 _GRAPHS: dict = {}  # (model, input shape, optimizer, Rule, device) -> [_Graph]; each used by one adapter at a time
@@ -64,11 +66,10 @@ class TheanoAdapter:
         self.seed = seed
         self.device = "cpu" if device == "cpu" else "cuda" + (device[4:] or "0")
         if self.device != "cpu" and not theano.config.device.startswith("cuda"):
-            import importlib.util
 
-            from sensitivity.frameworks import gpu
             if importlib.util.find_spec("pygpu") is None:
                 gpu.require("theano", 0, gpu.index(device), "pygpu is not installed: " + gpu.NO_GPU_ROUTE["theano"])
+            # lazy: theano
             from theano import gpuarray  # needs pygpu; new shared variables then live on the GPU
             if self.device not in gpuarray.init_dev.devmap:  # once per process: a warm worker keeps it
                 gpuarray.use(self.device, force=True)

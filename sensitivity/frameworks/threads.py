@@ -60,5 +60,6 @@ def openmp() -> Optional[int]:
 
 def tensorflow() -> int:
     """TensorFlow's intra-op pool size as it reports it; 0 (its default) is one thread per core it may use."""
+    # lazy: tensorflow
     import tensorflow as tf
     return tf.config.threading.get_intra_op_parallelism_threads() or available()

@@ -18,6 +18,7 @@ EXPORT_ATTRS = ("status", "reason", "seed", "config_id", "accuracy", "val_accura
 
 
 def list_studies(storage_url=None) -> list:
+    # lazy: optuna
     import optuna
 
     storage = open_storage(storage_url, must_exist=True)
@@ -34,6 +35,7 @@ def list_studies(storage_url=None) -> list:
 
 
 def load(name: str, storage_url=None):
+    # lazy: optuna
     import optuna
     storage = open_storage(storage_url, must_exist=True)
     try:
@@ -51,6 +53,7 @@ def trials_frame(study, records=None):
     """One row per trial: number, state, values, parameters (param_*), results (the TrialResult fields).
     `records` (of `trial_records`, with at least FRAME_ATTRS, and TEXT_ATTRS as text) are the trials, else
     read from the study."""
+    # lazy: pandas
     import pandas as pd
 
     rows = []

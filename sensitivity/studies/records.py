@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import socket
 import time
+from dataclasses import fields
 
 import psutil
 
@@ -31,7 +32,6 @@ SPACE_HASH = "space_fingerprint"
 def result_fields() -> tuple:
     """The TrialResult fields a finished trial records, each as a user attribute of its name (`spec`: as it
     ran). A function: TrialResult's module imports pydantic, which the analysis does not need."""
-    from dataclasses import fields
 
     from sensitivity.core.spec import TrialResult  # lazy: pydantic, which the analysis does not need
     return tuple(f.name for f in fields(TrialResult))
@@ -45,6 +45,7 @@ FINAL_STATES = ("COMPLETE", "PRUNED", "FAIL")  # the names of the TrialStates a 
 
 
 def final_states():
+    # lazy: optuna
     from optuna.trial import TrialState
     return tuple(TrialState[name] for name in FINAL_STATES)
 
@@ -57,6 +58,7 @@ def is_final(trial) -> bool:
 
 def counts_towards_target(trial) -> bool:
     """Final, or running (a running trial will become final)."""
+    # lazy: optuna
     from optuna.trial import TrialState
     attrs = trial.user_attrs
     return is_final(trial) or (trial.state == TrialState.RUNNING and not attrs.get("orphaned")

@@ -23,8 +23,12 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sensitivity import private_apis
+
+if TYPE_CHECKING:  # annotations only: tenacity is imported where a retry is made (`retried`)
+    import tenacity
 
 DEFAULT_DB = Path("results") / "optuna.db"
 ENV_STORAGE = "SENSITIVITY_STORAGE"
@@ -63,7 +67,8 @@ def describe(url: str) -> str:
 def _write_ahead_log(engine) -> None:
     """SQLite in WAL mode with synchronous=NORMAL: a commit survives the process being killed (only an
     operating-system crash can lose the last ones) and costs a fraction of the default's fsync, which
-    matters with a user attribute per result field (0.35 s against 0.05 s per trial, measured here)."""
+    matters with a user attribute per result field (docs/performance.md)."""
+    # lazy: sqlalchemy
     import sqlalchemy
 
     @sqlalchemy.event.listens_for(engine, "connect")
@@ -80,6 +85,7 @@ def _open_sqlite(url: str, attempts: int = 5):
     """An RDBStorage on an SQLite file. Processes that open a new file at once (a driver and a reader)
     race to create Optuna's tables; the loser sees "table ... already exists" (or a duplicate schema
     version) and simply opens again."""
+    # lazy: sqlalchemy
     import sqlalchemy.exc
 
     for attempt in range(attempts):
@@ -134,6 +140,7 @@ def check_url(url: str) -> None:
 
 def _check_server(url: str, where: str) -> None:
     """A database server answers at `url` within CONNECT_TIMEOUT_S (a connection only: nothing written)."""
+    # lazy: sqlalchemy
     import sqlalchemy
     import sqlalchemy.exc
     try:
@@ -159,6 +166,7 @@ def _make_folder(path: Path) -> None:
 def open_storage(url: str | None = None, must_exist: bool = False):
     """An Optuna storage for `url`: sqlite:///..., postgresql://..., or journal:PATH (or a *.journal path).
     With `must_exist` (reading studies), a missing SQLite or journal file is an error, not a new file."""
+    # lazy: optuna, sqlalchemy
     import optuna
     import sqlalchemy.exc
 
@@ -185,6 +193,7 @@ def open_storage(url: str | None = None, must_exist: bool = False):
 def reason(exc: BaseException) -> str:
     """The first line of an exception's message (of its cause, for Optuna's storage error, whose own message
     guesses at invalid data), its password masked (drivers quote the URL)."""
+    # lazy: optuna
     import optuna
     if isinstance(exc, optuna.exceptions.StorageInternalError) and exc.__cause__ is not None:
         exc = exc.__cause__
@@ -226,6 +235,7 @@ def _optuna_tables() -> set:
 
 
 def _optuna_version() -> str:
+    # lazy: optuna
     import optuna
     return optuna.__version__
 
@@ -284,6 +294,7 @@ def reset_lost() -> None:
 def is_storage_error(exc: BaseException) -> bool:
     """An exception of the storage itself (as opposed to a bug): SQLAlchemy's, Optuna's storage error,
     SQLite's, or ours."""
+    # lazy: optuna, sqlalchemy
     import optuna
     import sqlalchemy.exc
     return isinstance(exc, (sqlalchemy.exc.SQLAlchemyError, optuna.exceptions.StorageInternalError, sqlite3.Error,
@@ -292,23 +303,24 @@ def is_storage_error(exc: BaseException) -> bool:
 
 # Retries -----------------------------------------------------------------------------------------------
 
-_local = threading.local()
+_attempts = threading.local()  # per thread: whether storage calls get one attempt only
 
 
 @contextlib.contextmanager
 def single_attempt():
     """Calls on an RDB storage in this block (this thread) are tried once, without the retry window:
     for the heartbeat, which counts its own failures."""
-    _local.once = True
+    _attempts.once = True
     try:
         yield
     finally:
-        _local.once = False
+        _attempts.once = False
 
 
 def _transient(exc: BaseException) -> bool:
     """A database that cannot be reached or is busy now: a connection error, a locked file, a write
     that failed with the server (Optuna wraps those in StorageInternalError)."""
+    # lazy: optuna, sqlalchemy
     import optuna
     import sqlalchemy.exc
     return isinstance(exc, (sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError,
@@ -318,7 +330,7 @@ def _transient(exc: BaseException) -> bool:
 
 
 def _retry_now(exc: BaseException) -> bool:
-    return not getattr(_local, "once", False) and _transient(exc)
+    return not getattr(_attempts, "once", False) and _transient(exc)
 
 
 def _backoff(state: tenacity.RetryCallState) -> float:
@@ -341,7 +353,7 @@ def _warn_once(state: tenacity.RetryCallState) -> None:
 def retried(method):
     """A method of a storage (with a `url`), retried with backoff through RETRY_WINDOW_S while its error is
     transient; raised at once in `single_attempt`, or when not transient."""
-    import tenacity  # the sweep extra's: the legacy environment, which imports this module, lacks it
+    import tenacity  # lazy: the sweep extra's; the legacy environment, which imports this module, lacks it
 
     return tenacity.retry(retry=tenacity.retry_if_exception(_retry_now), wait=_backoff, stop=_past_window,
                           before_sleep=_warn_once, reraise=True)(method)

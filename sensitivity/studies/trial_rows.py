@@ -1,7 +1,7 @@
 """A study's trials as plain records, read in bulk for the analysis and the export.
 
-Optuna's `get_trials` builds a FrozenTrial per trial, with every attribute, through its ORM: about 2 ms a
-trial here, so minutes for a study of 100,000. On an RDB storage (SQLite, PostgreSQL) `trial_records` reads
+Optuna's `get_trials` builds a FrozenTrial per trial, with every attribute, through its ORM: minutes for a
+study of 100,000 (docs/performance.md). On an RDB storage (SQLite, PostgreSQL) `trial_records` reads
 instead one query per table of Optuna's schema, and only the user attributes asked for (a trial's
 `stderr_tail`, for one, is never read by the analysis), their JSON parsed in one call per batch (a call per
 value costs more than the parsing). Attributes asked for as `texts` stay the JSON text Optuna stored (a
@@ -10,11 +10,18 @@ journal, memory) go through Optuna. Both give the same records (tests/sweep/test
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import pickle
+import uuid
+import weakref
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Optional
 
 from sensitivity import private_apis
+from sensitivity.core.paths import cache_root
 
 
 @dataclass
@@ -38,6 +45,7 @@ def trial_records(study, keys=None, texts=()) -> list:
 
 
 def _from_frozen(trial, keys, texts=()) -> TrialRecord:
+    # lazy: optuna
     from optuna.distributions import distribution_to_json
 
     attrs = {k: json.dumps(v) if k in texts else v for k, v in trial.user_attrs.items() if keys is None or k in keys}
@@ -47,6 +55,7 @@ def _from_frozen(trial, keys, texts=()) -> TrialRecord:
 
 
 def _from_rdb(engine, study_id: int, keys, texts=()) -> list:
+    # lazy: sqlalchemy
     import sqlalchemy as sa
 
     models = private_apis.rdb_models()
@@ -65,8 +74,8 @@ def _from_rdb(engine, study_id: int, keys, texts=()) -> list:
         if not records:
             return records
         # Every read of the trials' rows also names the span of their ids: PostgreSQL then reads them through the
-        # index on trial_id, not the table of every study in a hash join (0.17 s against 0.47 s for the attributes
-        # of 10,000 trials beside a study of 100,000). Where studies were written at once, it holds others' rows too.
+        # index on trial_id, not the table of every study in a hash join (faster where other studies share the
+        # storage: docs/performance.md). Where studies were written at once, it holds others' rows too.
         low, high = min(by_id), max(by_id)
         joined = sa.join(params, trials, params.c.trial_id == trials.c.trial_id)
         distributions = {}  # each distinct distribution JSON parsed once: a study of 100,000 trials holds a handful
@@ -117,6 +126,7 @@ def _driver_rows(connection, query) -> list:
 
 def _distribution(text: str) -> tuple:
     """(the distribution, its JSON as Optuna writes it)."""
+    # lazy: optuna
     from optuna.distributions import distribution_to_json, json_to_distribution
 
     dist = json_to_distribution(text)
@@ -130,9 +140,7 @@ CODE = ("analysis", "studies")  # what builds them, in the package: a change the
 def cache_dir():
     """Where trial frames are cached: trials/ under the cache root (`sensitivity.core.paths.cache_root`); None
     when SENSITIVITY_TRIAL_CACHE is `off`."""
-    import os
 
-    from sensitivity.core.paths import cache_root
     return None if os.environ.get("SENSITIVITY_TRIAL_CACHE") == "off" else cache_root() / "trials"
 
 
@@ -144,7 +152,6 @@ def cached_frame(study, build):
     an earlier call while the study and the code (`code_version`) are unchanged (RDB storages only).
     Unchanged means the same trials, states, completion times and user attributes (their count, last id and
     total length: a driver's every write changes one of them), and the same study attributes and directions."""
-    import weakref
 
     rdb = private_apis.rdb_storage(study)
     folder = cache_dir()
@@ -175,7 +182,6 @@ def cached_beside(frame, name: str, compute):
 
 def _place(folder, url: str, study_id: int, study_name: str):
     """The cache file of a study's frame: named by a digest of its storage URL, id and name."""
-    import hashlib
 
     return folder / f"{hashlib.sha256(f'{url}|{study_id}|{study_name}'.encode()).hexdigest()[:24]}.pkl"
 
@@ -187,8 +193,6 @@ def _beside_path(path, name: str):
 def _cached(path, key: list, compute):
     """The value pickled at `path` with `key`, else `compute()` pickled there with it (whole or not at all,
     also with readers beside; uncached where the folder cannot be written)."""
-    import pickle
-    import uuid
 
     found, value = _read(path, key)
     if found:
@@ -207,7 +211,6 @@ def _cached(path, key: list, compute):
 
 def _read(path, key: list) -> tuple:
     """(True, the value pickled at `path`) where it was pickled with `key`, else (False, None)."""
-    import pickle
 
     try:
         with open(path, "rb") as file:
@@ -226,8 +229,6 @@ def code_version() -> str:
     """A digest of the code that builds the cached tables and results (CODE, and CACHE_FORMAT): a copy made
     by other code is never served."""
     if not _CODE:
-        import hashlib
-        from pathlib import Path
 
         package = Path(__file__).resolve().parents[1]
         digest = hashlib.sha256(str(CACHE_FORMAT).encode())
@@ -255,7 +256,6 @@ def _state_key(connection, mark: str, study_id: int) -> list:
     """What changes whenever a trial of the study is added, changes state, finishes or gets an attribute, or
     the study gets an attribute (a robustness record, an ablation path) or its directions. Read through a
     DB-API `connection` (placeholder `mark`), the same from sqlite3 and from SQLAlchemy's driver."""
-    import hashlib
 
     def rows(sql: str, *more) -> list:
         return [[str(v) for v in row] for row in _query(connection, mark, sql, study_id, *more)]

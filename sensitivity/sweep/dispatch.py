@@ -57,6 +57,7 @@ def epoch_metrics(event: dict, elapsed: float) -> dict:
 
 def trainable(config: dict) -> None:
     """Run one trial in this actor's warm worker; report each epoch, then the TrialResult."""
+    # lazy: ray
     import ray
     from ray import tune
 

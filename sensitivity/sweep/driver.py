@@ -13,12 +13,16 @@ finished trial. The heartbeat logs each failed beat and declares the storage los
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 import uuid
+import warnings
 from dataclasses import dataclass
 from typing import Optional
+
+import numpy as np
 
 from sensitivity import datasets, frameworks, ray_cluster
 from sensitivity.config.defaults import Cut
@@ -130,6 +134,7 @@ def run_space(space: Space, options: SweepOptions, plan: list = (), keep_ray: bo
                 summary = {"study": study.study_name, "storage": describe(url), "orphans_requeued": orphans}
                 started = time.monotonic()
                 if missing > 0:
+                    # lazy: optuna
                     from sensitivity.sweep.driver_storage import flush
                     run_tune(study, space, options, driver_id, missing)
                     flush(study)  # what the last seconds held
@@ -146,8 +151,6 @@ def run_space(space: Space, options: SweepOptions, plan: list = (), keep_ray: bo
 def _storage_failures(url: str, study_name: str):
     """Map any storage exception of the run to StorageLost: one line naming the storage (no password) and
     the trial log to rebuild from."""
-    import contextlib
-
 
     @contextlib.contextmanager
     def mapping():
@@ -169,6 +172,7 @@ def _check_final(study, target: int, url: str, driver_id: str, budget_out: bool)
     """The number of final trials, after checking the run lost nothing (else SweepFailed or StorageLost):
     the storage intact, none of this driver's trials RUNNING, and N final trials, counting those other
     live drivers still run (they will finish them) and forgiving a time budget that ran out."""
+    # lazy: optuna
     from optuna.trial import TrialState
 
     st.check_intact(url)
@@ -263,10 +267,10 @@ def check_inputs(space: Space, options: SweepOptions, datasets_used=None) -> Non
 
 
 def _open_study(space: Space, storage, options: SweepOptions):
-    import warnings
-
+    # lazy: optuna
     import optuna
 
+    # lazy: optuna
     from sensitivity.sweep.driver_storage import driver_view
 
     name = options.study or space.study
@@ -294,8 +298,7 @@ def _open_study(space: Space, storage, options: SweepOptions):
 
 
 def make_sampler(name: str, space: Space, seed: Optional[int]):
-    import warnings
-
+    # lazy: optuna
     import optuna
     import optuna.samplers as s
     # multivariate TPE is marked experimental; it is the better choice for correlated hyper-parameters
@@ -308,12 +311,11 @@ def make_sampler(name: str, space: Space, seed: Optional[int]):
         return s.NSGAIISampler(seed=seed)
     if name == "grid":
         return s.GridSampler(_grid(space), seed=seed)
-    from sensitivity.sweep.windowed_tpe import WindowedTPESampler
+    from sensitivity.sweep.windowed_tpe import WindowedTPESampler  # lazy: optuna
     return WindowedTPESampler(seed=seed, multivariate=True)
 
 
 def _grid(space: Space) -> dict:
-    import numpy as np
     grid = {"framework": list(space.frameworks)}
     for name, p in space.parameters.items():
         if p.type == "categorical":
@@ -332,6 +334,7 @@ def _start_heartbeat(study, driver_id: str, url: str):
     beat(study, driver_id)
 
     def loop() -> None:
+        # lazy: optuna
         from sensitivity.sweep.driver_storage import flush
         failures, last_ok = 0, time.monotonic()
         while not stop.wait(HEARTBEAT_S):

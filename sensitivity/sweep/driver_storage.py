@@ -56,6 +56,7 @@ log = logging.getLogger(__name__)
 
 def driver_view(storage):
     """`DriverStorage` over an RDB storage whose database it can write in bulk; any other storage as it is."""
+    # lazy: optuna
     import optuna
     if isinstance(storage, optuna.storages.RDBStorage) and storage.engine.name in UPSERT_DIALECTS:
         return DriverStorage(storage)
@@ -171,7 +172,8 @@ class DriverStorage(private_apis.CachedStorage):
     @retried
     def _read(self, study_id: int, included: set, seen: int, skipped: set) -> list:
         """The trials in `included` and those above `seen` not in `skipped`, as Optuna builds them, read by
-        SQL: a statement per table, no ORM object (Optuna's read takes 35 s for 10,000 trials here)."""
+        SQL: a statement per table, no ORM object (Optuna's read is far slower: docs/performance.md)."""
+        # lazy: sqlalchemy
         import sqlalchemy as sa
         models = private_apis.rdb_models()
 
@@ -208,8 +210,10 @@ class DriverStorage(private_apis.CachedStorage):
 
     def _build(self, rows: list, read: dict) -> list:
         """FrozenTrials from the rows of `_read`, as Optuna's `_build_frozen_trial_from_trial_model`."""
+        # lazy: optuna
         from optuna.distributions import json_to_distribution
         models = private_apis.rdb_models()
+        # lazy: optuna
         from optuna.trial import FrozenTrial
 
         parts = {row.trial_id: {"params": {}, "distributions": {}, "values": {}, "user_attrs": {},
@@ -236,8 +240,8 @@ class DriverStorage(private_apis.CachedStorage):
             p = parts[row.trial_id]
             values = [p["values"][i] for i in range(len(p["values"]))] if p["values"] else None
             built.append(FrozenTrial(number=row.number, state=row.state, value=None, values=values,
-                                     datetime_start=_local(row.datetime_start),
-                                     datetime_complete=_local(row.datetime_complete), params=p["params"],
+                                     datetime_start=_local_time(row.datetime_start),
+                                     datetime_complete=_local_time(row.datetime_complete), params=p["params"],
                                      distributions=p["distributions"], user_attrs=p["user_attrs"],
                                      system_attrs=p["system_attrs"], intermediate_values=p["intermediate"],
                                      trial_id=row.trial_id))
@@ -271,6 +275,7 @@ class DriverStorage(private_apis.CachedStorage):
         """Optuna's trial creation, in a few statements: the number is the previous trial's plus one (Optuna
         counts the study's earlier trials, a scan of the whole study), under the same lock on the study."""
         models = private_apis.rdb_models()
+        # lazy: optuna
         from optuna.trial import FrozenTrial
 
         trial_model = models.TrialModel
@@ -472,7 +477,7 @@ class DriverStorage(private_apis.CachedStorage):
         session.execute(statement, rows)
 
 
-def _local(utc):
+def _local_time(utc):
     """A naive UTC time from the database as the naive local time Optuna gives."""
     return None if utc is None else utc.replace(tzinfo=datetime.timezone.utc).astimezone().replace(tzinfo=None)
 

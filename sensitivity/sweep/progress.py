@@ -19,6 +19,7 @@ class Progress:
 
     def __enter__(self) -> "Progress":
         if self.enabled:
+            # lazy: tqdm
             from tqdm import tqdm
             self.bar = tqdm(total=self.total, file=sys.stderr, unit="trial", dynamic_ncols=True)
             self.refresh(force=True)
@@ -33,6 +34,7 @@ class Progress:
         if self.bar is None or not force and time.monotonic() - self.drawn < REFRESH_S:
             return
         self.drawn = time.monotonic()
+        # lazy: optuna
         from optuna.trial import TrialState
         trials = self.study.get_trials(deepcopy=False)
         counts = {state: sum(t.state == state for t in trials) for state in TrialState}

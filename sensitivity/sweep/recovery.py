@@ -8,6 +8,8 @@ seconds (another host), so drivers sharing a study (PostgreSQL) never fail each 
 """
 from __future__ import annotations
 
+import datetime
+
 from sensitivity import private_apis
 from sensitivity.studies.records import QUEUED_ATTRS, driver_alive, heartbeats
 
@@ -28,6 +30,7 @@ def orphan_attrs(trial, why: str) -> dict:
 
 def recover(study, my_driver: str, stale_after: float = STALE_AFTER_S) -> list:
     """Mark orphans FAIL and queue each orphan's parameters once; returns the orphans' numbers."""
+    # lazy: optuna
     from optuna.trial import TrialState
 
     beats = heartbeats(study)
@@ -53,7 +56,6 @@ def recover(study, my_driver: str, stale_after: float = STALE_AFTER_S) -> list:
 
 
 def _age_s(trial) -> float:
-    import datetime
     return (datetime.datetime.now() - trial.datetime_start).total_seconds() if trial.datetime_start else 0.0
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 import uuid
 from typing import Callable, Optional
 
@@ -41,9 +42,9 @@ from sensitivity import private_apis
 from sensitivity.config.spaces import Space
 from sensitivity.core.spec import TrialSpec
 from sensitivity.studies import storage as storage_health
-from sensitivity.sweep.driver_storage import flush
 from sensitivity.studies.records import QUEUED_ATTRS, counts_towards_target, driver_alive, heartbeats, result_fields
-from sensitivity.sweep.recovery import orphan_attrs, requeue_orphans
+from sensitivity.sweep.driver_storage import flush
+from sensitivity.sweep.recovery import STALE_AFTER_S, orphan_attrs, requeue_orphans
 from sensitivity.sweep.trial_log import log_trial
 
 log = logging.getLogger(__name__)
@@ -116,7 +117,6 @@ class StudySearcher(Searcher):
 
     def _others_alive(self) -> bool:
         """Whether another driver beats on this study (one read of the study's system attributes)."""
-        from sensitivity.sweep.recovery import STALE_AFTER_S
         return any(driver_alive(b, STALE_AFTER_S) for d, b in heartbeats(self.study).items() if d != self.driver_id)
 
     def suggest(self, trial_id: str) -> Optional[dict]:
@@ -350,8 +350,8 @@ class StudySearcher(Searcher):
 def node_lost(node_id: str, wait_s: float = 30.0) -> bool:
     """Whether Ray's node `node_id` is dead, waiting up to `wait_s` for Ray's health check to say so (an
     actor's death can reach the driver before its node is marked dead)."""
-    import time
 
+    # lazy: ray
     import ray
     deadline = time.monotonic() + wait_s
     while True:

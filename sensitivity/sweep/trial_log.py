@@ -52,6 +52,7 @@ def log_study(study) -> Path:
 def log_trial(path: Path, trial, state, values, intermediate: dict, attrs: dict) -> None:
     """Append a final trial (an optuna.Trial the driver asked, with `attrs` about to be written), before it
     is written to the study."""
+    # lazy: optuna
     from optuna.distributions import distribution_to_json
 
     attrs = {**trial.user_attrs, **attrs}
@@ -105,10 +106,10 @@ def _one_per_run(records: list) -> list:
 def rebuild(path, storage_url, study_name=None) -> tuple:
     """Create the study of the log in `storage_url` with every logged trial; (study name, trials added).
     The study must not exist there with trials already (rebuild into a new storage, or name another)."""
+    # lazy: optuna
     import optuna
     from optuna.distributions import json_to_distribution
     from optuna.trial import TrialState, create_trial
-
 
     header, records = read(path)
     name = study_name or header["study"]

@@ -12,6 +12,13 @@ import socket
 import time
 from pathlib import Path
 
+from sensitivity import ray_cluster
+from sensitivity.core.paths import RESULTS, under
+from sensitivity.core.spec import TrialSpec
+from sensitivity.sweep.progress import Progress
+from sensitivity.sweep.recovery import MAX_ATTEMPTS
+from sensitivity.sweep.trial_log import log_path
+
 
 class ResourceError(Exception):
     """A trial asks for more than the cluster has: one line, exit 2."""
@@ -53,6 +60,7 @@ def check_address(address, timeout_s: float = 3.0) -> None:
 def check_resources(cpus: float, gpus: float) -> None:
     """A trial of `cpus` CPUs and `gpus` GPUs must fit on one node of the cluster Ray reports: Ray places a
     trial on a single node, so cluster totals would pass trials that wait forever."""
+    # lazy: ray
     import ray
     nodes = [n["Resources"] for n in ray.nodes() if n.get("Alive")]
     if any(n.get("CPU", 0) >= cpus and n.get("GPU", 0) >= gpus for n in nodes):
@@ -68,7 +76,6 @@ def weights_dir(study_name: str) -> str:
     """results/weights/STUDY, absolute: where the trials of a study save their trained weights. On a
     cluster each node writes on its own disk, so robustness needs this folder shared (NFS) or the driver's
     node to run the trials."""
-    from sensitivity.core.paths import RESULTS, under
     return str(under(RESULTS / "weights", study_name).resolve())
 
 
@@ -78,6 +85,7 @@ def scheduler(pruner: str, space):
     write: a paused trial would start again from epoch 1. The asynchronous schedulers only stop trials."""
     if pruner == "none":
         return None
+    # lazy: ray
     from ray.tune.schedulers import AsyncHyperBandScheduler
     objective = space.objectives[0]
     mode = "max" if objective.direction == "maximize" else "min"
@@ -91,7 +99,6 @@ def max_epochs(space) -> int:
     """The most epochs a trial of `space` can run, ASHA's max_t (a trial that reaches it is stopped): the
     largest value of a tuned `epochs`, else the fixed one; with `iterations`, at most that many (every
     epoch takes a step at least); else TrialSpec's default."""
-    from sensitivity.core.spec import TrialSpec
     for name in ("iterations", "epochs"):
         param = space.parameters.get(name)
         if param is not None:
@@ -103,7 +110,6 @@ def max_epochs(space) -> int:
 
 def start_ray(options) -> None:
     """Start a local Ray or join the cluster, and check that a trial fits in it (else ResourceError)."""
-    from sensitivity import ray_cluster
     ray_cluster.init_ray(options.address)  # first: Ray reads its environment when imported
     try:
         check_resources(options.cpus_per_trial, options.gpus_per_trial)
@@ -113,30 +119,27 @@ def start_ray(options) -> None:
 
 
 def stop_ray() -> None:
+    # lazy: ray
     import ray
 
-    from sensitivity import ray_cluster
     ray.shutdown()
     ray_cluster.stopped()
 
 
 def run_tune(study, space, options, driver_id: str, missing: int) -> None:
     """Run the missing trials on the Ray that start_ray started or joined."""
+    # lazy: ray
     from ray import tune
     from ray.tune.logger import JsonLoggerCallback
 
-    from sensitivity import ray_cluster
-
+    # lazy: optuna, ray
     from sensitivity.sweep.dispatch import ForgetFinished, trainable
-    from sensitivity.sweep.recovery import MAX_ATTEMPTS
-    from sensitivity.sweep.progress import Progress
     from sensitivity.sweep.searcher import StopOnLostStorage, StudySearcher
-    from sensitivity.sweep.trial_log import log_path
 
     # a failed trial's result has no metric (never None, see dispatch): Tune must not insist on one
     os.environ["TUNE_DISABLE_STRICT_METRIC_CHECKING"] = "1"
     # the study is the record: of Tune's own loggers only the JSON one, which Tune reads back when fit()
-    # ends; its TensorBoard logger imported tensorboardX, and so torch, into the driver (3 s)
+    # ends; its TensorBoard logger imported tensorboardX, and so torch, into the driver
     os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
     stop_watching = ray_cluster.watch_local_ray() if not options.address else (lambda: None)
     searcher, started, reason = None, time.monotonic(), "the sweep was stopped"

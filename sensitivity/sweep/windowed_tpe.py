@@ -2,7 +2,7 @@
 study size.
 
 Optuna's TPESampler fits its Parzen estimators to every finished trial on each ask: its time grows linearly
-with the study (ask plus tell 0.017 s at 1,000 trials, 0.10 s at 5,000 here, in memory). Past WINDOW
+with the study (docs/performance.md). Past WINDOW
 finished trials it would leave a large sweep behind, so older trials leave the model (they stay in the
 study). Below WINDOW the sampler is Optuna's TPESampler exactly. Only the sampler changes: the study stays
 plain Optuna, readable by Optuna and optuna-dashboard.

@@ -18,11 +18,15 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import platform
 import os
+import platform
 import re
 import subprocess
 import sys
+from importlib import metadata
+
+import numpy  # noqa: F401  (loaded first: threadpoolctl then sees the BLAS that numpy loads)
+import threadpoolctl
 
 from sensitivity.core import paths
 
@@ -81,11 +85,6 @@ def summary(record: dict) -> str:
 
 def numpy_blas() -> list:
     """numpy's BLAS libraries as threadpoolctl finds them: their API, version and core type."""
-    import numpy  # noqa: F401  (threadpoolctl sees the libraries loaded: numpy loads its BLAS)
-    try:
-        import threadpoolctl
-    except ImportError:
-        return []
     return [{"internal_api": i.get("internal_api"), "version": i.get("version"), "architecture": i.get("architecture")}
             for i in threadpoolctl.threadpool_info() if i.get("user_api") == "blas"]
 
@@ -136,7 +135,6 @@ def probe(library: str) -> dict:
 
 
 def _version(library: str):
-    from importlib import metadata
     for name in {"tensorflow": ("tensorflow", "tensorflow-cpu"), "mxnet": ("mxnet",), "torch": ("torch",)}[library]:
         try:
             return metadata.version(name)

@@ -171,6 +171,7 @@ def nvml_handle(pynvml, device: str):
 def open_nvml(device: str):
     """An NvmlDevice for "gpu" or "gpu:N", or a string saying why there is none."""
     try:
+        # lazy: pynvml
         import pynvml
     except ImportError:
         return "nvidia-ml-py is not installed (extra: gpu)"

@@ -17,9 +17,14 @@ trial, `oom` exhausts the memory a lowered RLIMIT_AS leaves (a real MemoryError)
 """
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import platform
+import resource
 import sys
+import threading
+import time
 import traceback
 
 
@@ -49,7 +54,6 @@ def _inject_fault(event: dict) -> None:
     if fault == "alloc" and not _allocated:
         _allocated.append(len(bytearray(400 * 2**20)))  # zero-filled, so every page is touched
     if fault == "segfault":
-        import ctypes
         ctypes.string_at(0)
     elif fault == "exit":
         os._exit(3)
@@ -61,7 +65,6 @@ def _inject_fault(event: dict) -> None:
 
 def _exhaust_memory() -> None:
     """Allocate 64 MB blocks until the address space, limited to 256 MB above its current size, runs out."""
-    import resource
     with open("/proc/self/status") as f:
         size = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
     resource.setrlimit(resource.RLIMIT_AS, (size + 256 * 2**20, resource.getrlimit(resource.RLIMIT_AS)[1]))
@@ -75,7 +78,6 @@ def _end_stderr() -> None:
     end marker: what the runner reads before it, it has all of; the result follows on stdout."""
     sys.stderr.flush()
     try:
-        import ctypes
         ctypes.CDLL(None).fflush(None)
     except (OSError, AttributeError):
         pass
@@ -86,8 +88,6 @@ def _end_stderr() -> None:
 def _exit_with_parent() -> None:
     """End this worker when the process that started it dies (it runs in its own session, so it would
     otherwise outlive a killed driver or Ray actor)."""
-    import threading
-    import time
 
     parent = os.getppid()
 
@@ -101,20 +101,19 @@ def _exit_with_parent() -> None:
 
 
 def serve(requests, proto) -> None:
-    from sensitivity.datasets.base import Dataset
+    # lazy: imported once fd 1 points at stderr (`_protocol_stream`), so that nothing they print at import
+    # reaches the protocol
+    import numpy
+
     from sensitivity.core.spec import TrialResult, TrialSpec
+    from sensitivity.datasets.base import Dataset
     from sensitivity.trial import loop
 
     def emit(event: dict) -> None:
         proto.write(json.dumps(event) + "\n")
         _inject_fault(event)
 
-    import platform
-
-    import numpy
-
     if os.environ.get("SENSITIVITY_WORKER_FAULT") == "hang_start":
-        import time
         time.sleep(3600)
     ready = {"event": "ready", "pid": os.getpid(), "python": platform.python_version(), "numpy": numpy.__version__}
     proto.write(json.dumps(ready) + "\n")
@@ -143,7 +142,7 @@ def serve(requests, proto) -> None:
 
 def _attack(request: dict) -> dict:
     """An attack request's event: its result, or the error that stopped it."""
-    from sensitivity.trial import attacks
+    from sensitivity.trial import attacks  # lazy: as in `serve`, and only when a model is attacked
     try:
         return {"event": "attack_result", "result": attacks.run_request(request, _available_threads())}
     except Exception as exc:

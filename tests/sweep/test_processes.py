@@ -18,7 +18,7 @@ import sys
 from sensitivity import ray_cluster
 from sensitivity.sweep import tuning
 ray_cluster.init_ray(None)
-print(ray_cluster._local["temp_dir"], flush=True)
+print(ray_cluster._local_ray["temp_dir"], flush=True)
 sys.stdin.read()  # until the test closes it
 tuning.stop_ray()
 """

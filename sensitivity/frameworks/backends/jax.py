@@ -35,6 +35,7 @@ def gpu_placement(framework: str, device, where: dict) -> dict:
     gpu.check_placed(framework, {k: f"{getattr(v, 'platform', '')}:{v}" for k, v in where.items()})
     report = {"device_name": device.device_kind, "placed": {k: str(v) for k, v in where.items()}}
     try:
+        # lazy: jax
         from jax._src.lib import cuda_versions  # present with a CUDA plugin
         report.update(cuda=cuda_versions.cuda_runtime_get_version(), cudnn=cuda_versions.cudnn_get_version())
     except (ImportError, AttributeError):
