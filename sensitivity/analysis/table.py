@@ -140,7 +140,7 @@ def _extra_fields(records) -> pd.DataFrame:
                "wall_time_s": [a.get("wall_time_s") for a in attrs],
                "is_default": [a.get("is_default") for a in attrs],
                "planned": [bool(a.get("planned")) for a in attrs],
-               "test_correct": [a.get("test_correct") for a in attrs]}  # packed text (core.correctness), transfer studies
+               "test_correct": [a.get("test_correct") for a in attrs]}  # packed text (core.correctness): transfer
     columns.update({f"gpu_{k}": [gpu.get(k) for gpu in gpus] for k in GPU_FIELDS})
     columns.update({f"env_{k}": [env.get(k) for env in envs] for k in ENV_FIELDS})
     columns["env_kernel_isa"] = [(env.get("kernels") or {}).get("isa") for env in envs]  # the CPU kernels' summary
