@@ -1,5 +1,6 @@
 """The package's layers (pyproject.toml's import-linter contracts, docs/architecture.md) hold, and an import
 that breaks them fails the check: a new cycle or an upward import fails CI."""
+import ast
 import shutil
 import subprocess
 import sys
@@ -59,3 +60,58 @@ def test_every_adapter_is_under_the_adapters_contracts():
     adapters = {f"sensitivity.frameworks.{p.stem}" for p in (REPO / "sensitivity" / "frameworks").glob("*_adapter.py")}
     assert set(named["Framework adapters do not import one another"]["modules"]) == adapters
     assert set(named["What the adapters share imports no adapter"]["forbidden_modules"]) == adapters
+
+
+def imports_inside_functions(tree: ast.Module) -> list:
+    """(import statement, the statement list holding it, its index) for every import inside a function."""
+    found = []
+
+    def visit(body: list, inside: bool) -> None:
+        for i, statement in enumerate(body):
+            if inside and isinstance(statement, (ast.Import, ast.ImportFrom)):
+                found.append((statement, body, i))
+            nested = inside or isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef))
+            for block in (getattr(statement, name, None) for name in ("body", "orelse", "finalbody")):
+                if isinstance(block, list):
+                    visit(block, nested)
+            for handler in getattr(statement, "handlers", ()):
+                visit(handler.body, nested)
+    visit(tree.body, False)
+    return found
+
+
+def says_lazy(lines: list, statement, body: list, i: int) -> bool:
+    """A `# lazy: why` comment on the import's lines, or above the run of imports it belongs to."""
+    first = i
+    while first > 0 and isinstance(body[first - 1], (ast.Import, ast.ImportFrom)) \
+            and body[first - 1].end_lineno >= body[first].lineno - 1:
+        first -= 1
+    spans = [range(s.lineno, s.end_lineno + 1) for s in body[first:i + 1]] + [[body[first].lineno - 1]]
+    return any("# lazy: " in lines[k - 1] for span in spans for k in span if k >= 1)
+
+
+def test_imports_inside_functions_keep_a_heavy_import_lazy_and_say_so():
+    """An import inside a function is allowed only to keep a heavy one lazy (a framework, Ray, plotly,
+    Optuna, pandas...; or an order the worker needs), and a `# lazy:` comment says what; the standard library's
+    modules go at the top. An import placed in a function to hide a cycle fails here, and the cycle fails the
+    contracts above once the import moves up."""
+    unexplained, standard = [], []
+    for path in sorted((REPO / "sensitivity").rglob("*.py")):
+        text = path.read_text()
+        lines = text.splitlines()
+        for statement, body, i in imports_inside_functions(ast.parse(text)):
+            where = f"{path.relative_to(REPO)}:{statement.lineno}: {ast.unparse(statement)}"
+            names = [a.name for a in statement.names] if isinstance(statement, ast.Import) else [statement.module or ""]
+            if any(name.split(".")[0] in sys.stdlib_module_names for name in names):
+                standard.append(where)
+            elif not says_lazy(lines, statement, body, i):
+                unexplained.append(where)
+    assert not standard, "standard-library imports inside functions (put them at the top):\n" + "\n".join(standard)
+    assert not unexplained, "imports inside functions without a `# lazy:` comment:\n" + "\n".join(unexplained)
+
+
+def test_an_import_inside_a_function_without_its_reason_is_found():
+    source = "def f():\n    # lazy: plotly\n    import plotly\n\n\ndef g():\n    import optuna\n    import json\n"
+    lines = source.splitlines()
+    found = [(s.lineno, says_lazy(lines, s, body, i)) for s, body, i in imports_inside_functions(ast.parse(source))]
+    assert found == [(3, True), (7, False), (8, False)]

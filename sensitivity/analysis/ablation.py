@@ -50,26 +50,3 @@ def _change(record: dict, i: int) -> str:
         return f"framework: {before['framework']} -> {after['framework']}"
     return f"{knob}: {before['knobs'][knob]} -> {after['knobs'][knob]}"
 
-
-def plot_ablation(path: pd.DataFrame):
-    """Validation and test accuracy (top) and train time (bottom) along the path, each with its interval."""
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
-
-    labels = [f"{i}. {c}" for i, c in zip(path["step"], path["change"])]
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
-                        subplot_titles=("Accuracy: mean, 95% interval (n=2: the range); chosen on validation", "Train time (s)"))
-    for metric, name, row in (("val_accuracy", "validation accuracy", 1), ("accuracy", "test accuracy", 1),
-                              ("train_time_s", "train time", 2)):
-        mean = path[f"{metric}_mean"]
-        fig.add_trace(go.Scatter(x=labels, y=mean, name=name, mode="lines+markers",
-                                 error_y=dict(type="data", symmetric=False,
-                                              array=(path[f"{metric}_high"] - mean).fillna(0),
-                                              arrayminus=(mean - path[f"{metric}_low"]).fillna(0)),
-                                 text=[f"n={n}" for n in path["n"]]), row=row, col=1)
-    inert = path.attrs.get("inert") or []
-    title = f"Ablation path: {path.attrs.get('source')} to {path.attrs.get('target')}, n={path.attrs.get('seeds')} seeds"
-    fig.update_layout(title=title + (f" (no effect here: {', '.join(inert)})" if inert else ""), height=640,
-                      margin=dict(b=160))
-    fig.update_xaxes(tickangle=-25, row=2, col=1)
-    return fig

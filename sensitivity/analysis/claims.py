@@ -7,16 +7,18 @@ import html
 
 import pandas as pd
 
-from sensitivity.analysis.findings import ALPHA, EFFECT, findings, plot_findings
-from sensitivity.analysis.importance import ALL as ALL_TRIALS
-from sensitivity.analysis.importance import LABELS, TRIALS_PER_PARAMETER, parameter_importance, planned_trials
+from sensitivity.analysis.crossover import NEEDS, crossover_comparisons
+from sensitivity.analysis.findings import ALPHA, EFFECT, findings
+from sensitivity.analysis.importance import (ALL as ALL_TRIALS, LABELS, TRIALS_PER_PARAMETER, parameter_importance,
+                                             planned_trials)
 from sensitivity.analysis.intervals import interval_text
-from sensitivity.analysis.pages import (figure_html, missing_html, note_html, regime_html, table_html,
-                                        warning_html)
-from sensitivity.analysis.robustness import plot_robustness, protocol_of, robustness_checks
+from sensitivity.analysis.pages import figure_html, missing_html, note_html, regime_html, table_html, warning_html
+from sensitivity.analysis.plots import (plot_crossover, plot_findings, plot_importance, plot_robustness,
+                                       plot_transfer)
+from sensitivity.analysis.robustness import protocol_of, robustness_checks
 from sensitivity.analysis.robustness_pairs import robustness_comparisons
 from sensitivity.analysis.table import REGIME, NotEnoughData, regime_sorted, regimes_of
-from sensitivity.analysis.transfer import budget_note, plot_transfer, richest_transfer, transfer_comparisons
+from sensitivity.analysis.transfer import budget_note, richest_transfer, transfer_comparisons
 from sensitivity.studies.trial_rows import cached_beside
 
 
@@ -105,7 +107,6 @@ def importance_html(table: pd.DataFrame) -> str:
 
 
 def _plot_importance(importance):
-    from sensitivity.analysis.plots import plot_importance
     return plot_importance(importance)
 
 
@@ -125,7 +126,6 @@ def transfer_html(sources: list) -> str:
 
 def _crossover_html(sources: list) -> str:
     """Every source's crossovers (a study of `sensitivity crossover` each, the placebo's among them)."""
-    from sensitivity.analysis.crossover import NEEDS, crossover_comparisons, plot_crossover
 
     found = []
     for source in sources:

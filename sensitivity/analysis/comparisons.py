@@ -9,8 +9,13 @@ import math
 import numpy as np
 import pandas as pd
 
+from sensitivity.analysis.crossover import crossover_comparisons
+from sensitivity.analysis.frontier import runtime_accuracy_frontier
 from sensitivity.analysis.intervals import difference, ratio
+from sensitivity.analysis.robustness_pairs import robustness_comparisons
+from sensitivity.analysis.seeds import best_configurations
 from sensitivity.analysis.table import REGIME, NotEnoughData, trained
+from sensitivity.analysis.transfer import richest_transfer, transfer_comparisons
 
 TRANSFER = ("dataset transfer", "framework transfer")
 ENTRY = [REGIME, "claim", "role", "label", "subject", "reference", "estimate", "low", "high", "unit", "p", "n_a",
@@ -36,8 +41,6 @@ def _entry(regime, claim, label, subject, reference, diff, unit, budget=None, co
 
 
 def _crossover_entries(sources: list) -> list:
-    from sensitivity.analysis.crossover import crossover_comparisons
-
     out = []
     for source in sources:
         try:
@@ -54,8 +57,6 @@ def _crossover_entries(sources: list) -> list:
 
 
 def _transfer_entries(sources: list) -> list:
-    from sensitivity.analysis.transfer import richest_transfer, transfer_comparisons
-
     try:
         source, _ = richest_transfer(sources)
     except NotEnoughData:
@@ -72,7 +73,6 @@ def _robustness_entries(sources: list) -> list:
     """Every pair of frameworks of the first study with robustness records (`robustness_pairs`): the claim's own
     comparisons (matched clean accuracy, transfer attacks, each framework's own default) and, beside them, the
     same pairs white-box and as trained, and the same configuration on every framework."""
-    from sensitivity.analysis.robustness_pairs import robustness_comparisons
 
     for source in sources:
         rows = robustness_comparisons(source)
@@ -93,9 +93,6 @@ def _robustness_entries(sources: list) -> list:
 
 
 def _tradeoff_entries(table: pd.DataFrame) -> list:
-    from sensitivity.analysis.frontier import runtime_accuracy_frontier
-    from sensitivity.analysis.seeds import best_configurations
-
     try:
         frontier = runtime_accuracy_frontier(table)
         best = best_configurations(table[table["outcome"].eq("ok")], ("framework", REGIME))

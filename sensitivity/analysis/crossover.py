@@ -114,37 +114,3 @@ def _cell_text(runs) -> str:
         return f"{accuracy}, every run diverged"
     return f"{accuracy}, {float(np.mean(runs.train_time_s)):.1f} s"
 
-
-def plot_crossover(crossovers: pd.DataFrame, table):
-    """Per crossover (a panel): each tuned configuration's mean test accuracy (95% interval) on the two datasets;
-    lines that cross are a home advantage."""
-    from sensitivity.analysis.style import finish, go, make_subplots
-
-    rows = trained(trials_table(table))
-    rows = rows[rows["crossover"].notna()] if "crossover" in rows else rows.iloc[0:0]
-    if crossovers.empty or rows.empty:
-        raise NotEnoughData(NEEDS)
-    titles = [f"{'placebo: ' if r['placebo'] else ''}{r['framework']}, {r[REGIME]}: {r['dataset_a']} x {r['dataset_b']}"
-              + (f" ({r['model']})" if r.get("model") else "")
-              for r in crossovers.to_dict("records")]
-    fig = make_subplots(rows=1, cols=len(titles), subplot_titles=titles, horizontal_spacing=0.12)
-    for col, row in enumerate(crossovers.to_dict("records"), start=1):
-        part = rows[rows["crossover"].eq(row["crossover"]) & rows[REGIME].eq(row[REGIME])]
-        datasets = [row["dataset_a"], row["dataset_b"]]
-        for tuned, colour in zip(datasets, ("#1f77b4", "#d62728")):
-            means, lows, highs = [], [], []
-            for on in datasets:
-                arm = runs_of(part[part["tuned_for"].eq(tuned) & part["dataset"].eq(on)], on).arm
-                interval = mean_interval(arm.accuracy)
-                means.append(interval.mean)
-                lows.append(interval.mean - (interval.low if interval.low is not None else interval.mean))
-                highs.append((interval.high if interval.high is not None else interval.mean) - interval.mean)
-            label = row["config_a"] if tuned == row["dataset_a"] else row["config_b"]
-            fig.add_trace(go.Scatter(x=datasets, y=means, mode="lines+markers", name=f"tuned for {tuned}",
-                                     legendgroup=tuned, showlegend=col == 1, line=dict(color=colour),
-                                     error_y=dict(type="data", symmetric=False, array=highs, arrayminus=lows),
-                                     hovertext=[f"tuned for {tuned} ({label}) on {on}" for on in datasets],
-                                     hoverinfo="text+y"), row=1, col=col)
-    fig.update_yaxes(title_text="test accuracy (converged runs; chance where all diverged)", col=1)
-    fig = finish(fig, "Dataset crossover: each dataset's tuned configuration on both datasets", 460)
-    return fig.update_layout(width=max(640, 420 * len(titles)))

@@ -2,7 +2,7 @@
 the parameters.
 
 Slice and contour are computed here from the table rather than with `optuna.visualization`, whose
-contour interpolates every pair over every trial (29 s for three parameters of 10,000 trials here):
+contour interpolates every pair over every trial (far slower at 10,000 trials: docs/performance.md):
 the contour is the mean accuracy per cell of a binned grid, empty where no trial fell, one grid per regime
 (`semantics`): a cell never averages trials of both.
 """

@@ -30,6 +30,7 @@ def write(fig, out_path, width: int | None = None, height: int | None = None) ->
 def image(fig, fmt: str, width: int | None = None, height: int | None = None) -> bytes:
     """The figure as png, svg or pdf bytes."""
     try:
+        # lazy: choreographer, kaleido
         import kaleido
         from choreographer.browsers.chromium import Chromium
     except ImportError:

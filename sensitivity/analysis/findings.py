@@ -41,9 +41,11 @@ import numpy as np
 import pandas as pd
 
 from sensitivity.analysis import sentences
+from sensitivity.analysis.ablation import ablation_path
 from sensitivity.analysis.comparisons import ENTRY, TRANSFER, gather, none_if_missing
-from sensitivity.analysis.intervals import Difference, holm, sd_upper, seeds_needed, summary, tost
 from sensitivity.analysis.findings_records import cache_name
+from sensitivity.analysis.intervals import Difference, holm, sd_upper, seeds_needed, summary, tost
+from sensitivity.analysis.runtime import first_same_configuration_times, parallel_ratios, ratios_text
 from sensitivity.analysis.table import REGIME, NotEnoughData, regime_position, regimes_of, trained, trials_table
 from sensitivity.studies.trial_rows import cached_beside
 
@@ -123,7 +125,6 @@ def _findings(table: pd.DataFrame, others: list, effect: float) -> Findings:
 def _timing_note(sources: list) -> dict:
     """{regime: what its runtime claim's times rest on}: the sweep's concurrency against the same configurations
     timed alone, and the same configuration's time to target on every framework (`runtime`)."""
-    from sensitivity.analysis.runtime import first_same_configuration_times, parallel_ratios, ratios_text
 
     ratios = ratios_text(parallel_ratios(sources[0], sources[1:]))
     times, study = first_same_configuration_times(sources)
@@ -145,6 +146,7 @@ def _times_text(times: pd.DataFrame, study) -> str:
 
 def _attack_checks(sources: list) -> pd.DataFrame:
     """The attack checks (`robustness.robustness_checks`) of the first study with robustness records."""
+    # lazy: plotly
     from sensitivity.analysis.robustness import robustness_checks
 
     for source in sources:
@@ -172,7 +174,6 @@ def _kernels_note(sources: list) -> str:
 
 def _ablation_note(sources: list) -> str:
     """"; the ablation from tensorflow native to mxnet native (study S) puts the largest step at init: ..."."""
-    from sensitivity.analysis.ablation import ablation_path
 
     for source in sources:
         if len((source.attrs.get("ablation") or {}).get("steps") or ()) < 2:
@@ -395,50 +396,6 @@ def as_records(frame: pd.DataFrame, columns) -> list:
                         v.item() if isinstance(v, np.generic) else v) for k, v in record.items()})
     return out
 
-
-def plot_findings(found: Findings):
-    """A forest plot of the comparisons: difference and 95% interval, one row of panels per claim, one column per
-    regime; each claim's margin shaded around zero; hollow where there is no interval."""
-    from sensitivity.analysis.style import finish, go, make_subplots, regime_title
-
-    frame = found.comparisons if isinstance(found, Findings) else found
-    shown = frame[frame["unit"].ne("frontier") & frame["estimate"].notna()]
-    if shown.empty:
-        raise NotEnoughData("findings need comparisons: run sensitivity transfer, crossover, robustness, or a sweep "
-                            "of two or more frameworks")
-    claims = [c for c in CLAIMS if c in set(shown["claim"])]
-    regimes = regimes_of(shown)
-    sizes = [max(1, shown.loc[shown["claim"].eq(c), "label"].nunique()) for c in claims]
-    height = 160 + 26 * sum(sizes) + 120 * len(claims)
-    fig = make_subplots(rows=len(claims), cols=len(regimes), row_heights=sizes, shared_yaxes=True,
-                        vertical_spacing=min(0.9 / max(1, len(claims) - 1), 110 / (height - 190)),
-                        horizontal_spacing=0.03,
-                        subplot_titles=[f"{c}, {r}" for c in claims for r in regimes])
-    colours = {"lower": "#d62728", "higher": "#2ca02c", "equivalent": "#1f77b4", "inconclusive": "#7f7f7f",
-               "cut budget": "#bcbd22"}
-    effect = frame.attrs.get("effect", EFFECT)
-    for i, claim in enumerate(claims, start=1):
-        labels = list(dict.fromkeys(shown[shown["claim"].eq(claim)]["label"]))
-        for j, regime in enumerate(regimes, start=1):
-            part = shown[shown["claim"].eq(claim) & shown[REGIME].eq(regime)]
-            for has, points in part.groupby(part["low"].notna()):  # no error bar where there is no interval
-                error = dict(type="data", symmetric=False, array=points["high"].astype(float) - points["estimate"],
-                             arrayminus=points["estimate"] - points["low"].astype(float)) if has else None
-                fig.add_trace(go.Scatter(
-                    x=points["estimate"], y=points["label"], mode="markers", showlegend=False, error_x=error,
-                    marker=dict(size=9, color=points["verdict"].map(colours).fillna("#7f7f7f"),
-                                symbol="circle" if has else "circle-open", line=dict(width=2)),
-                    hovertext=points["sentence"], hoverinfo="text"), row=i, col=j)
-            margin = margin_of(claim, effect)
-            fig.add_vrect(x0=-margin, x1=margin, fillcolor="#1f77b4", opacity=0.1, line_width=0, row=i, col=j)
-            fig.add_vline(x=0, line=dict(color="black", width=1), row=i, col=j)
-        fig.update_yaxes(automargin=True, categoryorder="array", categoryarray=labels[::-1], row=i, col=1)
-        fig.update_xaxes(title=dict(text=UNITS[claim], font=dict(size=11)), row=i)
-    fig.update_xaxes(zeroline=False)
-    title = regime_title("Findings: each comparison's difference and 95% interval", regimes)
-    fig = finish(fig, title + "<br><sub>red: lower; green: higher; blue: equivalent, within the shaded margin; "
-                              "grey: inconclusive; olive: cut budget, not tested; hollow: under 3 seeds</sub>", height)
-    return fig.update_layout(margin=dict(t=130))
 
 
 UNITS = {"dataset transfer": "home advantage (accuracy, summed over the two datasets)",

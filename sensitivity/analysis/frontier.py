@@ -18,8 +18,9 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from sensitivity.analysis.table import (REGIME, NotEnoughData, defaults_of, derived, grouped, regime_position,
-                                        trained, trials_table)
+from sensitivity.analysis.seeds import best_configurations
+from sensitivity.analysis.table import (REGIME, NotEnoughData, defaults_of, derived, grouped, regime_position, trained,
+                                        trials_table)
 
 REFERENCE_TIME_MARGIN = 1.1
 ALL = "all"
@@ -126,7 +127,6 @@ def _summary(table: pd.DataFrame, points: pd.DataFrame, volumes: dict, reference
 def _best(table: pd.DataFrame) -> pd.DataFrame:
     """Per regime and scope: the best configuration by mean over seeds, with its accuracy and train time
     and their intervals (`seeds.best_configurations`)."""
-    from sensitivity.analysis.seeds import best_configurations
 
     ok = table[table["outcome"] == "ok"]
     columns = ["scope", REGIME, "best_configuration", "best_accuracy_interval", "best_time_interval"]

@@ -57,6 +57,7 @@ ONLY_PLANNED = ("importance needs sampled trials; this study's trials are all pl
 
 
 def make_evaluator(name: str, seed: int = 0):
+    # lazy: optuna
     import optuna.importance as importance  # imports scikit-learn (seconds): only when importance is asked
 
     if name == "ped_anova":
@@ -193,6 +194,7 @@ def _tree_spread(evaluator, names: list, total: float) -> dict:
 def rank_agreement(importance: pd.DataFrame) -> pd.DataFrame:
     """Per block: Spearman's rho and Kendall's tau between fANOVA's and PED-ANOVA's importances of the
     parameters both evaluated (NaN under 3 parameters)."""
+    # lazy: scipy
     from scipy import stats
 
     rows = []

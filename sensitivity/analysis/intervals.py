@@ -99,6 +99,7 @@ def _logit(values):
 def _t_quantile(q, df):
     """Student t's quantile (scipy.special's ufunc: the same numbers as scipy.stats.t.ppf, without its
     per-call overhead, which dominated an analysis of many comparisons)."""
+    # lazy: scipy
     from scipy import special
 
     return special.stdtrit(df, q)
@@ -202,6 +203,7 @@ def ratio(a, b, confidence: float = CONFIDENCE) -> Difference:
 
 
 def _welch(a: np.ndarray, b: np.ndarray, confidence: float, method: str) -> Difference:
+    # lazy: scipy
     from scipy import special
 
     n_a, n_b = len(a), len(b)
@@ -247,6 +249,7 @@ def seeds_needed(effect: float, sd: Optional[float], alpha: float = 0.05, power:
     with `power`, the groups' standard deviation `sd` (pass `sd_upper`'s bound), `test_var` the test set's
     share of the estimate's variance; at least MIN_FOR_INTERVAL, None when `sd` is unknown or more than
     MAX_SEEDS would be needed (or no number of seeds would: the test set is too small)."""
+    # lazy: scipy
     from scipy import special  # its ufuncs: scipy.stats's norm, t and nct, without seconds of importing it
 
     if sd is None or sd != sd or effect <= 0:
@@ -273,6 +276,7 @@ def seeds_needed(effect: float, sd: Optional[float], alpha: float = 0.05, power:
 def sd_upper(sd: Optional[float], df: float, confidence: float = 0.8) -> Optional[float]:
     """The one-sided upper confidence bound of a standard deviation estimated on `df` degrees of freedom
     (chi-square): the SD power advice should plan with, since 4 degrees of freedom leave it uncertain by 2x."""
+    # lazy: scipy
     from scipy import special
 
     if sd is None or sd != sd or df is None or df < 1:
@@ -293,6 +297,7 @@ def contrast(terms, confidence: float = CONFIDENCE) -> Difference:
     """sum(sign * mean accuracy of the arm) over `terms` [(sign, Arm)], with the test sets' sampling error
     where every arm on a test set recorded correctness (see the module); n_a, n_b: the fewest seeds of the
     positive and the negative arms."""
+    # lazy: scipy
     from scipy import special
 
     terms = [(float(sign), arm) for sign, arm in terms]
@@ -366,6 +371,7 @@ class Summary:
 def summary(diffs, confidence: float = CONFIDENCE) -> Summary:
     """The random-effects mean of the comparisons with a standard error (see the module); one comparison is
     its own (its t interval)."""
+    # lazy: scipy
     from scipy import special
 
     tested = [d for d in diffs if d.se is not None and d.estimate == d.estimate]
@@ -390,6 +396,7 @@ def summary(diffs, confidence: float = CONFIDENCE) -> Summary:
 def tost(estimate: float, se: Optional[float], margin: float, df: Optional[float] = None) -> Optional[float]:
     """The p-value of the two one-sided tests that the true value lies within +-margin (t on `df`, normal
     without); equivalence at alpha where it is below alpha."""
+    # lazy: scipy
     from scipy import special
 
     if se is None or se != se or estimate != estimate:

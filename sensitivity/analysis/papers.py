@@ -20,14 +20,14 @@ PRESET_PAPER = {"liu2018": "gtdlbench", "dlbench": "dlbench"}
 
 
 def load_papers(path: Path = PAPERS) -> dict:
-    from sensitivity.config.files import read_mapping
+    from sensitivity.config.files import read_mapping  # lazy: pydantic, which a report without papers skips
     return read_mapping(path)
 
 
 def paper_rows(sources: list, papers: dict = None) -> pd.DataFrame:
     """One row per paper cell of the preset a source ran (its `reproduce` attribute): the paper's accuracy and
     time and ours with interval, the hardware and network of each."""
-    from sensitivity.config.defaults import load_table
+    from sensitivity.config.defaults import load_table  # lazy: pydantic, as above
 
     papers = papers or load_papers()
     entries = {e.name: e for e in load_table()}
@@ -123,7 +123,7 @@ def papers_html(sources: list) -> str:
 def forecast_html(sources: list) -> str:
     """The section "Forecast beside measured": each study's forecast made before it ran, beside its final
     trials' summed train time (a diverged run at the time it stopped)."""
-    from sensitivity.forecast.launch import measured_beside
+    from sensitivity.forecast.launch import measured_beside  # lazy: pydantic, as above
 
     rows = []
     for source in sources:

@@ -17,16 +17,17 @@ from pathlib import Path
 
 import pandas as pd
 
-from sensitivity.analysis.ablation import ablation_path, plot_ablation
+from sensitivity.analysis.ablation import ablation_path
 from sensitivity.analysis.claims import findings_html, importance_html, robustness_html, transfer_html
 from sensitivity.analysis.curves import DRAWN_FIELDS
 from sensitivity.analysis.frontier import runtime_accuracy_frontier
+from sensitivity.analysis.intervals import Interval
+from sensitivity.analysis.pages import STYLE, figure_html, guarded, missing_html, note_html, regime_html, table_html
 from sensitivity.analysis.papers import forecast_html, papers_html
-from sensitivity.analysis.pages import (STYLE, figure_html, guarded, missing_html, note_html, regime_html,
-                                        table_html)
-from sensitivity.analysis.plots import KINDS, plot_frontier, plot_resources, plot_seeds
+from sensitivity.analysis.plots import KINDS, plot_ablation, plot_frontier, plot_resources, plot_seeds
 from sensitivity.analysis.resources import resource_use
 from sensitivity.analysis.robustness import robustness_curves
+from sensitivity.analysis.runtime import first_same_configuration_times, parallel_ratios, ratios_text
 from sensitivity.analysis.seeds import NEEDS_SEEDS, has_intervals, seed_intervals
 from sensitivity.analysis.summary import framework_summary
 from sensitivity.analysis.table import OUTCOMES, REGIME, NotEnoughData, regime_sorted, regimes_of, trials_table
@@ -61,6 +62,7 @@ SECTIONS = (("findings", "Findings"), ("study", "Study"), ("environment", "Envir
 
 def render_report(table: pd.DataFrame, others=()) -> str:
     """The page of trial table `table`, with the tables `others` beside it."""
+    # lazy: plotly
     from plotly.offline import get_plotlyjs  # plotly: a heavy import, made when a page is drawn
 
     name = table.attrs.get("study", "trial table")
@@ -177,7 +179,6 @@ def _frontier(table: pd.DataFrame) -> str:
 def _runtime(sources: list) -> str:
     """The sweep's times against the same configurations run alone, and the same configuration's time to target
     and accuracy at equal wall-clock on every framework (`runtime`)."""
-    from sensitivity.analysis.runtime import first_same_configuration_times, parallel_ratios, ratios_text
 
     ratios = parallel_ratios(sources[0], sources[1:])
     alone = (note_html("Train time in the main study over the same configuration and seed run alone (sensitivity "
@@ -246,8 +247,6 @@ def _transfer(sources: list) -> str:
 
 
 def _ablation(path: pd.DataFrame, source=None) -> str:
-    from sensitivity.analysis.intervals import Interval
-
     note = (f'<p class="note">From {html.escape(path.attrs["source"])} to {html.escape(path.attrs["target"])}, '
             f'{path.attrs["seeds"]} seeds per point: each step changes the knob that moved validation accuracy '
             'most (test accuracy beside it, never used to choose); mean and 95% interval (within the metric\'s '
@@ -264,6 +263,6 @@ def _ablation(path: pd.DataFrame, source=None) -> str:
 
 
 def _robustness(curves: pd.DataFrame, source: pd.DataFrame) -> str:
-    from sensitivity.trial.attacks import PGD_STEPS  # here: the attacks module imports TrialSpec, so pydantic
+    from sensitivity.trial.attacks import PGD_STEPS  # lazy: pydantic (TrialSpec), for robustness sections only
 
     return robustness_html(curves, source, PGD_STEPS)

@@ -22,8 +22,7 @@ import numpy as np
 import pandas as pd
 
 from sensitivity.analysis.intervals import CONFIDENCE, group_intervals
-from sensitivity.analysis.style import colours, dash, finish, go, make_subplots, regime_title, series_name, symbol
-from sensitivity.analysis.table import REGIME, NotEnoughData, derived, regime_sorted, regimes_of, trained, trials_table
+from sensitivity.analysis.table import REGIME, NotEnoughData, derived, regime_sorted, trained, trials_table
 
 PREFIX = "robustness:"
 PROTOCOL_ATTR = "robustness_protocol"
@@ -136,70 +135,3 @@ def _per_target(rows: pd.DataFrame, keys: list) -> pd.DataFrame:
     """A target tested on several source models of one framework counts once: its mean over them."""
     return (rows.groupby(keys + ["target_trial"], dropna=False)[["accuracy", "relative_accuracy", "clean_accuracy"]]
             .mean().reset_index())
-
-
-def plot_robustness(curves: pd.DataFrame):
-    """One row per dataset, attack and regime: white-box accuracy against eps per framework (mean and
-    interval, n and clean accuracy in the legend), the same relative to each model's clean accuracy, and at
-    the largest eps the accuracy of the models of one framework (column) on the examples made on another
-    (row); the diagonal is white-box."""
-    regimes = regimes_of(curves)
-    panels = sorted({(d, a, r) for d, a, r in zip(curves["dataset"], curves["attack"], curves[REGIME])},
-                    key=lambda p: (p[0], p[1], regimes.index(p[2])))
-    top = curves["eps"].max()
-    titles = [t for d, a, r in panels for t in (f"{d}, {a.upper()}, {r}: white-box accuracy",
-                                                 "relative to the model's clean accuracy",
-                                                 f"made on one, tested on another, eps {top:g}")]
-    fig = make_subplots(rows=len(panels), cols=3, subplot_titles=titles, column_widths=[0.36, 0.36, 0.28],
-                        horizontal_spacing=0.09, vertical_spacing=0.35 / max(1, len(panels)))
-    palette, shown = colours(curves["target_framework"]), set()
-    for row, (dataset, attack, regime) in enumerate(panels, start=1):
-        part = curves[curves["dataset"].eq(dataset) & curves["attack"].eq(attack) & curves[REGIME].eq(regime)]
-        white = part[part["kind"].eq("white-box")]
-        _curves(fig, white, "accuracy", palette, shown, row, 1, regimes)
-        _curves(fig, white, "relative", palette, shown, row, 2, regimes)
-        _matrix(fig, part, row, 3)
-        fig.update_xaxes(title="eps", row=row, col=1)
-        fig.update_xaxes(title="eps", row=row, col=2)
-        fig.update_yaxes(title="accuracy", range=[0, 1.02], row=row, col=1)
-        fig.update_yaxes(title="accuracy / clean accuracy", rangemode="tozero", row=row, col=2)
-        fig.update_xaxes(title="tested on", type="category", row=row, col=3)
-        fig.update_yaxes(title="made on", type="category", automargin=True, row=row, col=3)
-    samples = int(curves["samples"].min())
-    fig = finish(fig, regime_title(f"Robustness to adversarial examples ({samples} test samples per model)",
-                                   regimes), 360 * len(panels) + 160)
-    return fig.update_layout(legend=dict(orientation="h", y=-0.08 / max(1, len(panels)) - 0.04))
-
-
-def _curves(fig, rows: pd.DataFrame, value: str, palette: dict, shown: set, row: int, col: int,
-            regimes: list) -> None:
-    for (framework, regime), line in rows.groupby(["target_framework", REGIME]):
-        line = line.sort_values("eps")
-        n = int(line["n"].min())
-        name = series_name(framework, regime, regimes)
-        mean = line[f"{value}_mean"]
-        label = f"{name} (n={n} model{'s' if n != 1 else ''})"
-        fig.add_trace(go.Scatter(x=line["eps"], y=mean, mode="lines+markers", name=label, legendgroup=name,
-                                 showlegend=name not in shown, line=dict(color=palette[framework], dash=dash(regime)),
-                                 marker=dict(symbol=symbol(regime)),
-                                 error_y=dict(type="data", symmetric=False, visible=True,
-                                              array=(line[f"{value}_high"] - mean).fillna(0),
-                                              arrayminus=(mean - line[f"{value}_low"]).fillna(0)),
-                                 hovertext=[f"{name} eps {e:g}: {m:.3f} {value} (n={k}; clean accuracy {c:.3f})"
-                                            for e, m, k, c in zip(line["eps"], mean, line["n"], line["clean_mean"])],
-                                 hoverinfo="text"), row=row, col=col)
-        shown.add(name)
-
-
-def _matrix(fig, rows: pd.DataFrame, row: int, col: int) -> None:
-    at = rows[rows["eps"].eq(rows["eps"].max())]
-    cross = at[at["kind"].eq("transfer") & at["source_framework"].ne(at["target_framework"])]
-    own = at[at["kind"].eq("white-box")]  # the diagonal: each framework's models under their own attack
-    cells = pd.concat([cross, own])
-    values = cells.pivot_table(index="source_framework", columns="target_framework", values="accuracy_mean")
-    counts = cells.pivot_table(index="source_framework", columns="target_framework", values="n").reindex_like(values)
-    text = [["" if pd.isna(v) else f"{v:.2f} (n={int(c)})" for v, c in zip(vr, cr)]
-            for vr, cr in zip(values.values, counts.values)]
-    fig.add_trace(go.Heatmap(z=values.values, x=list(values.columns), y=list(values.index), text=text,
-                             texttemplate="%{text}", colorscale="Viridis", zmin=0, zmax=1, showscale=False),
-                  row=row, col=col)

@@ -44,6 +44,7 @@ def auc_difference(diffs: np.ndarray, shared: np.ndarray, resamples: int = 2000,
            "sd": float(means.std(ddof=1)) if len(means) > 1 else None, "n": len(means), "method": "too few"}
     if len(means) < MIN_FOR_INTERVAL:
         return out
+    # lazy: scipy
     from scipy import special
 
     rng = np.random.default_rng(seed)
@@ -94,6 +95,7 @@ def areas(correct: np.ndarray, eps) -> np.ndarray:
 def robustness_comparisons(table) -> pd.DataFrame:
     """Every pair of frameworks of every recorded set, in each role and kind, under the strongest attack
     (COLUMNS; `primary`: the claim's own comparison, see `primary`)."""
+    # lazy: plotly
     from sensitivity.analysis.robustness import protocol_of, states_of
 
     protocol = protocol_of(table)

@@ -25,7 +25,10 @@ import numpy as np
 import pandas as pd
 
 from sensitivity.private_apis import storage_location
+from sensitivity.studies.catalog import FRAME_ATTRS, TEXT_ATTRS, trials_frame
 from sensitivity.studies.records import FINAL_STATES
+from sensitivity.studies.storage import describe
+from sensitivity.studies.trial_rows import cached_frame, trial_records
 
 OUTCOMES = ("ok", "diverged", "pruned", "failed")
 TRAINED = ("ok", "diverged")
@@ -76,7 +79,6 @@ def shared_records(attrs: dict) -> dict:
 
 def _from_study(study) -> pd.DataFrame:
     """The study's table, normalised, from the cache of `trial_rows.cached_frame` while the study is unchanged."""
-    from sensitivity.studies.trial_rows import cached_frame
 
     space = study.user_attrs.get("space") or {}
 
@@ -109,8 +111,6 @@ def _compact(table: pd.DataFrame) -> pd.DataFrame:
 
 def _trials_of(study) -> pd.DataFrame:
     """The study's trials (`trials_frame` and `_extra_fields`), their distributions in attrs."""
-    from sensitivity.studies.catalog import FRAME_ATTRS, TEXT_ATTRS, trials_frame
-    from sensitivity.studies.trial_rows import trial_records
 
     with paused_collection():
         records = trial_records(study, FRAME_ATTRS + _EXTRA_ATTRS, TEXT_ATTRS)  # once, in bulk where possible
@@ -149,7 +149,6 @@ def _extra_fields(records) -> pd.DataFrame:
 
 def storage_description(study) -> str:
     """The study's storage as a URL safe to show (no password): RDB URL, journal file, or in memory."""
-    from sensitivity.studies.storage import describe
 
     location = storage_location(study)
     if location is None:
@@ -359,6 +358,7 @@ def parameter_distributions(table: pd.DataFrame, framework: bool = True) -> dict
     """Optuna distributions of the parameters: the study's where they hold every value, else inferred
     from the column (categorical for text; int or float otherwise, on a log scale when positive and
     spanning two decades or more)."""
+    # lazy: optuna
     from optuna.distributions import json_to_distribution
 
     stored = table.attrs.get("distributions") or {}
@@ -380,6 +380,7 @@ def _holds(dist, values: pd.Series) -> bool:
 
 
 def _inferred(values: pd.Series):
+    # lazy: optuna
     from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
     if pd.api.types.is_bool_dtype(values) or not pd.api.types.is_numeric_dtype(values):

@@ -21,8 +21,7 @@ import pandas as pd
 
 from sensitivity.analysis.arms import runs_of
 from sensitivity.analysis.intervals import contrast, divergence, group_intervals, interval_text, mean_interval
-from sensitivity.analysis.table import (REGIME, NotEnoughData, derived, regime_sorted, regimes_of, trained,
-                                        trials_table)
+from sensitivity.analysis.table import REGIME, NotEnoughData, derived, regime_sorted, trained, trials_table
 
 KEYS = ["default", "default_source", "source_dataset", "framework", "dataset", REGIME]
 COMPARISON_COLUMNS = [REGIME, "question", "dataset", "framework", "default", "source_framework", "source_dataset",
@@ -165,64 +164,3 @@ def _row(regime, dataset, target, default, home, source_dataset, moved, at_home)
             "diverged_a": moved.diverged, "runs_a": moved.runs, "diverged_b": at_home.diverged,
             "runs_b": at_home.runs, "p_diverged": divergence(moved.diverged, moved.runs, at_home.diverged,
                                                              at_home.runs)}
-
-
-def plot_transfer(cells: pd.DataFrame):
-    """Per regime (a column, native first), two kinds of heatmap: accuracy of each framework's own defaults
-    across datasets; accuracy relative to the target's own default across frameworks, one panel per
-    dataset. Each cell's text gives n seeds; the titles name the budget scale where it is below 1."""
-    from plotly.subplots import make_subplots
-
-    regimes = regimes_of(cells)
-    datasets = sorted(cells["target_dataset"].unique())
-    budget = budget_note(cells["budget_scale"]) if "budget_scale" in cells else ""
-    short = " (cut budget)" if budget else ""
-    titles = [title for kind in ["within"] + datasets for regime in regimes for title in [
-        f"Across datasets within a framework ({regime}){short}:<br>accuracy of its defaults" if kind == "within" else
-        f"Across frameworks on {kind} ({regime}){short}:<br>accuracy relative to the target's own default"]]
-    fig = make_subplots(rows=1 + len(datasets), cols=len(regimes), vertical_spacing=0.12 / max(1, len(datasets)) + 0.06,
-                        horizontal_spacing=0.15, subplot_titles=titles)
-    for col, regime in enumerate(regimes, start=1):
-        part = cells[cells[REGIME].eq(regime)]
-        fig.add_trace(_within(part, first=col == 1), row=1, col=col)
-        for row, dataset in enumerate(datasets, start=2):
-            fig.add_trace(_across(part[part["target_dataset"].eq(dataset)], first=(row, col) == (2, 1)),
-                          row=row, col=col)
-    fig.update_yaxes(automargin=True)
-    title = (f"Transfer of default configurations ({', '.join(regimes)}, kept apart)" if len(regimes) > 1
-             else f"Transfer of default configurations (regime: {regimes[0]})")
-    fig.update_layout(height=380 * (1 + len(datasets)) + 80, width=max(760, 600 * len(regimes)),
-                      title=dict(text=title + ("<br><sub>" + budget.strip(" ()") + "</sub>" if budget else ""),
-                                 y=1, yref="container", yanchor="top", pad=dict(t=12)),
-                      margin=dict(t=150 if budget else 110))
-    return fig
-
-
-def _within(cells: pd.DataFrame, first: bool):
-    """Heatmap: each framework's own defaults (and Caffe's, DLBench's) on each dataset."""
-    import plotly.graph_objects as go
-
-    own = cells[cells["source_framework"].eq(cells["target_framework"])
-                | cells["source_framework"].isin(["caffe", "dlbench"])]
-    values = own.pivot_table(index=["target_framework", "default"], columns="target_dataset", values="accuracy")
-    counts = own.pivot_table(index=["target_framework", "default"], columns="target_dataset", values="n_seeds")
-    return go.Heatmap(z=values.values, x=list(values.columns), y=[f"{f}: {d}" for f, d in values.index],
-                      text=_cell_text(values, counts), texttemplate="%{text}", colorscale="Viridis", zmin=0, zmax=1,
-                      showscale=first, colorbar=dict(title="accuracy", y=0.85, len=0.3))
-
-
-def _across(cells: pd.DataFrame, first: bool):
-    """Heatmap: each default (row) on each target framework (column), relative to the target's own."""
-    import plotly.graph_objects as go
-
-    values = cells.pivot_table(index="default", columns="target_framework", values="relative_accuracy")
-    counts = cells.pivot_table(index="default", columns="target_framework", values="n_seeds")
-    return go.Heatmap(z=values.values, x=list(values.columns), y=list(values.index), text=_cell_text(values, counts),
-                      texttemplate="%{text}", colorscale="RdBu", zmin=0, zmax=2, showscale=first,
-                      colorbar=dict(title="relative to own", y=0.35, len=0.3))
-
-
-def _cell_text(values: pd.DataFrame, counts: pd.DataFrame):
-    counts = counts.reindex_like(values)
-    return [[("" if pd.isna(v) else f"{v:.2f} (n={int(c)})") for v, c in zip(row_v, row_c)]
-            for row_v, row_c in zip(values.values, counts.values)]

@@ -4,8 +4,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from sensitivity.commands.common import (EXIT_OK, EXIT_TRIAL_FAILED, UsageError, load_study,
-                                         number)
+from sensitivity.commands.common import EXIT_OK, EXIT_TRIAL_FAILED, UsageError, load_study, number
+from sensitivity.core import paths
 
 # the kinds of sensitivity.analysis.plots.KINDS, named here so that parsing imports no plotting library
 KINDS = ("findings", "frontier", "importance", "isolation", "slice", "contour", "curves", "seeds", "resources",
@@ -47,6 +47,7 @@ def _load(command: str, args, name=None):
 
 
 def _cmd_robustness(args) -> int:
+    # lazy: pandas, plotly
     from sensitivity.analysis.robustness import robustness_curves
     from sensitivity.analysis.table import trials_table
     from sensitivity.experiments.robustness import RobustnessError, attack_study
@@ -72,6 +73,7 @@ def _cmd_robustness(args) -> int:
 
 
 def _cmd_plot(args) -> int:
+    # lazy: optuna, pandas, plotly
     from sensitivity.analysis.plots import write_figure
     from sensitivity.analysis.table import NotEnoughData
 
@@ -89,7 +91,6 @@ def _cmd_plot(args) -> int:
 
 def _results_path(name: str, suffix: str, command: str) -> Path:
     """results/NAME+suffix, the default output of a study's command; a name unfit for a file is refused."""
-    from sensitivity.core import paths
     try:
         return paths.under(paths.RESULTS, name, suffix)
     except paths.UnsafeName as exc:
@@ -97,6 +98,7 @@ def _results_path(name: str, suffix: str, command: str) -> Path:
 
 
 def _cmd_report(args) -> int:
+    # lazy: optuna, pandas, plotly
     from sensitivity.analysis.report import write_report
 
     study = _load("report", args)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from sensitivity.analysis.findings_records import findings_text
 from sensitivity.commands.common import EXIT_OK, load_study, number
 
 
@@ -25,8 +26,8 @@ def add_parsers(commands) -> None:
 
 
 def _cmd_findings(args) -> int:
+    # lazy: pandas
     from sensitivity.analysis.findings import study_findings_records
-    from sensitivity.analysis.findings_records import findings_text
 
     study = load_study("findings", args.study, args.storage)
     others = [load_study("findings", name, args.storage) for name in args.with_study]

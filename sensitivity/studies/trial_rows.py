@@ -229,12 +229,11 @@ def code_version() -> str:
     """A digest of the code that builds the cached tables and results (CODE, and CACHE_FORMAT): a copy made
     by other code is never served."""
     if not _CODE:
-
         package = Path(__file__).resolve().parents[1]
         digest = hashlib.sha256(str(CACHE_FORMAT).encode())
         for part in CODE:
-            for path in sorted((package / part).glob("*.py")) if (package / part).is_dir() else [package / part]:
-                digest.update(path.name.encode() + path.read_bytes())
+            for path in sorted((package / part).rglob("*.py")) if (package / part).is_dir() else [package / part]:
+                digest.update(str(path.relative_to(package)).encode() + path.read_bytes())
         _CODE.append(digest.hexdigest()[:16])
     return _CODE[0]
 

@@ -101,10 +101,10 @@ def _exit_with_parent() -> None:
 
 
 def serve(requests, proto) -> None:
-    # lazy: imported once fd 1 points at stderr (`_protocol_stream`), so that nothing they print at import
-    # reaches the protocol
+    # lazy: after fd 1 points at stderr (`_protocol_stream`): nothing printed at import reaches the protocol
     import numpy
 
+    # lazy: likewise
     from sensitivity.core.spec import TrialResult, TrialSpec
     from sensitivity.datasets.base import Dataset
     from sensitivity.trial import loop

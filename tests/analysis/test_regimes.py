@@ -19,7 +19,8 @@ from sensitivity.analysis.robustness import robustness_curves
 from sensitivity.analysis.seeds import seed_intervals
 from sensitivity.analysis.summary import framework_summary
 from sensitivity.analysis.table import grouped, parameter_names, regime_note, trials_table
-from sensitivity.analysis.transfer import plot_transfer, transfer_matrix
+from sensitivity.analysis.plots import plot_transfer
+from sensitivity.analysis.transfer import transfer_matrix
 
 SECTIONS = ("environment", "summary", "frontier", "importance", "isolation", "seeds", "resources", "divergence",
             "curves", "slice", "contour", "transfer", "robustness", "runtime")

@@ -3,7 +3,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sensitivity.analysis.robustness import plot_robustness, robustness_curves, robustness_rows
+from sensitivity.analysis.plots import plot_robustness
+from sensitivity.analysis.robustness import robustness_curves, robustness_rows
 from sensitivity.analysis.table import NotEnoughData, trials_table
 
 EPS = [0.0, 0.1]

@@ -3,8 +3,8 @@ import pandas as pd
 import pytest
 
 from sensitivity.analysis.table import NotEnoughData
-from sensitivity.analysis.transfer import (budget_note, plot_transfer, richest_transfer, transfer_comparisons,
-                                          transfer_matrix)
+from sensitivity.analysis.plots import plot_transfer
+from sensitivity.analysis.transfer import budget_note, richest_transfer, transfer_comparisons, transfer_matrix
 
 
 def row(number, default, source, framework, dataset, accuracy, own, seed=0):

@@ -1,6 +1,4 @@
-"""One thin `plot_<kind>` per kind of figure, drawing what its compute function returned, and `KINDS`, the
-registry of kind -> (compute, plot): a new figure is one line there. `write_figure` computes, draws and
-writes one figure from a study or a trial table.
+"""The figures of one study: one thin `plot_<kind>` per kind, drawing what its compute function returned.
 
 Every figure keeps the regimes (`semantics`) apart: one trace per framework and regime (the framework's
 colour; the regime's dash and marker), the regime in the legend where a figure holds both and in the title
@@ -13,31 +11,21 @@ number the figure states (counts, frontiers, medians, hypervolumes) is computed 
 """
 from __future__ import annotations
 
-import inspect
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from sensitivity.analysis import export
-from sensitivity.analysis.ablation import ablation_path, plot_ablation
-from sensitivity.analysis.curves import contour_grid, curve_metric, learning_curves, slice_points
-from sensitivity.analysis.divergence import divergence_rates
-from sensitivity.analysis.findings import findings, plot_findings
-from sensitivity.analysis.frontier import ALL, Frontier, runtime_accuracy_frontier
+from sensitivity.analysis.curves import curve_metric
+from sensitivity.analysis.frontier import ALL, Frontier
 from sensitivity.analysis.intervals import interval_text
 from sensitivity.analysis.importance import ALL as ALL_TRIALS
-from sensitivity.analysis.importance import LABELS, parameter_importance
-from sensitivity.analysis.isolation import isolation
-from sensitivity.analysis.resources import DEFAULTS, UNITS, resource_use
-from sensitivity.analysis.robustness import plot_robustness, robustness_curves
-from sensitivity.analysis.seeds import framework_comparisons, seed_intervals
+from sensitivity.analysis.importance import LABELS
+from sensitivity.analysis.resources import DEFAULTS, UNITS
+from sensitivity.analysis.seeds import framework_comparisons
 from sensitivity.analysis.style import (add_default_marks, colours, dash, finish, framework_label, go, make_subplots,
                                         regime_title, series_name, symbol)
-from sensitivity.analysis.table import (REGIME, format_value, numeric_sort_key, regime_position, regimes_of,
-                                        trials_table)
-from sensitivity.analysis.transfer import plot_transfer, transfer_matrix
+from sensitivity.analysis.table import REGIME, format_value, numeric_sort_key, regime_position, regimes_of
 
 
 POINTS_MAX, CURVES_MAX = 3_000, 300
@@ -366,48 +354,3 @@ def plot_resources(usage: pd.DataFrame):
         add_default_marks(fig, tick(defaults), defaults[metric], defaults["framework"] + " (" + defaults[REGIME]
                           + ") defaults: n=" + defaults["n_trials"].astype(str), row, col)
     return finish(fig, regime_title("Resource use per framework (trained trials)", regimes), height)
-
-
-KINDS = {
-    "findings": (findings, plot_findings),
-    "frontier": (runtime_accuracy_frontier, plot_frontier),
-    "importance": (parameter_importance, plot_importance),
-    "isolation": (isolation, plot_isolation),
-    "slice": (slice_points, plot_slice),
-    "contour": (contour_grid, plot_contour),
-    "curves": (learning_curves, plot_curves),
-    "seeds": (seed_intervals, plot_seeds),
-    "resources": (resource_use, plot_resources),
-    "divergence": (divergence_rates, plot_divergence),
-    "transfer": (transfer_matrix, plot_transfer),
-    "robustness": (robustness_curves, plot_robustness),
-    "ablation": (ablation_path, plot_ablation),
-}
-# kinds drawn from any study; the others need its planned trials of defaults (sensitivity transfer), its
-# trained models attacked (sensitivity robustness) or its ablation path (sensitivity ablate)
-STUDY_KINDS = tuple(kind for kind in KINDS if kind not in ("transfer", "robustness", "ablation"))
-
-
-def figure(study_or_frame, kind: str, **options):
-    """The figure of `kind` for a study or a trial table; each option goes to the compute or the plot
-    function that takes it (e.g. parameters=["lr"] and bins=8 for isolation, top=10 for seeds)."""
-    if kind not in KINDS:
-        raise ValueError(f"unknown figure kind {kind!r}; allowed: {', '.join(KINDS)}")
-    compute, plot = KINDS[kind]
-    computing, plotting = _options(compute), _options(plot) - _options(compute)
-    unknown = sorted(set(options) - computing - plotting)
-    if unknown:
-        allowed = ", ".join(sorted(computing | plotting)) or "none"
-        raise ValueError(f"unknown option {unknown[0]!r} for {kind}; allowed: {allowed}")
-    data = compute(trials_table(study_or_frame), **{k: v for k, v in options.items() if k in computing})
-    return plot(data, **{k: v for k, v in options.items() if k in plotting})
-
-
-def _options(function) -> set:
-    """The keyword options of a compute or plot function: its parameters after the data."""
-    return set(list(inspect.signature(function).parameters)[1:])
-
-
-def write_figure(study_or_frame, kind: str, out_path, **options) -> Path:
-    """Compute, draw and write one figure: .html (self-contained), .png, .svg or .pdf; returns the path."""
-    return export.write(figure(study_or_frame, kind, **options), out_path)
