@@ -226,6 +226,7 @@ def test_report_findings_and_export_end_alike_from_the_shell_and_in_process(tmp_
 
     storage = f"sqlite:///{tmp_path / 'study.db'}"
     synthetic.write_study(storage, "s", 12)
+    capsys.readouterr()  # Optuna's line on the study it created: not the command's
     args = {"findings": ["findings", "s"], "findings-json": ["findings", "s", "--json"],
             "findings-missing": ["findings", "nosuch"], "report": ["report", "s", "--out", str(tmp_path / "r.html")],
             "export": ["export", "s", "--format", "csv", "--out", str(tmp_path / "s.csv")]}[command]
