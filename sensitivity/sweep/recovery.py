@@ -17,14 +17,25 @@ STALE_AFTER_S = 60.0
 MAX_ATTEMPTS = 3  # a configuration runs at most this many times in all, however often it is orphaned
 
 
+def configuration(trial) -> dict | None:
+    """The parameters a stopped trial ran with: those it suggested, else those it was queued with (a
+    trial stopped between `ask` and its first suggestion); None when it stopped before drawing any."""
+    if trial.params:
+        return trial.params
+    return trial.system_attrs.get("fixed_params")
+
+
 def orphan_attrs(trial, why: str) -> dict:
     """The user attributes that make a stopped trial an orphan, queued again as attempt k+1 of its
     configuration (`attempt`, 1 when absent); the MAX_ATTEMPTS-th is not queued again but stays a final
-    FAIL that says so (it counts towards N)."""
+    FAIL that says so (it counts towards N). An orphan that drew no configuration has none to retry: it
+    is not queued, and the study's next trial takes its place."""
     attempt = trial.user_attrs.get("attempt", 1)
     if attempt >= MAX_ATTEMPTS:
         return {"orphaned": False, "retries_exhausted": True, "status": "failed",
                 "reason": f"{why}; attempt {attempt} of at most {MAX_ATTEMPTS}: not retried again"}
+    if configuration(trial) is None:
+        why += "; it had drawn no configuration, so none is retried"
     return {"orphaned": True, "status": "failed", "reason": why}
 
 
@@ -60,11 +71,13 @@ def _age_s(trial) -> float:
 
 
 def requeue_orphans(study) -> None:
-    """Queue the parameters of every orphan that no trial retries yet, as the next attempt."""
+    """Queue the configuration of every orphan that drew one and that no trial retries yet, as the next
+    attempt."""
     trials = study.get_trials(deepcopy=False)
     retried = {t.user_attrs.get("retry_of") for t in trials if not t.user_attrs.get("surplus")}
     for trial in trials:
-        if trial.user_attrs.get("orphaned") and trial.number not in retried:
+        params = configuration(trial)
+        if trial.user_attrs.get("orphaned") and trial.number not in retried and params is not None:
             attrs = {k: trial.user_attrs[k] for k in QUEUED_ATTRS if k in trial.user_attrs}
             attempt = trial.user_attrs.get("attempt", 1) + 1
-            study.enqueue_trial(trial.params, user_attrs={**attrs, "retry_of": trial.number, "attempt": attempt})
+            study.enqueue_trial(params, user_attrs={**attrs, "retry_of": trial.number, "attempt": attempt})

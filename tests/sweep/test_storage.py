@@ -98,6 +98,30 @@ def test_a_configuration_orphaned_again_and_again_runs_at_most_max_attempts_time
     assert records.count_final(study) == 1 and all(trials[n].user_attrs["orphaned"] for n in runs[:-1])
 
 
+def test_an_orphan_stopped_before_its_first_suggestion_is_retried_only_if_it_was_queued(storage_url):
+    """A kill between `ask` and the first suggestion leaves a RUNNING trial without params (CI saw one
+    retried with freshly sampled ones): a queued trial keeps its configuration in `fixed_params` and is
+    retried with it; one that drew nothing has nothing to retry, and says so."""
+    study = new_study(storage_url)
+    fake_dead_driver(study, "dead")
+    study.enqueue_trial({"x": 0.25}, user_attrs={"seed": 1})
+    queued = study.ask()  # popped from the queue, killed before suggest_float("x")
+    queued.set_user_attr("driver", "dead")
+    drawn_nothing = study.ask()
+    drawn_nothing.set_user_attr("driver", "dead")
+
+    assert recover(study, "me") == [queued.number, drawn_nothing.number]
+    assert recover(study, "me") == []
+    trials = {t.number: t for t in study.get_trials()}
+    waiting = [t for t in trials.values() if t.state == TrialState.WAITING]
+    assert [(t.user_attrs["retry_of"], t.system_attrs["fixed_params"]) for t in waiting] == [
+        (queued.number, {"x": 0.25})]
+    assert "drawn no configuration, so none is retried" in trials[drawn_nothing.number].user_attrs["reason"]
+    assert "drawn no configuration" not in trials[queued.number].user_attrs["reason"]
+    retry = study.ask({"x": optuna.distributions.FloatDistribution(0, 1)})
+    assert retry.params == {"x": 0.25}
+
+
 def test_a_stale_heartbeat_from_another_host_makes_orphans(storage_url):
     study = new_study(storage_url)
     study._storage.set_study_system_attr(study._study_id, records.HEARTBEAT_PREFIX + "far", {
