@@ -170,6 +170,8 @@ def _pair(one, role, kind, attack, a, b, by_fw, chosen, info, protocol, boot) ->
         if not pairs:
             continue
         both = unpack(sa["correct"]["clean"]) & unpack(sb["correct"]["clean"])
+        if not both.any():
+            continue  # no test sample that both models classify correctly: nothing to compare at this seed
         # over the sources of this seed (transfer): each sample's mean areas
         area_a = np.mean([areas(ca, eps) for ca, _, eps in pairs], axis=0)
         area_b = np.mean([areas(cb, eps) for _, cb, eps in pairs], axis=0)
@@ -178,7 +180,9 @@ def _pair(one, role, kind, attack, a, b, by_fw, chosen, info, protocol, boot) ->
         auc_a.append(area_a[both].mean())
         auc_b.append(area_b[both].mean())
     if not diffs:
-        return {**row, "method": "no examples", "note": "no third framework's examples with these seeds"}
+        lacking = "a third framework's examples and " if kind == "transfer" else ""
+        return {**row, "method": "no examples",
+                "note": f"no seed with {lacking}a test sample both models classify correctly"}
     found = auc_difference(np.vstack(diffs), np.vstack(masks).astype(float), boot.get("resamples", 2000),
                            boot.get("seed", 0))
     return {**row, **{k: found[k] for k in ("estimate", "low", "high", "p", "se", "df", "sd", "method")},

@@ -135,3 +135,44 @@ def test_frameworks_are_compared_only_where_clean_accuracies_agree():
     for pair in (("jax", "mxnet"), ("jax", "torch")):
         assert not pairs.loc[(*pair, "transfer"), "comparable"] and pd.isna(pairs.loc[(*pair, "transfer"), "low"])
         assert "differ by more than 0.02" in pairs.loc[(*pair, "transfer"), "note"]
+
+
+def test_a_seed_whose_two_models_share_no_correct_sample_is_left_out_of_the_comparison():
+    """Two models of one seed that classify disjoint halves correctly have no sample to compare areas on: that
+    seed counts for nothing (it once gave numpy's "Mean of empty slice" and a nan area); the others are
+    compared, and a pair with no such seed at all says why it was not."""
+    import warnings
+
+    from sensitivity.analysis.robustness_pairs import robustness_comparisons
+    from sensitivity.core.correctness import pack
+
+    def comparisons(disjoint_seeds):
+        rows = [model(i, fw) for i, fw in enumerate(["torch"] * 3 + ["mxnet"] * 3)]
+        records = {}
+        for row in rows:
+            row["seed"] = row["number"] % 3
+            first = row["param_framework"] == "torch"
+            clean = np.zeros(400, bool)
+            if row["seed"] in disjoint_seeds:
+                clean[slice(0, 200) if first else slice(200, 400)] = True  # torch one half, mxnet the other
+            else:
+                clean[:300] = True
+            kept = clean & (np.arange(400) % (2 if first else 4) == 0)
+            state = {"samples": 400, "clean": float(clean.mean()), "eps": [0.0, 0.1], "attacks": ["pgd"],
+                     "white_box": {"pgd": [float(clean.mean()), float(kept.mean())]},
+                     "correct": {"clean": pack(clean), "pgd": [pack(clean), pack(kept)]},
+                     "transfer": {}, "transfer_correct": {}}
+            records[row["number"]] = {"published": state, "checkpoints": {}}
+        frame = table(records, rows)
+        frame.attrs["robustness_protocol"] = {"eps": [0.1], "clean_margin": 0.3, "sets": [
+            {"key": "all/native/digits", "kind": "all", "regime": "native", "dataset": "digits", "default": None,
+             "members": list(range(6)), "target": None, "matched": None}]}
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no empty mean, no nan
+            return robustness_comparisons(frame).set_index(["framework_a", "framework_b", "kind"])
+
+    white = comparisons({0}).loc[("mxnet", "torch", "white-box")]
+    assert white["n_a"] == 2 and white["shared"] == 300 and np.isfinite(white["auc_a"])
+    assert abs(white["estimate"] - (-0.125)) < 1e-9  # areas (1 + kept) / 2: (1/4 - 1/2) / 2, over seeds 1 and 2
+    none = comparisons({0, 1, 2}).loc[("mxnet", "torch", "white-box")]
+    assert none["method"] == "no examples" and none["note"] == "no seed with a test sample both models classify correctly"
