@@ -69,7 +69,26 @@ def test_numerics_reports_tensorflows_settings():
     numerics = adapter.numerics()
     assert numerics["dtype"] == "float32" and numerics["loss_reduction"] == "mean"
     assert isinstance(numerics["tensor_float_32_execution"], bool)
-    assert numerics["op_determinism"] in (True, False, None)
+    assert isinstance(numerics["op_determinism"], bool)
+
+
+@pytest.mark.parametrize("deterministic", [False, True])
+def test_op_determinism_is_reported_as_the_worker_set_it(deterministic):
+    """TensorFlow 2.21 has no public getter for op determinism (it read None): a worker started for
+    deterministic kernels reports True, any other False. A fresh process, as enabling it cannot be undone."""
+    import os
+    import subprocess
+    import sys
+
+    from sensitivity.frameworks.gpu import DETERMINISM_VARIABLE
+
+    code = ("from sensitivity.frameworks.tensorflow_adapter import TensorflowAdapter; a = TensorflowAdapter(); "
+            "a.setup(1, 'cpu', 0); print(a.numerics()['op_determinism'])")
+    env = {k: v for k, v in os.environ.items() if k != DETERMINISM_VARIABLE}
+    env.update({DETERMINISM_VARIABLE: "1"} if deterministic else {})
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[-1] == str(deterministic)
 
 
 @pytest.mark.parametrize("semantics", ["native", "canonical"])

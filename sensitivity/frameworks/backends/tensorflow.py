@@ -16,18 +16,23 @@ def set_threads(threads: int) -> None:
         pass
 
 
+_OP_DETERMINISM = {"enabled": False}  # what deterministic_flags set in this process
+
+
 def numerics() -> dict:
-    """TensorFlow's TF32 and op-determinism settings as it reports them."""
+    """TensorFlow's TF32 and op-determinism settings. TensorFlow reports TF32 itself; it has no public getter
+    for op determinism (2.21 has none), so that is what this process set through deterministic_flags, the only
+    caller of enable_op_determinism in a trial."""
     experimental = tf.config.experimental
-    determinism = experimental.is_op_determinism_enabled() if hasattr(experimental, "is_op_determinism_enabled") \
-        else None
+    getter = getattr(experimental, "is_op_determinism_enabled", None)
     return {"tensor_float_32_execution": experimental.tensor_float_32_execution_enabled(),
-            "op_determinism": determinism}
+            "op_determinism": getter() if getter else _OP_DETERMINISM["enabled"]}
 
 
 def deterministic_flags() -> None:
     """TensorFlow's deterministic kernels (frameworks.gpu.DETERMINISM)."""
     tf.config.experimental.enable_op_determinism()
+    _OP_DETERMINISM["enabled"] = True
 
 
 def gpu_setup(framework: str, device: str) -> str:
