@@ -41,6 +41,15 @@ class SpaceError(ValueError):
     """A search space that cannot be used; one line naming the file, the key path and what is allowed."""
 
 
+def _one_of(names, allowed, wording: str):
+    """`names` as they are, if each is in `allowed`; else a ValueError: `wording` for the first that is not,
+    and the allowed values."""
+    for name in names:
+        if name not in allowed:
+            raise ValueError(f"{wording.format(name)}; allowed: {', '.join(allowed)}")
+    return names
+
+
 class _Strict(BaseModel):
     # strict: no 'yes' for a boolean, no "2" for an integer; lists stay lists (strict=False on tuples)
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
@@ -114,42 +123,29 @@ class Space(_Strict):
     @field_validator("dataset")
     @classmethod
     def _known_dataset(cls, value):
-        if value not in datasets.REGISTRY:
-            raise ValueError(f"unknown dataset {value!r}; allowed: {', '.join(sorted(datasets.REGISTRY))}")
-        return value
+        return _one_of([value], sorted(datasets.REGISTRY), "unknown dataset {!r}")[0]
 
     @field_validator("model")
     @classmethod
     def _known_model(cls, value):
-        if value is not None and value not in MODELS:
-            raise ValueError(f"unknown model {value!r}; allowed: {', '.join(sorted(MODELS))}")
-        return value
+        return value if value is None else _one_of([value], sorted(MODELS), "unknown model {!r}")[0]
 
     @field_validator("frameworks")
     @classmethod
     def _known_frameworks(cls, value):
-        for name in value:
-            if name not in FRAMEWORKS:
-                raise ValueError(f"unknown framework {name!r}; allowed: {', '.join(FRAMEWORKS)}")
-        if len(set(value)) != len(value):
+        if len(set(_one_of(value, FRAMEWORKS, "unknown framework {!r}"))) != len(value):
             raise ValueError("a framework is listed twice")
         return value
 
     @field_validator("parameters")
     @classmethod
     def _tunable(cls, value):
-        for name in value:
-            if name not in TUNABLE:
-                raise ValueError(f"{name!r} cannot be tuned; allowed: {', '.join(TUNABLE)}")
-        return value
+        return _one_of(value, TUNABLE, "{!r} cannot be tuned")
 
     @field_validator("fixed")
     @classmethod
     def _fixable(cls, value):
-        for name in value:
-            if name not in FIXABLE:
-                raise ValueError(f"{name!r} cannot be fixed; allowed: {', '.join(FIXABLE)}")
-        return value
+        return _one_of(value, FIXABLE, "{!r} cannot be fixed")
 
     @model_validator(mode="after")
     def _consistent(self):
