@@ -50,6 +50,13 @@ def _one_of(names, allowed, wording: str):
     return names
 
 
+def _check_range(low, high, log: bool) -> None:
+    if low > high:
+        raise ValueError(f"low {low} is above high {high}")
+    if log and low <= 0:
+        raise ValueError("log needs low > 0")
+
+
 class _Strict(BaseModel):
     # strict: no 'yes' for a boolean, no "2" for an integer; lists stay lists (strict=False on tuples)
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
@@ -64,10 +71,7 @@ class IntParam(_Strict):
 
     @model_validator(mode="after")
     def _range(self):
-        if self.low > self.high:
-            raise ValueError(f"low {self.low} is above high {self.high}")
-        if self.log and self.low <= 0:
-            raise ValueError("log needs low > 0")
+        _check_range(self.low, self.high, self.log)
         return self
 
 
@@ -80,10 +84,7 @@ class FloatParam(_Strict):
 
     @model_validator(mode="after")
     def _range(self):
-        if self.low > self.high:
-            raise ValueError(f"low {self.low} is above high {self.high}")
-        if self.log and self.low <= 0:
-            raise ValueError("log needs low > 0")
+        _check_range(self.low, self.high, self.log)
         if self.log and self.step is not None:
             raise ValueError("step and log cannot be combined")
         if self.step is not None and (self.high - self.low) / self.step > MAX_STEPS:
