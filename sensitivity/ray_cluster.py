@@ -143,7 +143,8 @@ def watch_local_ray(interval_s: float = 2.0):
     out of memory): Tune would otherwise retry forever. The study keeps every told trial; the trials left
     running become orphans that the next run of the same command retries. Returns a function that stops
     the watch (before ray.shutdown, which ends those processes on purpose). A no-op on a cluster."""
-    core = [(p.name(), p) for p in psutil.Process().children(recursive=True) if p.name() in ("gcs_server", "raylet")]
+    children = psutil.Process().children(recursive=True)
+    core = [(name, p) for name, p in _named(children) if name in ("gcs_server", "raylet")]
     stop = threading.Event()
 
     def watch() -> None:
@@ -157,6 +158,18 @@ def watch_local_ray(interval_s: float = 2.0):
     if core:
         threading.Thread(target=watch, daemon=True, name="ray-watch").start()
     return stop.set
+
+
+def _named(processes) -> list:
+    """(name, process) of each of `processes` still running: one that ends meanwhile (a Ray worker that
+    exits between the listing and the read) is left out, not raised."""
+    named = []
+    for process in processes:
+        try:
+            named.append((process.name(), process))
+        except psutil.NoSuchProcess:
+            pass
+    return named
 
 
 def _running(process: psutil.Process) -> bool:

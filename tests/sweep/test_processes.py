@@ -110,3 +110,19 @@ def test_after_kill_9_of_the_driver_nothing_it_started_outlives_it_by_10_s(tmp_p
     alive = [f"{p.pid} {p.name()}" for p in started if running(p)]
     assert not alive, (tmp_path / "driver.log").read_text()[-3000:]
     assert not temp_dir.exists()
+
+
+def test_the_ray_watch_leaves_out_a_process_that_ends_while_it_lists_them():
+    """CI saw `sensitivity ablate` end with NoSuchProcess: a Ray worker exited between the watch's listing of the
+    driver's children and its read of their names. A process gone by then is left out; the living are named."""
+    from sensitivity import ray_cluster
+
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        listed = [psutil.Process(alive.pid), psutil.Process(gone.pid)]  # as children() lists them
+        gone.wait(timeout=60)  # ended and reaped after the listing
+        assert ray_cluster._named(listed) == [(listed[0].name(), listed[0])]
+    finally:
+        alive.kill()
+        alive.wait()
