@@ -4,10 +4,11 @@ Each row is one study of N trials (digits, the MLP, a small space) swept with `-
 killed K times, at a moment drawn from three kinds: start-up (0.5 to 8 s after launch), mid-trial (0 to 2 s
 after a trial of the run is RUNNING) and right after a completion (as soon as one more trial is COMPLETE);
 each kill is followed by a rerun of the same command, and the last run goes to its end. Printed per row:
-final trials, COMPLETE, orphans retried once, duplicates (a configuration and seed run to the end twice),
-RUNNING left, trials lost (COMPLETE before a kill, not after), and the trials `studies rebuild` restores
-from the study's trial log into a new file (N expected). Exit 1 if anything is lost, duplicated
-or left RUNNING, an orphan is not retried exactly once, or the final run fails.
+final trials, COMPLETE, orphans retried once (of those that drew a configuration), duplicates (a
+configuration and seed run to the end twice), RUNNING left, trials lost (COMPLETE before a kill, not
+after), and the trials `studies rebuild` restores from the study's trial log into a new file (N expected).
+Exit 1 if anything is lost, duplicated or left RUNNING, an orphan with a configuration is not retried
+exactly once, or the final run fails.
 
     .venv/bin/python scripts/kill_table.py --rows 10:3,40:17 [--seed 1] [--workdir DIR]
 """
@@ -100,7 +101,10 @@ def row(n: int, kills: int, workdir: Path, rng: random.Random) -> dict:
     last = subprocess.run(args, cwd=workdir, capture_output=True, text=True, timeout=1800)
     ts = trials(url, study)
     final = [t for t in ts if is_final(t)]
+    from sensitivity.sweep.recovery import configuration
     orphans = [t for t in ts if t.user_attrs.get("orphaned")]
+    drew_none = [t for t in orphans if configuration(t) is None]  # killed after ask, before its parameters
+    orphans = [t for t in orphans if configuration(t) is not None]
     retries = Counter(t.user_attrs.get("retry_of") for t in ts if "retry_of" in t.user_attrs
                       and not t.user_attrs.get("surplus"))
     runs = Counter((t.user_attrs.get("config_id"), t.user_attrs.get("seed")) for t in final)
@@ -109,7 +113,7 @@ def row(n: int, kills: int, workdir: Path, rng: random.Random) -> dict:
     _, rebuilt = rebuild(workdir / log_path(study), f"sqlite:///{workdir}/rebuilt-{study}.db")
     return {"rebuilt": rebuilt, "N": n, "kills": sum(kinds.values()), "kinds": dict(kinds), "final": len(final),
             "complete": sum(t.state == TrialState.COMPLETE for t in final),
-            "orphans": len(orphans), "retried_once": sum(retries[t.number] == 1 for t in orphans),
+            "orphans": len(orphans), "drew_none": len(drew_none), "retried_once": sum(retries[t.number] == 1 for t in orphans),
             "duplicates": sum(c - 1 for c in runs.values() if c > 1),
             "running": sum(t.state == TrialState.RUNNING for t in ts), "lost": len(seen - now_complete),
             "last_rc": last.returncode, "last_err": last.stderr.strip().splitlines()[-1:] if last.returncode else []}
@@ -136,7 +140,8 @@ def main() -> int:
     bad = False
     for r in rows:
         print(f"| N={r['N']}, {r['kills']} kills ({', '.join(f'{v} {k}' for k, v in r['kinds'].items())}) | "
-              f"{r['final']} | {r['complete']} | {r['retried_once']} of {r['orphans']} | {r['duplicates']} | "
+              f"{r['final']} | {r['complete']} | {r['retried_once']} of {r['orphans']}"
+              f"{f' ({d} drew no configuration)' if (d := r['drew_none']) else ''} | {r['duplicates']} | "
               f"{r['running']} | {r['lost']} | {r['rebuilt']} |")
         bad |= (r["final"] != r["N"] or r["rebuilt"] != r["N"] or r["duplicates"] or r["running"] or r["lost"]
                 or r["retried_once"] != r["orphans"] or r["last_rc"] != 0)

@@ -235,6 +235,7 @@ def _run(command: str, run):
     except (SpaceError, SweepError, StorageError, DefaultsError) as exc:  # a --with-defaults plan's too
         raise UsageError(f"sensitivity {command}: {exc}")
     print(f"study {summary['study']} in {summary['storage']}: {summary['final_trials']} final trials"
+          + (f"; orphans failed: {summary['orphans']}" if summary["orphans"] else "")
           + (f"; orphans re-queued: {summary['orphans_requeued']}" if summary["orphans_requeued"] else ""))
     return EXIT_OK
 

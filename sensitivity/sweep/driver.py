@@ -125,13 +125,14 @@ def run_space(space: Space, options: SweepOptions, plan: list = (), keep_ray: bo
             driver_id = uuid.uuid4().hex[:12]
             stop_beating = _start_heartbeat(study, driver_id, url)
             try:
-                orphans = recover(study, driver_id)
+                recovered = recover(study, driver_id)
                 for key, value in (attrs or {}).items():
                     if key not in study.user_attrs:
                         study.set_user_attr(key, value)
                 enqueue_plan(study, plan)
                 missing = options.trials - count_final(study)
-                summary = {"study": study.study_name, "storage": describe(url), "orphans_requeued": orphans}
+                summary = {"study": study.study_name, "storage": describe(url), "orphans": recovered.orphaned,
+                           "orphans_requeued": recovered.queued}
                 started = time.monotonic()
                 if missing > 0:
                     # lazy: optuna

@@ -9,6 +9,7 @@ seconds (another host), so drivers sharing a study (PostgreSQL) never fail each 
 from __future__ import annotations
 
 import datetime
+from typing import NamedTuple
 
 from sensitivity import private_apis
 from sensitivity.studies.records import QUEUED_ATTRS, driver_alive, heartbeats
@@ -39,8 +40,13 @@ def orphan_attrs(trial, why: str) -> dict:
     return {"orphaned": True, "status": "failed", "reason": why}
 
 
-def recover(study, my_driver: str, stale_after: float = STALE_AFTER_S) -> list:
-    """Mark orphans FAIL and queue each orphan's parameters once; returns the orphans' numbers."""
+class Recovered(NamedTuple):
+    orphaned: list  # the numbers of the trials this call failed as orphans
+    queued: list  # the numbers of the orphans whose configuration it queued again (earlier ones' included)
+
+
+def recover(study, my_driver: str, stale_after: float = STALE_AFTER_S) -> Recovered:
+    """Mark orphans FAIL and queue each orphan's configuration once."""
     # lazy: optuna
     from optuna.trial import TrialState
 
@@ -62,22 +68,24 @@ def recover(study, my_driver: str, stale_after: float = STALE_AFTER_S) -> list:
             storage.set_trial_user_attr(orphan, name, value)
         storage.set_trial_state_values(orphan, TrialState.FAIL)
         orphaned.append(trial.number)
-    requeue_orphans(study)
-    return orphaned
+    return Recovered(orphaned, requeue_orphans(study))
 
 
 def _age_s(trial) -> float:
     return (datetime.datetime.now() - trial.datetime_start).total_seconds() if trial.datetime_start else 0.0
 
 
-def requeue_orphans(study) -> None:
+def requeue_orphans(study) -> list:
     """Queue the configuration of every orphan that drew one and that no trial retries yet, as the next
-    attempt."""
+    attempt; returns those orphans' numbers."""
     trials = study.get_trials(deepcopy=False)
     retried = {t.user_attrs.get("retry_of") for t in trials if not t.user_attrs.get("surplus")}
+    queued = []
     for trial in trials:
         params = configuration(trial)
         if trial.user_attrs.get("orphaned") and trial.number not in retried and params is not None:
             attrs = {k: trial.user_attrs[k] for k in QUEUED_ATTRS if k in trial.user_attrs}
             attempt = trial.user_attrs.get("attempt", 1) + 1
             study.enqueue_trial(params, user_attrs={**attrs, "retry_of": trial.number, "attempt": attempt})
+            queued.append(trial.number)
+    return queued

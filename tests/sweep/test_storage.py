@@ -62,8 +62,8 @@ def test_recovery_fails_dead_drivers_trials_only_and_requeues_once(storage_url):
     live = study.ask({"x": optuna.distributions.FloatDistribution(0, 1)})
     live.set_user_attr("driver", "live")
 
-    assert recover(study, "me") == [orphan.number]
-    assert recover(study, "me") == []  # idempotent
+    assert recover(study, "me").orphaned == [orphan.number]
+    assert recover(study, "me").orphaned == []  # idempotent
     trials = {t.number: t for t in study.get_trials()}
     assert trials[orphan.number].state == TrialState.FAIL and trials[orphan.number].user_attrs["orphaned"]
     assert trials[live.number].state == TrialState.RUNNING
@@ -110,8 +110,8 @@ def test_an_orphan_stopped_before_its_first_suggestion_is_retried_only_if_it_was
     drawn_nothing = study.ask()
     drawn_nothing.set_user_attr("driver", "dead")
 
-    assert recover(study, "me") == [queued.number, drawn_nothing.number]
-    assert recover(study, "me") == []
+    assert recover(study, "me") == ([queued.number, drawn_nothing.number], [queued.number])
+    assert recover(study, "me") == ([], [])
     trials = {t.number: t for t in study.get_trials()}
     waiting = [t for t in trials.values() if t.state == TrialState.WAITING]
     assert [(t.user_attrs["retry_of"], t.system_attrs["fixed_params"]) for t in waiting] == [
@@ -128,7 +128,7 @@ def test_a_stale_heartbeat_from_another_host_makes_orphans(storage_url):
         "time": 0.0, "host": "elsewhere", "pid": 1, "created": 0.0})
     trial = study.ask()
     trial.set_user_attr("driver", "far")
-    assert recover(study, "me") == [trial.number]
+    assert recover(study, "me").orphaned == [trial.number]
 
 
 def test_unreachable_storage_is_a_clear_error_without_password():

@@ -344,9 +344,9 @@ def test_a_trial_killed_before_its_driver_was_recorded_is_an_orphan_unless_a_liv
     study = optuna.create_study(study_name="o", storage=open_storage(f"sqlite:///{tmp_path}/o.db"))
     trial = study.ask({"x": optuna.distributions.FloatDistribution(0, 1)})  # killed before set_user_attr("driver")
     records.beat(study, "other")  # a live driver (this process) that may be about to record itself
-    assert recover(study, "me") == []
+    assert recover(study, "me").orphaned == []
     study._storage.set_study_system_attr(study._study_id, records.HEARTBEAT_PREFIX + "other", {"time": 0})
-    assert recover(study, "me") == [trial.number]
+    assert recover(study, "me").orphaned == [trial.number]
     reason = study.get_trials()[0].user_attrs["reason"]
     assert reason == "orphaned: its driver stopped between asking for the trial and recording itself as the owner"
 

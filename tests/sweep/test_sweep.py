@@ -200,7 +200,9 @@ def test_kill_9_of_the_driver_then_resume_gives_exactly_n(tmp_path):
     completed_before = {n for n, s in before.items() if s == TrialState.COMPLETE}
     assert completed_before <= {t.number for t in final}  # no completed trial lost
     assert not [pid for pid in ray_children if alive(pid)]  # the dead driver's Ray processes were ended
-    assert "orphans re-queued" in proc.stdout
+    assert f"orphans failed: {sorted(t.number for t in orphans)}" in proc.stdout
+    assert ("orphans re-queued: " + str(sorted(t.number for t in drawn))) in proc.stdout if drawn else \
+        "re-queued" not in proc.stdout
 
 
 def test_a_sweep_whose_local_ray_dies_ends_with_one_line_and_resumes(tmp_path):
