@@ -113,7 +113,8 @@ def row(n: int, kills: int, workdir: Path, rng: random.Random) -> dict:
     _, rebuilt = rebuild(workdir / log_path(study), f"sqlite:///{workdir}/rebuilt-{study}.db")
     return {"rebuilt": rebuilt, "N": n, "kills": sum(kinds.values()), "kinds": dict(kinds), "final": len(final),
             "complete": sum(t.state == TrialState.COMPLETE for t in final),
-            "orphans": len(orphans), "drew_none": len(drew_none), "retried_once": sum(retries[t.number] == 1 for t in orphans),
+            "orphans": len(orphans), "drew_none": len(drew_none),
+            "retried_once": sum(retries[t.number] == 1 for t in orphans),
             "duplicates": sum(c - 1 for c in runs.values() if c > 1),
             "running": sum(t.state == TrialState.RUNNING for t in ts), "lost": len(seen - now_complete),
             "last_rc": last.returncode, "last_err": last.stderr.strip().splitlines()[-1:] if last.returncode else []}

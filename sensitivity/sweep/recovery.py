@@ -82,8 +82,10 @@ def requeue_orphans(study) -> list:
     retried = {t.user_attrs.get("retry_of") for t in trials if not t.user_attrs.get("surplus")}
     queued = []
     for trial in trials:
+        if not trial.user_attrs.get("orphaned") or trial.number in retried:
+            continue
         params = configuration(trial)
-        if trial.user_attrs.get("orphaned") and trial.number not in retried and params is not None:
+        if params is not None:
             attrs = {k: trial.user_attrs[k] for k in QUEUED_ATTRS if k in trial.user_attrs}
             attempt = trial.user_attrs.get("attempt", 1) + 1
             study.enqueue_trial(params, user_attrs={**attrs, "retry_of": trial.number, "attempt": attempt})
