@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 
 from sensitivity.studies import catalog
 from sensitivity.studies.storage import StorageError
@@ -36,15 +37,28 @@ def text(value: str) -> str:
     return value
 
 
+# ASCII decimal only: Python's int() and float() also take '١٠', '６' and '1_0', which no shell user means.
+_INT = re.compile(r"[+-]?[0-9]+")
+_FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|[+-]?(inf|infinity|nan)", re.IGNORECASE)
+
+
+def ascii_number(kind, text: str):
+    """`text` as an int or float, ASCII decimal only (and inf/nan for a float, refused later); ValueError
+    otherwise."""
+    if not (_INT if kind is int else _FLOAT).fullmatch(text):
+        raise ValueError(text)
+    return kind(text)
+
+
 def number(kind, minimum=None, strict=False, maximum=None):
     """An argparse type: an int or a finite float, at least `minimum` (above it when `strict`), at most
     `maximum`."""
     def parse(text: str):
         try:
-            value = kind(text)
+            value = ascii_number(kind, text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, got "
-                                             f"{_shown(text)}")
+            noun = "an integer" if kind is int else "a number"
+            raise argparse.ArgumentTypeError(f"expected {noun} in ASCII digits, got {_shown(text)}")
         if not math.isfinite(value):
             raise argparse.ArgumentTypeError(f"expected a finite number, got {_shown(text)}")
         if minimum is not None and (value < minimum or (strict and value == minimum)):
@@ -68,7 +82,7 @@ port.__name__ = "port"
 def _number_list(kind, noun: str):
     def parse(text: str):
         try:
-            values = tuple(kind(part) for part in text.split(",") if part)
+            values = tuple(ascii_number(kind, part) for part in text.split(",") if part)
             if not all(math.isfinite(v) for v in values):
                 raise ValueError
             return values

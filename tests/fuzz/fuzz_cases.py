@@ -141,17 +141,17 @@ def cli_cases() -> list:
     sweep = ["sweep", "space.yaml", "--trials", "1"]  # BASE_SPACE: valid, so each option is what is refused
     bad = {
         "--timeout": ["1e30", "0", "-1", "nan", "inf", "abc", "2592001"],
-        "--epochs": ["1e20", "0", "-3", "2.5", BIG, "10001", "ten"],
+        "--epochs": ["1e20", "0", "-3", "2.5", BIG, "10001", "ten", "١٠", "６", "1_0", " 3", "0x10"],
         "--threads": ["1e9", "1000000000", "-1", "1025", "x"],
         "--batch-size": ["0", "-1", "1e6", "1048577", "64.0"],
-        "--lr": ["0", "-0.1", "nan", "inf", "-inf", "1e999", "lr"],
+        "--lr": ["0", "-0.1", "nan", "inf", "-inf", "1e999", "lr", "٠.١", "０.１", "0.0_1", "1e１"],
         "--momentum": ["1", "2", "-0.5", "nan"],
         "--weight-decay": ["-1", "inf"],
         "--seed": ["-1", "2147483648", "1e30", BIG],
         "--val-fraction": ["1", "1.5", "-0.1"],
         "--iterations": ["0", "100000001", "1e9"],
         "--stepsize": ["0", "-1"],
-        "--stepvalues": ["a,b", "3,2", "0,1", "1.5"],
+        "--stepvalues": ["a,b", "3,2", "0,1", "1.5", "١,٢", "1_0,2_0"],
         "--device": ["gpu:99999", "gpu:5", "tpu", "gpu:-1", "cuda", "gpu:" + "9" * 50],
         "--optimizer": ["adagrad"], "--lr-policy": ["poly"], "--semantics": ["both"], "--init": ["zeros"],
         "--dataset": ["imagenet", "../x"], "--model": ["resnet"], "--framework": ["caffe", "pytorch"],
@@ -160,8 +160,10 @@ def cli_cases() -> list:
     cases = [(f"trial {option} {value[:12]}", trial + [option, value]) for option, values in bad.items()
              for value in values]
     sweep_bad = {
-        "--trials": ["0", "-1", "1e9", "1000001", "x"], "--parallel": ["0", "1025", "-2"],
-        "--seed": ["-1", "4294967296", BIG], "--seeds": ["0", "1001"], "--time-budget": ["0", "inf", "1e30"],
+        "--trials": ["0", "-1", "1e9", "1000001", "x", "١٠", "６", "1_0", "+1_0", "٣"],
+        "--parallel": ["0", "1025", "-2"],
+        "--seed": ["-1", "4294967296", BIG], "--seeds": ["0", "1001"],
+        "--time-budget": ["0", "inf", "1e30", "６0", "1_000"],
         "--cpus-per-trial": ["0", "1e9", "-1"], "--gpus-per-trial": ["-1", "1e6"],
         "--timeout-per-trial": ["1e30", "0"], "--sampler": ["cmaes"], "--pruner": ["median"],
         "--study": ["/etc/passwd", "../../../../tmp/x", "x" * 5000, "a b", "-"], "--semantics": ["both"],
