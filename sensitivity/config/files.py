@@ -59,7 +59,7 @@ def read_mapping(path, error=None) -> dict:
     try:
         _check_depth(text, path, error)
         data = yaml.load(text, Loader=StrictLoader)
-    except DuplicateKey as exc:
+    except (DuplicateKey, Yaml11Form) as exc:
         raise error(f"{path}: {exc}") from None
     except yaml.YAMLError as exc:
         raise error(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
@@ -79,12 +79,44 @@ class DuplicateKey(yaml.YAMLError):
     """A mapping that gives one key twice; YAML's last-one-wins would silently drop the first value."""
 
 
+class Yaml11Form(yaml.YAMLError):
+    """A plain scalar that YAML 1.1 (PyYAML) and YAML 1.2 read differently: `1:0` (60 in 1.1), `010` (8),
+    `1_000`, `0b11`, `yes`/`on`/`off` (booleans in 1.1 only). Refused rather than read either way."""
+
+
+_INT, _FLOAT, _BOOL = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:bool"
+
+
+def _yaml11_hint(node):
+    """Why `node`, a plain scalar, reads differently in YAML 1.1 and 1.2; None where it does not."""
+    if not isinstance(node, yaml.ScalarNode) or node.style or node.tag not in (_INT, _FLOAT, _BOOL):
+        return None
+    text = node.value
+    if node.tag == _BOOL:
+        return None if text.lower() in ("true", "false") else "a YAML 1.1 boolean; write true or false"
+    digits = text.lstrip("+-")
+    if ":" in digits:
+        return "base 60 in YAML 1.1; write the number in decimal"
+    if "_" in digits:
+        return "underscores in a number; write the digits alone"
+    if node.tag == _INT and digits[:2].lower() == "0b":
+        return "binary in YAML 1.1; write the number in decimal"
+    if node.tag == _INT and len(digits) > 1 and digits[0] == "0" and digits[1:2].lower() != "x":
+        return "octal in YAML 1.1 (a leading zero); write the number without it"
+    return None
+
+
 class StrictLoader(yaml.SafeLoader):
-    """PyYAML's safe loader that refuses a key given twice in one mapping, naming it and both lines. A key
+    """PyYAML's safe loader that refuses a key given twice in one mapping, naming it and both lines, and a
+    plain value that YAML 1.1 and 1.2 read differently (`epochs: 1:0`, `010`, `yes`), naming its key. A key
     that overrides a merged one (`<<: *base`) is YAML's documented way to override, and stays valid."""
 
     def construct_mapping(self, node, deep=False):
         if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                _refuse_yaml11(key_node, "a key")
+                key = key_node.value if isinstance(key_node, yaml.ScalarNode) else "?"
+                _refuse_yaml11(value_node, f"key {str(key)[:60]!r}")
             seen = {}
             for key_node, _ in node.value:
                 if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
@@ -98,6 +130,18 @@ class StrictLoader(yaml.SafeLoader):
                     raise DuplicateKey(f"key {str(key)[:60]!r} given twice, at {_where(first, mark)} and "
                                        f"{_where(mark, first)}")
         return super().construct_mapping(node, deep=deep)
+
+
+def _refuse_yaml11(node, what: str) -> None:
+    """Yaml11Form naming `what` (and an item's index) where `node`, or an item of a list it is, reads
+    differently in YAML 1.1 and 1.2."""
+    items = [(node, "")]
+    while items:
+        item, index = items.pop()
+        if isinstance(item, yaml.SequenceNode):
+            items.extend((child, f"{index}[{i}]") for i, child in enumerate(item.value))
+        elif (hint := _yaml11_hint(item)) is not None:
+            raise Yaml11Form(f"{what}{index}: {item.value[:40]!r} at line {item.start_mark.line + 1} is {hint}")
 
 
 def _where(mark, other) -> str:

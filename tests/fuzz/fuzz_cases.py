@@ -74,6 +74,12 @@ BAD_VALUES = [
     (("val_fraction",), NOT_A_FLOAT + ["0", "1", "-0.5", "'0.2'"]),
     (("seeds",), NOT_AN_INT + ["0", "-1", "1001", "'2'"]),
     (("unknown_key",), ["1"]),
+    # YAML 1.1 forms (PyYAML reads `1:0` as 60, `010` as 8, `yes` as true): refused, naming the key
+    (("parameters", "epochs", "high"), ["1:0", "010", "1_0", "0b11", "+1_0"]),
+    (("parameters", "batch_size", "choices"), ["[32, 0100]", "[1:04]"]),
+    (("parameters", "lr", "log"), ["yes", "on", "Off", "NO"]),
+    (("fixed", "momentum"), ["0:0.9", "0.9_0"]),
+    (("seeds",), ["01", "0:1"]),
 ]
 RAW_SPACES = {
     "empty": b"",
