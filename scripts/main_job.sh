@@ -52,10 +52,10 @@ stage "frameworks: $frameworks; their MNIST defaults: $defaults"
 
 # One local Ray for the whole job, on the loopback address, which every step joins (--address) instead of starting
 # and stopping a Ray of its own; it ends, with every process it started (its own session), when the job ends.
-ray_temp=$(mktemp -d /tmp/ray-main-XXXXXX)
+ray_temp=$(mktemp -d /tmp/ray-main-XXXXXX)  # 0700: Ray makes its --temp-dir, r/, and all in it 0777
 port=$(.venv/bin/python -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 RAY_USAGE_STATS_ENABLED=0 setsid .venv/bin/ray start --head --block --node-ip-address 127.0.0.1 --port "$port" \
-    --include-dashboard false --num-cpus "$(nproc)" --object-store-memory 100000000 --temp-dir "$ray_temp" \
+    --include-dashboard false --num-cpus "$(nproc)" --object-store-memory 100000000 --temp-dir "$ray_temp/r" \
     >"$ray_temp/start.log" 2>&1 &
 ray_session=$!
 trap 'kill -9 -- "-$ray_session" 2>/dev/null || true; rm -rf "$ray_temp"' EXIT

@@ -2,7 +2,8 @@
 
 A local Ray listens on the loopback interface only: its node address is 127.0.0.1, so its GCS, raylet,
 workers, runtime-env agent and autoscaler metrics bind there (README, "Sweeps", lists them); the dashboard is
-off. It keeps its files in a temporary folder of its own (/tmp/ray-XXXX), removed when it stops.
+off. It keeps its files in a temporary folder of its own (/tmp/ray-XXXX/r, which Ray makes world-writable,
+inside /tmp/ray-XXXX at 0700, which no one else can enter), removed when it stops.
 
 A driver killed with SIGKILL cannot stop the local Ray it started (raylet, GCS, agents, workers, and the
 framework workers of its trials). A reaper process, started with the local Ray in a session of its own,
@@ -31,6 +32,7 @@ from sensitivity import private_apis
 RECORDS = Path("results") / "ray-processes"
 OBJECT_STORE_BYTES = 80 * 2**20  # Ray's minimum is 78 MiB; trials pass no large objects
 REAP_INTERVAL_S = 0.5
+RAY_TEMP = "r"  # Ray's temp folder, inside the driver's private one
 _local_ray: dict = {}  # the local Ray this process started: its temporary folder and its reaper
 
 
@@ -54,12 +56,13 @@ def init_ray(address=None) -> None:
     if address:
         ray.init(address=address, log_to_driver=False, configure_logging=False)
         return
-    # a short temporary folder: Ray's socket paths must stay under the 107-byte limit
+    # A short temporary folder (Ray's socket paths must stay under the 107-byte limit), 0700. Ray makes its
+    # own temp folder and every one under it 0777, so that lives one level down, where no one else can reach.
     temp_dir = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
     _local_ray.update(temp_dir=temp_dir, reaper=_start_reaper(temp_dir))
     try:
         ray.init(include_dashboard=False, object_store_memory=OBJECT_STORE_BYTES, log_to_driver=False,
-                 configure_logging=False, **private_apis.local_ray_init_kwargs(temp_dir))
+                 configure_logging=False, **private_apis.local_ray_init_kwargs(os.path.join(temp_dir, RAY_TEMP)))
     except BaseException:
         stopped()
         raise
