@@ -74,9 +74,11 @@ def _cmd_robustness(args) -> int:
 
 def _cmd_plot(args) -> int:
     # lazy: optuna, pandas, plotly
+    from sensitivity.analysis.export import FORMATS
     from sensitivity.analysis.plots import write_figure
     from sensitivity.analysis.table import NotEnoughData
 
+    _check_out("plot", args.out, FORMATS)
     study = _load("plot", args)
     try:
         out = write_figure(study, args.kind, Path(args.out))
@@ -87,6 +89,20 @@ def _cmd_plot(args) -> int:
         raise UsageError(f"sensitivity plot: {str(exc).splitlines()[0]}")
     print(out)
     return EXIT_OK
+
+
+def _check_out(command: str, out, endings=None) -> None:
+    """A UsageError, before anything is read or written, for an --out of an ending not in `endings` or that is
+    not a regular file (a FIFO would block the write; a device, a folder)."""
+    if out is None:
+        return
+    if endings and Path(out).suffix.lower().lstrip(".") not in endings:
+        raise UsageError(f"sensitivity {command}: --out {out!r}: allowed endings: "
+                         + ", ".join(f".{e}" for e in endings))
+    try:
+        paths.check_output(out, "--out")
+    except ValueError as exc:
+        raise UsageError(f"sensitivity {command}: {exc}")
 
 
 def _results_path(name: str, suffix: str, command: str) -> Path:
@@ -101,6 +117,7 @@ def _cmd_report(args) -> int:
     # lazy: optuna, pandas, plotly
     from sensitivity.analysis.report import write_report
 
+    _check_out("report", args.out)
     study = _load("report", args)
     others = [_load("report", args, name) for name in args.with_study]
     out = write_report(study, Path(args.out) if args.out else _results_path(args.study, "-report.html", "report"),

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from sensitivity import datasets, frameworks
-from sensitivity.commands.analysis import _results_path
+from sensitivity.commands.analysis import _check_out, _results_path
 from sensitivity.commands.common import EXIT_OK, EXIT_TRIAL_FAILED, MAX_TRIALS, UsageError, number, port
 from sensitivity.config.defaults import HALVES, Cut, DefaultsError, family, load_table
 from sensitivity.config.spaces import MAX_SEEDS, SpaceError
@@ -370,6 +370,7 @@ def _rebuild(args) -> int:
 
 
 def _cmd_export(args) -> int:
+    _check_out("export", args.out)
     with _storage_errors("export"):
         study = catalog.load(args.name, args.storage)
     out = catalog.export(study, args.format, Path(args.out) if args.out else

@@ -10,6 +10,7 @@ from typing import Any, Optional
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from sensitivity.core.paths import NotRegular, read_bytes_bounded
 from sensitivity.core.spec import TrialSpec
 
 
@@ -150,13 +151,15 @@ def _where(mark, other) -> str:
 
 
 def read_text(path, error) -> str:
-    """A text file of at most MAX_BYTES, in UTF-8; `error` with one line naming the file otherwise."""
+    """A regular text file of at most MAX_BYTES, in UTF-8 (a FIFO or a device is refused unread); `error` with
+    one line naming the file otherwise."""
     try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_BYTES + 1)
+        raw = read_bytes_bounded(path, MAX_BYTES)
         text = raw.decode("utf-8")
     except FileNotFoundError:
         raise error(f"{path}: no such file") from None
+    except NotRegular as exc:
+        raise error(f"{path}: cannot read: {exc}") from None
     except OSError as exc:
         raise error(f"{path}: cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from pathlib import Path
 
 RESULTS = Path("results")
@@ -51,3 +52,52 @@ def check_results_folder() -> None:
                          "file, or run from another folder")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise ValueError(f"{folder.resolve()} is not writable: runs write their records under results/")
+
+
+def _kind(mode: int) -> str:
+    return ("a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a socket"
+            if stat.S_ISSOCK(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a file")
+
+
+class NotRegular(OSError):
+    """A path the tool reads or writes that is not a regular file (a FIFO, a device, a folder)."""
+
+
+def read_bytes_bounded(path, limit: int) -> bytes:
+    """At most `limit` + 1 bytes of the regular file `path` (the caller refuses more than `limit`). Opened
+    without blocking and checked with fstat before any read: a FIFO, a device (/dev/zero) or a folder raises
+    NotRegular at once instead of hanging or reading without end. OSError (FileNotFoundError, ...) otherwise."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegular(f"{_kind(mode)}, not a regular file")
+        os.set_blocking(fd, True)
+        chunks, left = [], limit + 1
+        while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def check_output(path, what: str) -> Path:
+    """`path` if a file may be written there: absent, or a regular file; ValueError naming `what` for a FIFO
+    (which would block the write), a device or a folder, and for a parent that is not a folder. Nothing is
+    created."""
+    path = Path(path)
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        parent = path.parent
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
+        if parent.exists() and not parent.is_dir():
+            raise ValueError(f"{what} {str(path)!r}: {parent} is not a folder") from None
+        return path
+    except OSError as exc:
+        raise ValueError(f"{what} {str(path)!r}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(mode):
+        raise ValueError(f"{what} {str(path)!r}: {_kind(mode)}, not a regular file")
+    return path

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from fuzz_runner import OUTCOMES, Reached, files_in, summary
+from fuzz_runner import BY_OUTCOME, OUTCOMES, Reached, files_in, summary
 
 
 @pytest.fixture
@@ -73,6 +73,8 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(f"{kind:<10} cases {row['cases']:>4}  exit codes {row['exit_codes']}  "
                                     f"tracebacks {row['tracebacks']}  not one line {row['not_one_line']}  "
                                     f"files created {row['files_created']}")
+    total = {name: sum(row["by_outcome"][name] for row in table.values()) for name in BY_OUTCOME}
+    terminalreporter.write_line("all kinds: " + ", ".join(f"{name} {count}" for name, count in total.items()))
     if os.environ.get("SENSITIVITY_FUZZ_SUMMARY"):
         messages = {kind: [{"case": o["name"], "exit": o["exit"], "stderr": o["stderr"].strip()[:300]} for o in outcomes]
                     for kind, outcomes in OUTCOMES.items()}

@@ -399,3 +399,47 @@ def dataset_cases() -> list:
     sweeps = [(f"sweep {name}", ["sweep", "space.yaml", "--trials", "1"],  # the data folder: $SENSITIVITY_DATA_DIR
                {**files, "space.yaml": _space_text((("dataset",), dataset))}) for name, dataset, files in cases]
     return trials + sweeps
+
+
+# ---------------------------------------------------------------------------------------------------------
+# input edges (issue 33): files that are no regular file, output endings. A case is (id, argv, files, setup):
+# `setup(work)` makes what `files` cannot (a FIFO, a link) in the working folder before the command runs.
+
+def _fifo(name):
+    def make(work):
+        import os
+        os.mkfifo(work / name)
+    return make
+
+
+def _nothing(work):
+    return None
+
+
+SOLVER_FILES = {"solver.prototxt": SOLVER, "net.prototxt": NET}
+
+
+def edge_cases() -> list:
+    """Each refused in one line, exit 2, nothing written, within 10 s: a FIFO hangs a blocking open or read,
+    a device reads without end, and an unknown ending would be written before it is refused."""
+    fifo = [
+        ("space file is a FIFO", ["sweep", "fifo.yaml", "--trials", "1"], {}, _fifo("fifo.yaml")),
+        ("trial --config FIFO", ["trial", "--config", "fifo.yaml"], {}, _fifo("fifo.yaml")),
+        ("solver is a FIFO", ["import-caffe", "fifo.prototxt"], {}, _fifo("fifo.prototxt")),
+        ("--net is a FIFO", ["import-caffe", "solver.prototxt", "--net", "fifo.prototxt"], SOLVER_FILES,
+         _fifo("fifo.prototxt")),
+        ("robustness --protocol FIFO", ["robustness", "x", "--protocol", "fifo.yaml"], {}, _fifo("fifo.yaml")),
+        ("export --out FIFO", ["export", "x", "--out", "fifo.csv"], {}, _fifo("fifo.csv")),
+        ("report --out FIFO", ["report", "x", "--out", "fifo.html"], {}, _fifo("fifo.html")),
+        ("plot --out FIFO", ["plot", "x", "--kind", "slice", "--out", "fifo.html"], {}, _fifo("fifo.html")),
+        ("space file /dev/zero", ["sweep", "/dev/zero", "--trials", "1"], {}, _nothing),
+        ("trial --config /dev/zero", ["trial", "--config", "/dev/zero"], {}, _nothing),
+        ("solver /dev/zero", ["import-caffe", "/dev/zero"], {}, _nothing),
+        ("--net /dev/urandom", ["import-caffe", "solver.prototxt", "--net", "/dev/urandom"], SOLVER_FILES, _nothing),
+        ("trial --config a folder", ["trial", "--config", "."], {}, _nothing),
+        ("export --out /dev/null", ["export", "x", "--out", "/dev/null"], {}, _nothing),
+        ("export --out under a file", ["export", "x", "--out", "f.txt/x.csv"], {"f.txt": "x"}, _nothing),
+        ("plot --out x.exe", ["plot", "x", "--kind", "slice", "--out", "x.exe"], {}, _nothing),
+        ("plot --out no ending", ["plot", "x", "--kind", "slice", "--out", "x"], {}, _nothing),
+    ]
+    return fifo

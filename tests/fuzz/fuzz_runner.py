@@ -24,13 +24,31 @@ def check(outcome: dict) -> None:
     assert outcome["created"] == [], outcome["created"]
 
 
+BY_OUTCOME = ("refused cleanly", "accepted", "ran", "tracebacks", "writes before refusal", "hangs", "not one line")
+
+
+def classify(outcome: dict) -> str:
+    """What a case did: hung (past its 10 s), reached Ray/a study/a trial (ran), raised (a traceback), exited 0
+    (accepted), refused after creating something, refused in more or less than one line, or refused cleanly."""
+    if outcome.get("hang"):
+        return "hangs"
+    if outcome["traceback"] is not None:
+        return "ran" if "Reached" in str(outcome["traceback"]) else "tracebacks"
+    if outcome["exit"] == 0:
+        return "accepted"
+    if outcome["created"]:
+        return "writes before refusal"
+    return "refused cleanly" if outcome["stderr_lines"] == 1 else "not one line"
+
+
 def summary() -> dict:
     table = {}
     for kind, outcomes in OUTCOMES.items():
         exits = defaultdict(int)
         for o in outcomes:
             exits[str(o["exit"])] += 1
-        table[kind] = {"cases": len(outcomes), "exit_codes": dict(exits),
+        by = {name: sum(classify(o) == name for o in outcomes) for name in BY_OUTCOME}
+        table[kind] = {"cases": len(outcomes), "exit_codes": dict(exits), "by_outcome": by,
                        "tracebacks": sum(o["traceback"] is not None for o in outcomes),
                        "not_one_line": sum(o["stderr_lines"] != 1 for o in outcomes),
                        "files_created": sum(len(o["created"]) for o in outcomes)}
