@@ -9,8 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from sensitivity.frameworks import FRAMEWORKS
+
 REPO = Path(__file__).resolve().parents[1]
 LINT = Path(sys.executable).with_name("lint-imports")
+ANALYSIS = "The analysis imports no framework, trial, sweep or forecast code"
+CONFIG = "The configuration imports no framework"
+TRIAL_RUNNERS = "What runs a trial imports neither Ray nor Optuna"
 
 
 def lint(root: Path) -> subprocess.CompletedProcess:
@@ -42,6 +47,15 @@ def test_the_contracts_are_kept():
      "Framework adapters do not import one another"),
     ("frameworks/backends/torch.py", "def added():\n    from sensitivity.frameworks import keras_adapter\n",
      "What the adapters share imports no adapter"),
+    ("analysis/report.py", "def added():\n    from sensitivity.trial import attacks\n", ANALYSIS),
+    ("analysis/papers.py", "from sensitivity.forecast import launch\n", ANALYSIS),
+    ("studies/records.py", "def added():\n    from sensitivity.config import spaces\n", ANALYSIS),  # read by analysis
+    ("config/spaces.py", "def added():\n    import torch\n", CONFIG),
+    ("config/defaults.py", "def added():\n    from mxnet import gluon\n", CONFIG),  # legacy-only: not installed
+    ("core/paths.py", "def added():\n    import optuna\n", TRIAL_RUNNERS),
+    ("frameworks/torch_adapter.py", "def added():\n    import ray.tune\n", TRIAL_RUNNERS),
+    ("trial/worker.py", "def added():\n    from optuna.trial import TrialState\n", TRIAL_RUNNERS),
+    ("datasets/registry.py", "def added():\n    import ray\n", TRIAL_RUNNERS),
 ])
 def test_an_import_across_the_layers_breaks_them(tmp_path, module, added, contract):
     root = copy_of_package(tmp_path)
@@ -60,6 +74,13 @@ def test_every_adapter_is_under_the_adapters_contracts():
     adapters = {f"sensitivity.frameworks.{p.stem}" for p in (REPO / "sensitivity" / "frameworks").glob("*_adapter.py")}
     assert set(named["Framework adapters do not import one another"]["modules"]) == adapters
     assert set(named["What the adapters share imports no adapter"]["forbidden_modules"]) == adapters
+
+
+def test_every_framework_is_under_the_configurations_contract():
+    """A new framework's package joins the contract that keeps it out of the configuration."""
+    contracts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    forbidden = {c["name"]: c for c in contracts}[CONFIG]["forbidden_modules"]
+    assert {info.module for info in FRAMEWORKS.values()} <= set(forbidden)
 
 
 def imports_inside_functions(tree: ast.Module) -> list:

@@ -120,11 +120,19 @@ def papers_html(sources: list) -> str:
     return head + table_html(rows)
 
 
+def measured_beside(forecast_attrs: dict, table) -> dict:
+    """The forecast a study kept beside what its final trials measured: summed train time (a diverged run at
+    the time it stopped) and the ratio measured / forecast."""
+    final = table[table["state"].isin(("COMPLETE", "PRUNED"))] if "state" in table else table
+    measured = float(final["train_time_s"].fillna(0).sum()) if "train_time_s" in final else 0.0
+    forecast_s = forecast_attrs.get("train_s") or 0.0
+    return {"forecast_train_s": forecast_s, "measured_train_s": measured, "trials": int(len(final)),
+            "ratio": measured / forecast_s if forecast_s else None, "sampled": forecast_attrs.get("sampled", False)}
+
+
 def forecast_html(sources: list) -> str:
     """The section "Forecast beside measured": each study's forecast made before it ran, beside its final
     trials' summed train time (a diverged run at the time it stopped)."""
-    from sensitivity.forecast.launch import measured_beside  # lazy: pydantic, as above
-
     rows = []
     for source in sources:
         kept = source.attrs.get("forecast")

@@ -31,6 +31,7 @@ from sensitivity.analysis.runtime import first_same_configuration_times, paralle
 from sensitivity.analysis.seeds import NEEDS_SEEDS, has_intervals, seed_intervals
 from sensitivity.analysis.summary import framework_summary
 from sensitivity.analysis.table import OUTCOMES, REGIME, NotEnoughData, regime_sorted, regimes_of, trials_table
+from sensitivity.core.attacks import PGD_STEPS
 
 ENVIRONMENT = (("host", "env_host"), ("CPU", "env_cpu"), ("GPU", "gpu_name"), ("device", "env_device"),
                ("python", "env_python"), ("numpy", "env_numpy"), ("git revision", "env_git_revision"),
@@ -263,6 +264,4 @@ def _ablation(path: pd.DataFrame, source=None) -> str:
 
 
 def _robustness(curves: pd.DataFrame, source: pd.DataFrame) -> str:
-    from sensitivity.trial.attacks import PGD_STEPS  # lazy: pydantic (TrialSpec), for robustness sections only
-
     return robustness_html(curves, source, PGD_STEPS)

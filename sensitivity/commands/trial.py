@@ -13,7 +13,7 @@ from sensitivity.config.files import ConfigError, load_config
 from sensitivity.core import models
 from sensitivity.core.spec import INITS, LR_POLICIES, OPTIMIZERS, SEMANTICS, TrialSpec
 from sensitivity.frameworks import gpu
-from sensitivity.studies import catalog, records
+from sensitivity.studies import catalog, specs
 from sensitivity.studies.storage import StorageError
 from sensitivity.trial.fit import FitError, check_prepared
 from sensitivity.trial.runner import run_trial
@@ -127,7 +127,7 @@ def _fields_from_study(args) -> dict:
     if args.trial not in numbers:
         raise UsageError(f"sensitivity trial: --trial {args.trial}: study {args.from_study} has trials "
                          f"0 to {max(numbers, default=-1)}")
-    spec = records.trial_spec(study, numbers[args.trial])
+    spec = specs.trial_spec(study, numbers[args.trial])
     return spec.model_copy(update={"keep_weights": None, "keep_checkpoints": False}).model_dump(exclude_defaults=True)
 
 

@@ -31,7 +31,7 @@ from sensitivity.core import paths
 from sensitivity.analysis.robustness import PREFIX, PROTOCOL_ATTR
 from sensitivity.experiments.robustness_protocol import ProtocolError, load
 from sensitivity.core.spec import TrialSpec
-from sensitivity.studies.records import trial_spec
+from sensitivity.studies.specs import trial_spec
 from sensitivity.trial.loop import checkpoint_path
 from sensitivity.trial.runner import Worker, WorkerError
 

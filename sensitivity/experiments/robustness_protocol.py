@@ -12,9 +12,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from sensitivity import datasets
 from sensitivity.config.files import read_mapping
 from sensitivity.core import envs
+from sensitivity.core.attacks import ATTACKS
 
 PROTOCOL = envs.REPO_ROOT / "search_spaces" / "robustness.yaml"
-ATTACKS = ("fgsm", "pgd")
 
 
 class ProtocolError(ValueError):

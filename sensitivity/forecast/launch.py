@@ -73,14 +73,4 @@ def forecast_of(runs: list, options, sampled: bool = False, probe: bool = True, 
     return forecast(runs, figures, found_slots, options.cpus_per_trial, options.gpus_per_trial, sampled)
 
 
-def measured_beside(forecast_attrs: dict, table) -> dict:
-    """The forecast a study kept beside what its final trials measured: summed train time (a diverged run at
-    the time it stopped) and the ratio measured / forecast."""
-    final = table[table["state"].isin(("COMPLETE", "PRUNED"))] if "state" in table else table
-    measured = float(final["train_time_s"].fillna(0).sum()) if "train_time_s" in final else 0.0
-    forecast_s = forecast_attrs.get("train_s") or 0.0
-    return {"forecast_train_s": forecast_s, "measured_train_s": measured, "trials": int(len(final)),
-            "ratio": measured / forecast_s if forecast_s else None, "sampled": forecast_attrs.get("sampled", False)}
-
-
-__all__ = ["Forecast", "ForecastError", "forecast_of", "measured_beside", "slots", "sweep_runs"]
+__all__ = ["Forecast", "ForecastError", "forecast_of", "slots", "sweep_runs"]

@@ -92,18 +92,3 @@ def driver_alive(beat_record: dict, stale_after: float) -> bool:
         return abs(psutil.Process(beat_record["pid"]).create_time() - beat_record["created"]) < 0.01
     except psutil.NoSuchProcess:
         return False
-
-
-def trial_spec(study, trial):
-    """The TrialSpec a trial ran: its `spec` attribute, or for a study from before that was recorded, the
-    spec rebuilt from the stored space, its parameters, seed and planned configuration."""
-    from sensitivity.config.spaces import Space  # lazy: pydantic, which the analysis does not need
-    from sensitivity.core.spec import TrialSpec
-
-    attrs = trial.user_attrs
-    if "spec" in attrs:
-        return TrialSpec.model_validate({**REGIME_BEFORE_SEMANTICS, **attrs["spec"]})
-    spec = Space.model_validate(study.user_attrs["space"]).trial_spec(trial.params, attrs.get("seed", 0))
-    if attrs.get("planned"):
-        spec = TrialSpec(**{**spec.model_dump(), **attrs["planned"], "seed": attrs.get("seed", 0)})
-    return spec

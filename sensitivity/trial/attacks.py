@@ -20,14 +20,13 @@ from __future__ import annotations
 import numpy as np
 
 from sensitivity import frameworks
+from sensitivity.core.attacks import ATTACKS, PGD_STEPS  # ATTACKS: read here by the tests, as attacks.ATTACKS
 from sensitivity.core.correctness import pack
 from sensitivity.core.models import get_model, layers_from_dicts
 from sensitivity.core.spec import TrialSpec
 from sensitivity.datasets.base import Dataset, atomic_write
 from sensitivity.trial.loop import accuracy, correct_samples  # accuracy: read here by the tests, as attacks.accuracy
 
-ATTACKS = ("fgsm", "pgd")
-PGD_STEPS = 10
 GRADIENT_BATCH = 250
 
 
