@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import unicodedata
 
 from sensitivity.commands.common import EXIT_USAGE, Parser, UsageError
 
@@ -30,6 +31,17 @@ def build_parser(command=None) -> Parser:
     return parser
 
 
+_BIDI = set("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def escaped(message: str) -> str:
+    """`message` on one line, safe for a terminal: control, format and surrogate characters (ESC, a newline, U+202E,
+    the other bidirectional controls) shown as repr shows them (`\\x1b`, `\\n`, `\\u202e`), so a name cannot
+    move the cursor, recolour, reorder or cut the line."""
+    return "".join(repr(c)[1:-1] if c in _BIDI or unicodedata.category(c) in ("Cc", "Cf", "Cs", "Zl", "Zp") else c
+                   for c in message)
+
+
 def main(argv=None) -> int:
     """Run the command line `argv` (None: this process's own, `sys.argv`); returns the exit code."""
     argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
@@ -40,7 +52,7 @@ def main(argv=None) -> int:
         args = build_parser(argv[0] if argv else None).parse_args(argv)
         return args.handler(args)
     except UsageError as exc:
-        print(str(exc).splitlines()[0], file=sys.stderr)
+        print(escaped(str(exc).rstrip("\n")), file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130

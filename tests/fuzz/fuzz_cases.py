@@ -403,16 +403,17 @@ def dataset_cases() -> list:
 
 # ---------------------------------------------------------------------------------------------------------
 # input edges (issue 33): files that are no regular file, output endings. A case is (id, argv, files, setup):
-# `setup(work)` makes what `files` cannot (a FIFO, a link) in the working folder before the command runs.
+# `setup(work, env)` makes what `files` cannot (a FIFO, a link; `env` is pytest's monkeypatch, for variables)
+# in the working folder before the command runs.
 
 def _fifo(name):
-    def make(work):
+    def make(work, env):
         import os
         os.mkfifo(work / name)
     return make
 
 
-def _nothing(work):
+def _nothing(work, env):
     return None
 
 
@@ -442,4 +443,15 @@ def edge_cases() -> list:
         ("plot --out x.exe", ["plot", "x", "--kind", "slice", "--out", "x.exe"], {}, _nothing),
         ("plot --out no ending", ["plot", "x", "--kind", "slice", "--out", "x"], {}, _nothing),
     ]
-    return fifo
+    shown = [  # names that would move the cursor, reorder or cut the line if printed raw
+        ("ESC in a space path", ["sweep", "a\x1b[2J\x1b[31m.yaml", "--trials", "1"], {}, _nothing),
+        ("U+202E in a space path", ["sweep", "gpj.\u202eyaml", "--trials", "1"], {}, _nothing),
+        ("newline in a space path", ["sweep", "a\nb.yaml", "--trials", "1"], {}, _nothing),
+        ("newline in --study", ["sweep", "space.yaml", "--trials", "1", "--study", "a\nb"],
+         {"space.yaml": _space_text()}, _nothing),
+        ("U+2066 and ESC in --config", ["trial", "--config", "\u2066x\x1b]0;t\x07.yaml"], {}, _nothing),
+        ("newline in a study name in the space", ["sweep", "space.yaml", "--trials", "1"],
+         {"space.yaml": _space_text((("study",), '"x\\n\\u202ey"'))}, _nothing),
+        ("a surrogate in a path", ["trial", "--config", "x\udcff.yaml"], {}, _nothing),
+    ]
+    return fifo + shown

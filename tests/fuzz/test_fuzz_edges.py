@@ -1,7 +1,8 @@
-"""Issue 33's input edges, in-process: a FIFO or a device where a file is read or written, an unknown output
-ending. Each is refused in one line, exit 2, nothing created, within 10 s (a case past 10 s counts as a hang:
-SIGALRM interrupts the blocking open or read)."""
+"""Issue 33's input edges, in-process: a FIFO or a device where a file is read or written, an unknown
+output ending, control and bidirectional characters in names. Each is refused in one line, exit 2, nothing
+created, within 10 s (a case past 10 s counts as a hang: SIGALRM interrupts the blocking open or read)."""
 import signal
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -16,10 +17,10 @@ class Hang(BaseException):
     """A case past LIMIT_S (BaseException: the runner's `except Exception` does not take it for a traceback)."""
 
 
-def run_within(refused, kind, name, argv, files, setup):
+def run_within(refused, env, kind, name, argv, files, setup):
     def alarm(signum, frame):
         raise Hang(name)
-    setup(Path.cwd())
+    setup(Path.cwd(), env)
     previous = signal.signal(signal.SIGALRM, alarm)
     signal.setitimer(signal.ITIMER_REAL, LIMIT_S)
     try:
@@ -39,7 +40,9 @@ def test_case_names_are_unique():
 
 
 @pytest.mark.parametrize("name,argv,files,setup", CASES, ids=[c[0] for c in CASES])
-def test_refused_cleanly_within_10_s(refused, name, argv, files, setup):
-    outcome = run_within(refused, "edge", name, argv, files, setup)
+def test_refused_cleanly_within_10_s(refused, monkeypatch, name, argv, files, setup):
+    outcome = run_within(refused, monkeypatch, "edge", name, argv, files, setup)
     assert not outcome.get("hang"), f"{name}: past {LIMIT_S} s"
     check(outcome)
+    raw = [c for c in outcome["stderr"].rstrip("\n") if unicodedata.category(c) in ("Cc", "Cf", "Cs")]
+    assert not raw, f"{name}: raw control characters on stderr: {raw!r}"
