@@ -110,12 +110,33 @@ def export(study, fmt: str, out: Path) -> Path:
 
 
 def dashboard(storage_url, port: int) -> int:
-    """optuna-dashboard on 127.0.0.1 (not on every interface) until interrupted."""
+    """optuna-dashboard on 127.0.0.1 (not on every interface) until interrupted. A password in the URL goes
+    to it in PGPASSWORD (libpq reads it; the environment, unlike the argv, is the user's own to read)."""
     url = storage_url or default_url()
     open_storage(url, must_exist=True)  # a clear error now rather than from the dashboard
-    target = url.removeprefix("journal:")  # the dashboard takes a journal file by its path
+    target, password = _without_password(url.removeprefix("journal:"))  # a journal file by its path
+    environ = dict(os.environ, **({"PGPASSWORD": password} if password is not None else {}))
     command = [str(Path(sys.executable).parent / "optuna-dashboard"), target, "--host", "127.0.0.1",
                "--port", str(port)]
     print(f"optuna-dashboard on http://127.0.0.1:{port}/", file=sys.stderr)
     sys.stderr.flush()
-    os.execv(command[0], command)  # become the dashboard: a signal to this process reaches the server
+    os.execve(command[0], command, environ)  # become the dashboard: a signal to this process reaches the server
+
+
+def _without_password(url: str):
+    """(`url` without its password, the password or None): the user part's or `?password=`'s, read as
+    SQLAlchemy (which the dashboard opens it with) reads them; a file's path as it is."""
+    if "://" not in url or url.startswith("sqlite:"):
+        return url, None
+    # lazy: sqlalchemy
+    from sqlalchemy.engine import URL, make_url
+
+    parsed = make_url(url)
+    query = {k: v for k, v in parsed.query.items() if k != "password"}
+    password = parsed.query.get("password", parsed.password)  # the query's wins, as in SQLAlchemy's dialects
+    if password is None:
+        return url, None
+    if isinstance(password, tuple):  # `?password=a&password=b`
+        password = password[-1]
+    bare = URL.create(parsed.drivername, parsed.username, None, parsed.host, parsed.port, parsed.database, query)
+    return bare.render_as_string(hide_password=False), str(password)
