@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 
+import fault_worker
 import pytest
 
 from sensitivity import frameworks
@@ -115,7 +116,7 @@ def test_trial_json_is_the_last_line_of_stdout():
 
 @pytest.mark.skipif(not frameworks.importable("torch"), reason="needs torch")
 def test_json_trial_keeps_the_workers_stderr():
-    env = {**os.environ, "SENSITIVITY_WORKER_FAULT": "raise"}
+    env = {**os.environ, **fault_worker.environ("raise")}
     proc = sensitivity("trial", "--framework", "torch", "--dataset", "digits", "--epochs", "1", "--json", env=env)
     assert proc.returncode == 1
     assert json.loads(proc.stdout.strip().splitlines()[-1])["status"] == "failed"

@@ -28,10 +28,26 @@ from sensitivity.trial.worker import STDERR_END
 STDERR_TAIL_LINES = 40
 READY_TIMEOUT_S = 120.0  # the worker imports only numpy, pydantic and psutil before it is ready
 STDERR_WAIT_S = 5.0  # how long a result waits for the worker's stderr to catch up with it
+TEST_WORKER = "SENSITIVITY_TEST_WORKER"  # names a test worker in tests/ (`worker_command`)
 
 
 class WorkerError(Exception):
     """The worker process could not be started or did not become ready."""
+
+
+def worker_command(python) -> list:
+    """The worker's command line: `python -m sensitivity.trial.worker`. A test facility: where
+    SENSITIVITY_TEST_WORKER=NAME is set, the checkout's `tests/NAME.py` runs instead (a worker wrapping the real
+    one, such as `tests/fault_worker.py`). Only a file in the tests/ folder beside the package can be named, code
+    its user can run already; any other value is a WorkerError."""
+    name = os.environ.get(TEST_WORKER)
+    if not name:
+        return [str(python), "-m", "sensitivity.trial.worker"]
+    path = envs.REPO_ROOT / "tests" / f"{name}.py"
+    if not name.isidentifier() or not path.is_file():
+        raise WorkerError(f"{TEST_WORKER}={name!r}: not a test worker of {path.parent} (a file name without .py, "
+                          f"such as fault_worker); it is for the tests only, unset it")
+    return [str(python), str(path)]
 
 
 class WorkerStartTimeout(WorkerError):
@@ -69,7 +85,7 @@ class Worker:
             raise WorkerError(f"environment {self.env!r} is missing: {python} does not exist "
                               f"(run scripts/setup.sh {self.env})")
         self.proc = subprocess.Popen(
-            [str(python), "-m", "sensitivity.trial.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            worker_command(python), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True, bufsize=1, env=envs.worker_environ(self.env, self.variables),
             start_new_session=True)
         # each process gets its own queue: a killed process's reader may still put its end (None) after this

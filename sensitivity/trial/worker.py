@@ -8,12 +8,6 @@ A line `{"attack": {...}}` attacks a trained model instead (`sensitivity.trial.a
 The protocol has stdout to itself: file descriptor 1 is pointed at stderr, so whatever a framework
 prints goes to stderr. A worker stays warm for further trials (the framework import is paid once); each
 trial builds a fresh model and reseeds every generator.
-
-`SENSITIVITY_WORKER_FAULT` is a test aid for the runner's fault handling, which cannot otherwise be provoked
-on demand. After the first epoch: `segfault` crashes the worker, `exit` exits it, `raise` raises inside the
-trial, `oom` exhausts the memory a lowered RLIMIT_AS leaves (a real MemoryError), `alloc` touches and frees
-400 MB in the worker's first trial only (a warm worker's later trials must not report that peak).
-`hang_start` hangs before the worker is ready.
 """
 from __future__ import annotations
 
@@ -21,7 +15,6 @@ import ctypes
 import json
 import os
 import platform
-import resource
 import sys
 import threading
 import time
@@ -44,33 +37,6 @@ def _available_threads() -> int:
 
 
 STDERR_END = "\x1fsensitivity: end of request output\x1f\n"  # the runner's sign that stderr caught up
-_allocated = []
-
-
-def _inject_fault(event: dict) -> None:
-    fault = os.environ.get("SENSITIVITY_WORKER_FAULT")
-    if not fault or event.get("event") != "epoch":
-        return
-    if fault == "alloc" and not _allocated:
-        _allocated.append(len(bytearray(400 * 2**20)))  # zero-filled, so every page is touched
-    if fault == "segfault":
-        ctypes.string_at(0)
-    elif fault == "exit":
-        os._exit(3)
-    elif fault == "raise":
-        raise RuntimeError("fault injected by SENSITIVITY_WORKER_FAULT=raise")
-    elif fault == "oom":
-        _exhaust_memory()
-
-
-def _exhaust_memory() -> None:
-    """Allocate 64 MB blocks until the address space, limited to 256 MB above its current size, runs out."""
-    with open("/proc/self/status") as f:
-        size = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
-    resource.setrlimit(resource.RLIMIT_AS, (size + 256 * 2**20, resource.getrlimit(resource.RLIMIT_AS)[1]))
-    blocks = []
-    while True:
-        blocks.append(bytearray(64 * 2**20))
 
 
 def _end_stderr() -> None:
@@ -111,10 +77,7 @@ def serve(requests, proto) -> None:
 
     def emit(event: dict) -> None:
         proto.write(json.dumps(event) + "\n")
-        _inject_fault(event)
 
-    if os.environ.get("SENSITIVITY_WORKER_FAULT") == "hang_start":
-        time.sleep(3600)
     ready = {"event": "ready", "pid": os.getpid(), "python": platform.python_version(), "numpy": numpy.__version__}
     proto.write(json.dumps(ready) + "\n")
     for line in requests:

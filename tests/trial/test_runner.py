@@ -8,10 +8,11 @@ from pathlib import Path
 import numpy as np
 import psutil
 import pytest
+from fault_worker import inject
 
 from sensitivity import frameworks
 from sensitivity.core.spec import TrialSpec
-from sensitivity.trial.runner import Worker, run_trial
+from sensitivity.trial.runner import Worker, WorkerError, run_trial, worker_command
 
 pytestmark = pytest.mark.skipif(not frameworks.importable("torch"), reason="needs torch")
 
@@ -73,7 +74,7 @@ def test_warm_worker_reruns_from_a_fresh_model_and_reseeded_generators():
 
 
 def test_warm_worker_reports_each_trials_own_peak_rss(monkeypatch):
-    monkeypatch.setenv("SENSITIVITY_WORKER_FAULT", "alloc")  # 400 MB in the first trial only
+    inject(monkeypatch, "alloc")  # 400 MB in the first trial only
     worker = Worker("modern")
     try:
         big = worker.run(digits_spec(epochs=1))
@@ -101,7 +102,7 @@ class SlowStderrWorker(Worker):
 
 
 def test_result_waits_for_the_whole_stderr(monkeypatch):
-    monkeypatch.setenv("SENSITIVITY_WORKER_FAULT", "raise")
+    inject(monkeypatch, "raise")
     worker = SlowStderrWorker("modern")
     try:
         result = worker.run(digits_spec(epochs=1))
@@ -115,7 +116,7 @@ def test_result_waits_for_the_whole_stderr(monkeypatch):
 
 
 def test_segfault_is_a_failed_result_naming_the_signal(monkeypatch):
-    monkeypatch.setenv("SENSITIVITY_WORKER_FAULT", "segfault")
+    inject(monkeypatch, "segfault")
     result = run_trial(digits_spec())
     assert result.status == "failed"
     assert "SIGSEGV" in result.reason
@@ -123,7 +124,7 @@ def test_segfault_is_a_failed_result_naming_the_signal(monkeypatch):
 
 
 def test_worker_exit_without_result_is_failed(monkeypatch):
-    monkeypatch.setenv("SENSITIVITY_WORKER_FAULT", "exit")
+    inject(monkeypatch, "exit")
     result = run_trial(digits_spec())
     assert result.status == "failed" and "exited with code 3" in result.reason
     assert_env(result.env, *DRIVER_KNOWN)
@@ -131,15 +132,46 @@ def test_worker_exit_without_result_is_failed(monkeypatch):
 
 
 def test_exception_result_carries_the_driver_known_environment(monkeypatch):
-    monkeypatch.setenv("SENSITIVITY_WORKER_FAULT", "raise")
+    inject(monkeypatch, "raise")
     result = run_trial(digits_spec(epochs=1))
     assert result.status == "failed" and "RuntimeError" in result.reason
     assert_env(result.env, *DRIVER_KNOWN)
     assert [p["epoch"] for p in result.curve] == [1]  # raised after its first epoch, which it keeps
 
 
+@pytest.mark.parametrize("framework", ["torch", "chainer"])
+def test_the_fault_worker_runs_in_either_environment(monkeypatch, framework):
+    """tests/fault_worker.py wraps the real worker under the interpreter of the framework's environment."""
+    if not frameworks.probe(framework)[1]:
+        pytest.skip(f"needs {framework} in its environment")
+    inject(monkeypatch, "raise")
+    result = run_trial(digits_spec(framework=framework, epochs=1))
+    assert result.status == "failed" and result.env["environment"] == frameworks.FRAMEWORKS[framework].env
+    assert result.stderr_tail.rstrip().endswith("RuntimeError: fault injected by SENSITIVITY_WORKER_FAULT=raise")
+    assert [p["epoch"] for p in result.curve] == [1]
+
+
+def test_the_real_worker_has_no_fault_hook(monkeypatch):
+    """Without SENSITIVITY_TEST_WORKER the runner starts the real worker, which no fault variable reaches."""
+    monkeypatch.setenv("SENSITIVITY_WORKER_FAULT", "exit")
+    monkeypatch.delenv("SENSITIVITY_TEST_WORKER", raising=False)
+    assert worker_command("python") == ["python", "-m", "sensitivity.trial.worker"]
+    result = run_trial(digits_spec(epochs=1))
+    assert result.status == "ok", result.reason
+
+
+@pytest.mark.parametrize("name", ["../sensitivity/cli", "/bin/sh", "no_such_worker", "fault_worker.py", "os"])
+def test_a_test_worker_is_only_a_file_of_tests(monkeypatch, name):
+    monkeypatch.setenv("SENSITIVITY_TEST_WORKER", name)
+    with pytest.raises(WorkerError, match="SENSITIVITY_TEST_WORKER=.*not a test worker of .*tests") as found:
+        worker_command("python")
+    assert "\n" not in str(found.value)
+    monkeypatch.setenv("SENSITIVITY_TEST_WORKER", "fault_worker")
+    assert worker_command("python") == ["python", str(Path(__file__).resolve().parents[1] / "fault_worker.py")]
+
+
 def test_memory_exhaustion_is_a_failed_result_saying_out_of_memory(monkeypatch):
-    monkeypatch.setenv("SENSITIVITY_WORKER_FAULT", "oom")  # a real MemoryError under a lowered RLIMIT_AS
+    inject(monkeypatch, "oom")  # a real MemoryError under a lowered RLIMIT_AS
     result = run_trial(digits_spec(epochs=2))
     assert result.status == "failed" and result.reason.startswith("out of memory: MemoryError"), result.reason
     assert "MemoryError" in result.stderr_tail and result.accuracy is None
@@ -178,7 +210,7 @@ def test_timeout_kills_the_worker_and_reports_timeout():
 
 
 def test_timeout_bounds_the_workers_start(monkeypatch):
-    monkeypatch.setenv("SENSITIVITY_WORKER_FAULT", "hang_start")
+    inject(monkeypatch, "hang_start")
     worker = Worker("modern")
     tick = time.monotonic()
     try:
