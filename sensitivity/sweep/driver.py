@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
 import time
 import uuid
@@ -208,6 +209,31 @@ def _check_options(space: Space, options: SweepOptions) -> None:
     if options.trials <= 0 or options.parallel <= 0:
         raise SweepError("--trials and --parallel must be positive")
     _check_gpus(space, options)
+    _check_ray_resources(options)
+
+
+RAY_PRECISION = 0.0001  # Ray keeps resource quantities to 4 decimal places; one above 1 must be whole
+
+
+def _check_ray_resources(options: SweepOptions) -> None:
+    """What Ray would refuse, or wait on forever, once the study and the cache are written: a quantity it
+    cannot hold (`1e-300`, `1.5`), and on a local Ray more CPUs or GPUs per trial than this machine has."""
+    asked = (("--cpus-per-trial", options.cpus_per_trial), ("--gpus-per-trial", options.gpus_per_trial))
+    for option, wanted in asked:
+        if wanted and (wanted < RAY_PRECISION or abs(round(wanted, 4) - wanted) > 1e-12
+                       or (wanted > 1 and not float(wanted).is_integer())):
+            raise SweepError(f"{option} {wanted:g}: Ray takes a whole number, or a fraction below 1 of at most "
+                             f"4 decimal places (at least {RAY_PRECISION:g})")
+    if options.address or os.environ.get("RAY_ADDRESS"):
+        return  # a cluster: check_resources sees its nodes once joined
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if options.cpus_per_trial > cores:
+        raise SweepError(f"--cpus-per-trial {options.cpus_per_trial:g}: this machine has {cores} CPU(s), and a "
+                         "local Ray places a trial on it alone; allowed: up to that, or --address a cluster")
+    count = gpu.visible_count() if options.gpus_per_trial else None
+    if count is not None and options.gpus_per_trial > count:
+        raise SweepError(f"--gpus-per-trial {options.gpus_per_trial:g}: this machine has {count} GPU(s) visible; "
+                         "allowed: 0 here, or --address a cluster with GPUs")
 
 
 def _check_gpus(space: Space, options: SweepOptions) -> None:
@@ -248,6 +274,13 @@ def check_destinations(options: SweepOptions) -> None:
         check_results_folder()
     except ValueError as exc:
         raise SweepError(str(exc)) from None
+    ray_address = os.environ.get("RAY_ADDRESS")
+    if not options.address and ray_address:  # ray.init() joins RAY_ADDRESS: checked as --address is
+        try:
+            check_address(ray_address)
+        except ValueError as exc:
+            raise SweepError(f"RAY_ADDRESS={ray_address!r}: {str(exc).removeprefix('--address ')}; unset it for a "
+                             "local Ray") from None
 
 
 def check_inputs(space: Space, options: SweepOptions, datasets_used=None) -> None:

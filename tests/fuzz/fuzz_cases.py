@@ -417,6 +417,12 @@ def _nothing(work, env):
     return None
 
 
+def _environ(name, value):
+    def make(work, env):
+        env.setenv(name, value)
+    return make
+
+
 SOLVER_FILES = {"solver.prototxt": SOLVER, "net.prototxt": NET}
 
 
@@ -454,4 +460,24 @@ def edge_cases() -> list:
          {"space.yaml": _space_text((("study",), '"x\\n\\u202ey"'))}, _nothing),
         ("a surrogate in a path", ["trial", "--config", "x\udcff.yaml"], {}, _nothing),
     ]
-    return fifo + shown
+    import os
+
+    from sensitivity.frameworks import gpu
+    cores = len(os.sched_getaffinity(0))
+    sweep, space = ["sweep", "space.yaml", "--trials", "1"], {"space.yaml": _space_text()}
+    ray = [  # what Ray would refuse, or wait on, after the study and the cache were written
+        (f"--cpus-per-trial {cores + 1} (this machine has {cores})", sweep + ["--cpus-per-trial", str(cores + 1)],
+         space, _nothing),
+        ("--cpus-per-trial 1024", sweep + ["--cpus-per-trial", "1024"], space, _nothing),
+        ("--cpus-per-trial 1e-300", sweep + ["--cpus-per-trial", "1e-300"], space, _nothing),
+        ("--cpus-per-trial 1.5", sweep + ["--cpus-per-trial", "1.5"], space, _nothing),
+        ("--cpus-per-trial 0.33333", sweep + ["--cpus-per-trial", "0.33333"], space, _nothing),
+        ("--gpus-per-trial 1e-300", sweep + ["--gpus-per-trial", "1e-300"], space, _nothing),
+        ("RAY_ADDRESS=garbage", sweep, space, _environ("RAY_ADDRESS", "garbage")),
+        ("RAY_ADDRESS=127.0.0.1:1", sweep, space, _environ("RAY_ADDRESS", "127.0.0.1:1")),
+        ("RAY_ADDRESS=auto", sweep, space, _environ("RAY_ADDRESS", "auto")),
+    ]
+    if gpu.visible_count() == 0:
+        ray.append(("--gpus-per-trial 1 with no GPU", sweep + ["--gpus-per-trial", "1"], space, _nothing))
+    return fifo + shown + ray
+
