@@ -7,10 +7,13 @@ timed out; 2 a usage error or bad input (one line on stderr, nothing run). The c
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 import unicodedata
 
 from sensitivity.commands.common import EXIT_USAGE, Parser, UsageError
+
+EXIT_ENVIRONMENT = 1  # a fault of the machine or the environment, not of the input
 
 # The commands each module of sensitivity.commands adds, in the order of `sensitivity --help`.
 GROUPS = {"trial": ("trial",), "listing": ("frameworks", "datasets", "semantics", "import-caffe"),
@@ -49,11 +52,26 @@ def main(argv=None) -> int:
         nul = [i for i, a in enumerate(argv, 1) if "\0" in a]  # possible in-process only, never from a shell
         if nul:
             raise UsageError(f"sensitivity: argument {nul[0]} holds a NUL character")
+        try:
+            os.getcwd()
+        except OSError as exc:  # the working folder was deleted: every relative path would fail later
+            print(f"sensitivity: the working folder is gone ({exc.strerror}); cd to one that exists",
+                  file=sys.stderr)
+            return EXIT_ENVIRONMENT
         args = build_parser(argv[0] if argv else None).parse_args(argv)
         return args.handler(args)
     except UsageError as exc:
         print(escaped(str(exc).rstrip("\n")), file=sys.stderr)
         return EXIT_USAGE
+    except OSError as exc:  # the environment (HOME a file, a looping link, no file descriptors left), not input
+        where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
+        print(escaped(f"sensitivity: {exc.strerror or exc}{where}"), file=sys.stderr)
+        return EXIT_ENVIRONMENT
+    except RuntimeError as exc:  # pathlib's resolve() of Python 3.11 on a symlink loop (results -> results)
+        if not str(exc).startswith("Symlink loop"):
+            raise
+        print(escaped(f"sensitivity: {exc}: fix or remove the link"), file=sys.stderr)
+        return EXIT_ENVIRONMENT
     except KeyboardInterrupt:
         return 130
 

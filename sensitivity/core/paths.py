@@ -44,8 +44,20 @@ def under(root, name: str, suffix: str = "") -> Path:
     return path
 
 
+def check_results_link() -> None:
+    """ValueError where results/ is a symlink that leads nowhere or loops (every default path is under it)."""
+    if RESULTS.is_symlink():
+        try:
+            RESULTS.resolve(strict=True)
+        except (OSError, RuntimeError) as exc:  # RuntimeError: a loop (Python 3.11's pathlib)
+            how = "loops" if isinstance(exc, RuntimeError) or getattr(exc, "errno", None) == 40 else "leads nowhere"
+            raise ValueError(f"{RESULTS.absolute()} is a symlink to {os.readlink(RESULTS)!r} that {how}: runs write "
+                             "their records under results/; fix or remove the link") from None
+
+
 def check_results_folder() -> None:
     """ValueError unless results/ is a folder this process can write in, or can be made in the current one."""
+    check_results_link()
     folder = RESULTS if RESULTS.exists() else Path(".")
     if RESULTS.exists() and not RESULTS.is_dir():
         raise ValueError(f"{RESULTS.resolve()} is not a folder: runs write their records under results/; move the "

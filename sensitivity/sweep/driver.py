@@ -28,7 +28,7 @@ import numpy as np
 from sensitivity import datasets, frameworks, ray_cluster
 from sensitivity.config.defaults import Cut
 from sensitivity.config.spaces import Space, load_space
-from sensitivity.core.paths import UnsafeName, check_name, check_results_folder
+from sensitivity.core.paths import UnsafeName, check_name, check_results_folder, check_results_link
 from sensitivity.forecast.launch import ForecastError, forecast_of, sweep_runs
 from sensitivity.frameworks import gpu
 from sensitivity.studies import storage as st
@@ -266,8 +266,9 @@ def check_destinations(options: SweepOptions) -> None:
     a server answering), --address (its form, then a cluster answering: an unreachable one would be retried
     for minutes) and results/ (a folder this process can write in)."""
     try:
+        check_results_link()  # before default_url resolves a path through it
         st.check_url(options.storage or default_url())
-    except st.StorageError as exc:
+    except (st.StorageError, ValueError) as exc:
         raise SweepError(str(exc)) from None
     try:
         check_address(options.address)

@@ -417,6 +417,27 @@ def _nothing(work, env):
     return None
 
 
+def _link(name, target):
+    def make(work, env):
+        import os
+        os.symlink(target, work / name)
+    return make
+
+
+def _gone(work, env):
+    """The working folder deleted under the command."""
+    import os
+    (work / "gone").mkdir()
+    os.chdir(work / "gone")
+    os.rmdir(work / "gone")
+
+
+def _home_file(work, env):
+    (work / "home").write_text("a file, not a folder")
+    env.setenv("HOME", str(work / "home"))
+    env.delenv("SENSITIVITY_CACHE_DIR", raising=False)
+
+
 def _environ(name, value):
     def make(work, env):
         env.setenv(name, value)
@@ -481,3 +502,16 @@ def edge_cases() -> list:
         ray.append(("--gpus-per-trial 1 with no GPU", sweep + ["--gpus-per-trial", "1"], space, _nothing))
     return fifo + shown + ray
 
+
+def environment_cases() -> list:
+    """Faults of the environment, not of the input: one line, exit 1 or 2, never a traceback, nothing written."""
+    sweep, space = ["sweep", "space.yaml", "--trials", "1"], {"space.yaml": _space_text()}
+    trial = ["trial", "--framework", "torch", "--dataset", "digits", "--epochs", "1"]
+    cases = []
+    for what, setup in (("HOME is a file", _home_file), ("results is a dangling link", _link("results", "nowhere")),
+                        ("results is a link loop", _link("results", "results")), ("the working folder is gone", _gone)):
+        cases += [(f"sweep: {what}", sweep, space, setup), (f"studies: {what}", ["studies"], {}, setup),
+                  (f"export: {what}", ["export", "x"], {}, setup), (f"report: {what}", ["report", "x"], {}, setup)]
+        if setup is _home_file:
+            cases.append((f"trial: {what}", trial, {}, setup))
+    return cases

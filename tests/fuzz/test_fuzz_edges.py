@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 from fuzz_runner import OUTCOMES, check
-from fuzz_cases import edge_cases
+from fuzz_cases import edge_cases, environment_cases
 
 LIMIT_S = 10
 CASES = edge_cases()
+ENVIRONMENT = environment_cases()
 
 
 class Hang(BaseException):
@@ -36,7 +37,7 @@ def run_within(refused, env, kind, name, argv, files, setup):
 
 
 def test_case_names_are_unique():
-    assert len({c[0] for c in CASES}) == len(CASES)
+    assert len({c[0] for c in CASES + ENVIRONMENT}) == len(CASES + ENVIRONMENT)
 
 
 @pytest.mark.parametrize("name,argv,files,setup", CASES, ids=[c[0] for c in CASES])
@@ -46,3 +47,12 @@ def test_refused_cleanly_within_10_s(refused, monkeypatch, name, argv, files, se
     check(outcome)
     raw = [c for c in outcome["stderr"].rstrip("\n") if unicodedata.category(c) in ("Cc", "Cf", "Cs")]
     assert not raw, f"{name}: raw control characters on stderr: {raw!r}"
+
+
+@pytest.mark.parametrize("name,argv,files,setup", ENVIRONMENT, ids=[c[0] for c in ENVIRONMENT])
+def test_an_environment_fault_is_one_line_exit_1_or_2(refused, monkeypatch, name, argv, files, setup):
+    outcome = run_within(refused, monkeypatch, "environment", name, argv, files, setup)
+    assert not outcome.get("hang"), f"{name}: past {LIMIT_S} s"
+    assert outcome["traceback"] is None, outcome["traceback"]
+    assert outcome["stderr_lines"] == 1 and outcome["exit"] in (1, 2), outcome
+    assert outcome["created"] == [], outcome["created"]
