@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sensitivity import private_apis
+from sensitivity.studies import torn
 
 if TYPE_CHECKING:  # annotations only: tenacity is imported where a retry is made (`retried`)
     import tenacity
@@ -128,6 +129,8 @@ def check_url(url: str) -> None:
             raise StorageError(f"{where}: unknown kind of storage; allowed {ALLOWED}")
         _check_server(url, where)
         return
+    if path.is_symlink() and not path.exists():
+        raise StorageError(f"{where}: {path} is a link to nothing ({os.readlink(path)})")
     if path.exists() and not path.is_file():
         raise StorageError(f"{where}: {path} is not a regular file")
     folder = path.parent
@@ -141,6 +144,11 @@ def check_url(url: str) -> None:
         raise StorageError(f"{where}: the folder {folder} is not writable")
     if url.startswith("sqlite:///"):
         check_sqlite_file(url)
+    elif path.exists():
+        try:
+            torn.check_journal(path, where)
+        except torn.RecordFileError as exc:
+            raise StorageError(str(exc)) from None
 
 
 def _check_server(url: str, where: str) -> None:
@@ -169,8 +177,9 @@ def _make_folder(path: Path) -> None:
 
 
 def open_storage(url: str | None = None, must_exist: bool = False):
-    """An Optuna storage for `url`: sqlite:///..., postgresql://..., or journal:PATH (or a *.journal path).
-    With `must_exist` (reading studies), a missing SQLite or journal file is an error, not a new file."""
+    """An Optuna storage for `url`: sqlite:///..., postgresql://..., or journal:PATH (its kind by its scheme alone).
+    With `must_exist` (reading studies), a missing SQLite or journal file is an error, not a new file; without,
+    a journal's torn last record is set aside first (`torn.mend_journal`)."""
     # lazy: optuna, sqlalchemy
     import optuna
     import sqlalchemy.exc
@@ -183,14 +192,20 @@ def open_storage(url: str | None = None, must_exist: bool = False):
     try:
         if path is not None and not url.startswith("sqlite:///"):
             _make_folder(path)
-            backend = optuna.storages.journal.JournalFileBackend(str(path))
-            return optuna.storages.JournalStorage(backend)
+            if not must_exist:  # a writer's open: a reader skips a torn record, as Optuna does
+                torn.mend_journal(path, f"storage {describe(url)}")
+            return optuna.storages.JournalStorage(_journal_backend()(str(path)))
         if path is not None:
             _make_folder(path)
             storage = _open_sqlite(url)
             _IDENTITY[str(path)] = _identity(path)
             return storage
         return _retrying_rdb()(url, engine_kwargs={"pool_pre_ping": True})
+    except torn.RecordFileError as exc:
+        raise StorageError(str(exc)) from None
+    except (KeyError, TypeError) as exc:  # a journal's record without the fields Optuna replays
+        raise StorageError(f"storage {describe(url)} cannot be opened: not an Optuna journal ({reason(exc)})") \
+            from None
     except (sqlalchemy.exc.SQLAlchemyError, OSError, ImportError, ValueError, RuntimeError, sqlite3.Error) as exc:
         raise StorageError(f"storage {describe(url)} cannot be opened: {reason(exc)}") from None
 
@@ -259,8 +274,9 @@ def _optuna_version() -> str:
 
 
 def _file_of(url: str):
-    """The file an SQLite or journal URL names; None for a database server."""
-    if url.startswith("journal:") or url.endswith((".journal", ".log")):
+    """The file an SQLite or journal URL names, by its scheme alone (`sqlite:///x.log` is an SQLite file,
+    `postgresql://h/db.journal` a server); None for a database server."""
+    if url.startswith("journal:"):
         return Path(url.removeprefix("journal:"))
     if url.startswith("sqlite:///"):
         return Path(url.removeprefix("sqlite:///"))
@@ -375,6 +391,30 @@ def retried(method):
 
     return tenacity.retry(retry=tenacity.retry_if_exception(_retry_now), wait=_backoff, stop=_past_window,
                           before_sleep=_warn_once, reraise=True)(method)
+
+
+_JOURNAL = []
+
+
+def _journal_backend():
+    """Optuna's journal file backend whose failed append (a full disk: ENOSPC) is a StorageError, so that the
+    sweep stops with its one line (and the torn record is set aside by the next run) rather than a traceback."""
+    # lazy: optuna
+    import optuna
+
+    if not _JOURNAL:
+        class JournalFile(optuna.storages.journal.JournalFileBackend):
+            def __init__(self, file_path: str) -> None:
+                super().__init__(file_path)
+                self.path = file_path
+
+            def append_logs(self, logs):
+                try:
+                    super().append_logs(logs)
+                except OSError as exc:
+                    raise StorageError(f"journal {self.path}: a write failed ({exc.strerror})") from None
+        _JOURNAL.append(JournalFile)
+    return _JOURNAL[0]
 
 
 _RETRYING = []

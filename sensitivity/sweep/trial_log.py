@@ -8,17 +8,27 @@ distributions, user attributes and intermediate values as the driver stores them
 and interrupted trials are not logged: a rerun runs them again (a trial logged just before its driver was
 killed is logged again by its retry; `rebuild` keeps one per configuration and seed). No storage URL is
 written.
+
+A log must be a regular file of at most MAX_LOG_BYTES, lines of at most torn.MAX_LINE bytes; a torn last line
+(a full disk, a crash) is set aside beside the log before the next append and before a rebuild
+(`torn.set_aside`). Its study name obeys the name rule and its directions are minimize or maximize.
 """
 from __future__ import annotations
 
 import datetime
+import fcntl
 import json
 import os
 import warnings
 from pathlib import Path
 
-from sensitivity.core.paths import RESULTS, under
-from sensitivity.studies.storage import describe, open_storage
+from sensitivity.core.paths import RESULTS, UnsafeName, check_name, under
+from sensitivity.studies import torn
+from sensitivity.studies.storage import check_url, default_url, describe, open_storage
+
+MAX_LOG_BYTES = 2**30  # 1 GiB: a million trials of about 1 KiB each
+OPENING = b'{"kind": '  # how each line starts (json.dumps)
+DIRECTIONS = ("MINIMIZE", "MAXIMIZE")
 
 LOGS = RESULTS / "trial-logs"
 
@@ -35,6 +45,11 @@ def _append(path: Path, record: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     line = json.dumps(record, default=str, allow_nan=True) + "\n"
     with open(path, "a", encoding="utf-8") as f:  # one write per line: O_APPEND keeps drivers' lines whole
+        fcntl.flock(f, fcntl.LOCK_EX)  # drivers of one study: a line being written is never taken for torn
+        try:
+            torn.set_aside(path, f"trial log {path}", OPENING)  # a full disk's torn line: the next starts anew
+        except torn.RecordFileError as exc:
+            raise LogError(str(exc)) from None
         f.write(line)
         f.flush()
         os.fsync(f.fileno())
@@ -64,30 +79,61 @@ def log_trial(path: Path, trial, state, values, intermediate: dict, attrs: dict)
 
 
 def read(path) -> tuple:
-    """(the last study line, the trial lines with one per key, the last kept), or LogError."""
+    """(the last study line, the trial lines with one per key, the last kept), or LogError. A torn last line
+    is skipped (`rebuild` sets it aside)."""
     path = Path(path)
+    what = f"trial log {path}"
     study, trials = None, {}
     try:
-        with open(path, encoding="utf-8") as f:
-            for number, line in enumerate(f, 1):
+        fd = torn.open_regular(path, what, MAX_LOG_BYTES)
+        try:
+            for number, line in torn.lines(fd, what):
                 if not line.strip():
                     continue
+                if not line.endswith(b"\n"):
+                    break  # a last line cut by a crash
                 try:
                     record = json.loads(line)
                     kind = record["kind"]
                 except (ValueError, KeyError, TypeError):
-                    if not line.endswith("\n"):
-                        break  # a last line cut by a crash
-                    raise LogError(f"{path}: line {number} is not a trial-log record") from None
+                    raise LogError(f"{what}: line {number} is not a trial-log record") from None
                 if kind == "study":
-                    study = record
-                elif kind == "trial":
+                    study = _checked_study(record, what, number)
+                elif kind == "trial" and isinstance(record.get("key"), str):
                     trials[record["key"]] = record
-    except (OSError, UnicodeDecodeError) as exc:
-        raise LogError(f"{path}: cannot be read ({exc.strerror if isinstance(exc, OSError) else exc})") from None
+                else:
+                    raise LogError(f"{what}: line {number} is not a trial-log record (kind {kind!r}, or no key)")
+        finally:
+            os.close(fd)
+    except torn.RecordFileError as exc:
+        raise LogError(str(exc)) from None
     if study is None:
-        raise LogError(f"{path}: no study line; not a sensitivity trial log")
+        raise LogError(f"{what}: no study line; not a sensitivity trial log")
     return study, list(trials.values())
+
+
+def _checked_study(record: dict, what: str, number: int) -> dict:
+    """A study line whose name obeys the name rule, with directions minimize or maximize (any case) and
+    user attributes and metric names of the right types."""
+    where = f"{what}: line {number}"
+    if not isinstance(record.get("study"), str):
+        raise LogError(f"{where}: the study line has no study name")
+    try:
+        check_name(record["study"], "study name")
+    except UnsafeName as exc:
+        raise LogError(f"{where}: {exc}") from None
+    directions = record.get("directions")
+    if not isinstance(directions, list) or not directions or \
+            not all(isinstance(d, str) and d.upper() in DIRECTIONS for d in directions):
+        shown = repr(directions) if len(repr(directions)) <= 60 else "of another form"
+        raise LogError(f"{where}: directions {shown}: allowed a list of {' or '.join(DIRECTIONS).lower()}")
+    names = record.get("metric_names")
+    if names is not None and (not isinstance(names, list) or len(names) != len(directions)
+                              or not all(isinstance(n, str) for n in names)):
+        raise LogError(f"{where}: metric_names must be null or a list of {len(directions)} names")
+    if not isinstance(record.get("user_attrs", {}), dict):
+        raise LogError(f"{where}: user_attrs must be an object")
+    return {**record, "directions": [d.upper() for d in directions], "user_attrs": record.get("user_attrs", {})}
 
 
 def _one_per_run(records: list) -> list:
@@ -111,8 +157,31 @@ def rebuild(path, storage_url, study_name=None) -> tuple:
     from optuna.distributions import json_to_distribution
     from optuna.trial import TrialState, create_trial
 
-    header, records = read(path)
+    header, records = read(path)  # the log checked whole, and its trials made, before anything is written
     name = study_name or header["study"]
+    trials = []
+    try:
+        runs = _one_per_run(records)
+    except (KeyError, TypeError, AttributeError):
+        raise LogError(f"trial log {path}: a trial line lacks its user_attrs or datetime_complete") from None
+    for r in runs:
+        values = r.get("values")
+        if r.get("state") == "COMPLETE" and (not isinstance(values, list) or len(values) != len(header["directions"])):
+            raise LogError(f"trial log {path}: trial {r.get('number')}: values {values!r:.60} do not match the study's "
+                           f"{len(header['directions'])} directions")
+        try:
+            trials.append(create_trial(
+                state=TrialState[r["state"]], values=r["values"], params=r["params"],
+                distributions={k: json_to_distribution(d) for k, d in r["distributions"].items()},
+                user_attrs={**r["user_attrs"], "rebuilt_from": {"number": r["number"], "log": str(path)}},
+                intermediate_values={int(k): v for k, v in r["intermediate_values"].items()}))
+        except (KeyError, ValueError, TypeError, AttributeError) as exc:
+            raise LogError(f"trial log {path}: trial {r.get('number')} cannot be restored: {exc}") from None
+    check_url(storage_url or default_url())
+    try:
+        torn.set_aside(path, f"trial log {path}", OPENING)
+    except torn.RecordFileError as exc:
+        raise LogError(str(exc)) from None
     storage = open_storage(storage_url)
     try:
         existing = optuna.load_study(study_name=name, storage=storage)
@@ -129,15 +198,5 @@ def rebuild(path, storage_url, study_name=None) -> tuple:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             study.set_metric_names(header["metric_names"])
-    trials = []
-    for r in _one_per_run(records):
-        try:
-            trials.append(create_trial(
-                state=TrialState[r["state"]], values=r["values"], params=r["params"],
-                distributions={k: json_to_distribution(d) for k, d in r["distributions"].items()},
-                user_attrs={**r["user_attrs"], "rebuilt_from": {"number": r["number"], "log": str(path)}},
-                intermediate_values={int(k): v for k, v in r["intermediate_values"].items()}))
-        except (KeyError, ValueError, TypeError) as exc:
-            raise LogError(f"{path}: trial {r.get('number')} cannot be restored: {exc}") from None
     study.add_trials(trials)
     return name, len(trials)
