@@ -16,8 +16,13 @@ Means (`mean_interval`, and `group_intervals` for many groups at once):
   (method "range", shown as "n=2: range, no interval"); a t interval at n=2 is 12.7 standard errors wide.
   With 1 the value alone ("single").
 
+The unit of replication is the seed. Every test's degrees of freedom come from the seeds alone (at most
+n_a + n_b - 2); the test set's sampling error may widen an interval, never add degrees of freedom.
+
 Differences (`difference`): Welch's t interval and two-sided test of mean(a) - mean(b) on the raw values, with
-3 or more values in each group (else no interval and no test: "too few"). `ratio` does the same on the logs
+3 or more values in each group and spread in each; otherwise no parametric test: the exact permutation test
+over the seeds (`exact_permutation`: every split of the pooled values into groups of the two sizes; with n
+and m seeds its p cannot go below 2 / C(n+m, n), 0.0079 at 5 and 5) and no interval. `ratio` does the same on the logs
 of positive values (times) and maps back: a ratio and its interval. `holm` adjusts a family of p-values.
 `seeds_needed` is the seeds per group for a two-sample t test to detect a stated effect with 80% power
 (Student t's noncentral distribution), at the family's strictest Holm level (alpha / number of tests); it is
@@ -29,7 +34,9 @@ crossover's home advantage), each configuration an `Arm` of per-seed accuracies 
 it, per-sample correctness. Its variance is the seeds' (each arm's variance over seeds / its seeds) plus, for
 each test set, the test set's sampling error: the variance over its samples of the signed per-sample mean
 correctness, less the part the seeds already count (method of moments), over its size. The interval is
-Student t on Welch-Satterthwaite's degrees of freedom. Without correctness the test set's error is left out
+Student t on the seeds' Welch-Satterthwaite degrees of freedom, at most the sum over arms of seeds - 1 (n_a +
+n_b - 2 for two arms): the test set's error widens it and adds no degree of freedom. An arm of fewer than 3
+seeds or of no spread gets the exact permutation test over seeds within each test set instead. Without correctness the test set's error is left out
 (method "welch"), as for any study but a transfer study.
 
 `summary` pools a claim's comparisons: DerSimonian-Laird's random-effects mean (the between-comparison variance
@@ -38,6 +45,7 @@ tests of equivalence within +-margin. `divergence` compares two divergence rates
 """
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Optional
@@ -180,6 +188,9 @@ class Difference:
     se: Optional[float] = None  # the estimate's standard error
     df: Optional[float] = None  # its degrees of freedom
     test_var: float = 0.0  # the test sets' share of se**2, which more seeds do not reduce
+    test: str = "none"  # the test's name: "welch t", "exact permutation" or "none"
+    p_floor: Optional[float] = None  # an exact test's smallest attainable p with these seeds (None: t, or no test)
+    df_max: Optional[float] = None  # the seeds' degrees of freedom, which bound `df`: sum over arms of seeds - 1
 
     @property
     def tested(self) -> bool:
@@ -199,7 +210,8 @@ def ratio(a, b, confidence: float = CONFIDENCE) -> Difference:
     a, b = _finite(a), _finite(b)
     out = _welch(np.log(a[a > 0]), np.log(b[b > 0]), confidence, "welch-log")
     exp = (lambda x: None if x is None else float(math.exp(x)))
-    return Difference(exp(out.estimate), exp(out.low), exp(out.high), out.n_a, out.n_b, out.p, out.sd, out.method)
+    return Difference(exp(out.estimate), exp(out.low), exp(out.high), out.n_a, out.n_b, out.p, out.sd, out.method,
+                      test=out.test, df=out.df, p_floor=out.p_floor)
 
 
 def _welch(a: np.ndarray, b: np.ndarray, confidence: float, method: str) -> Difference:
@@ -211,17 +223,68 @@ def _welch(a: np.ndarray, b: np.ndarray, confidence: float, method: str) -> Diff
         return Difference(math.nan, None, None, n_a, n_b, None, None, "too few")
     estimate = float(a.mean() - b.mean())
     pooled = _pooled_sd(a, b)
-    if min(n_a, n_b) < MIN_FOR_INTERVAL:
-        return Difference(estimate, None, None, n_a, n_b, None, pooled, "too few")
-    va, vb = a.var(ddof=1) / n_a, b.var(ddof=1) / n_b
+    va = a.var(ddof=1) / n_a if n_a > 1 else 0.0
+    vb = b.var(ddof=1) / n_b if n_b > 1 else 0.0
+    if min(n_a, n_b) < MIN_FOR_INTERVAL or va == 0 or vb == 0:  # no parametric test: the seeds' exact one
+        p, floor = exact_permutation([(1.0, a), (-1.0, b)]) if n_a + n_b > 2 else (None, None)
+        return Difference(estimate, None, None, n_a, n_b, p, pooled, "exact" if p is not None else "too few",
+                          test="exact permutation" if p is not None else "none", p_floor=floor)
     se = math.sqrt(va + vb)
-    if se == 0:  # every value of each group equal: the difference is exact
-        return Difference(estimate, estimate, estimate, n_a, n_b, 0.0 if estimate else 1.0, pooled, method, 0.0,
-                          math.inf)
     df = (va + vb) ** 2 / (va ** 2 / (n_a - 1) + vb ** 2 / (n_b - 1))
     half = float(_t_quantile((1 + confidence) / 2, df)) * se
     p = float(2 * special.stdtr(df, -abs(estimate) / se))
-    return Difference(estimate, estimate - half, estimate + half, n_a, n_b, p, pooled, method, se, df)
+    return Difference(estimate, estimate - half, estimate + half, n_a, n_b, p, pooled, method, se, df,
+                      test="welch t", df_max=float(n_a + n_b - 2))
+
+
+def min_permutation_p(n_a: int, n_b: int) -> float:
+    """The smallest two-sided p of the exact permutation test of n_a against n_b seeds (values untied):
+    2 / C(n_a+n_b, n_a) for equal sizes, where each split has its mirror, else 1 / C(n_a+n_b, n_a)."""
+    return min(1.0, (2 if n_a == n_b else 1) / math.comb(n_a + n_b, n_a))
+
+
+def exact_permutation(groups, limit: int = 200_000, seed: int = 0) -> tuple:
+    """(p, floor): the two-sided p of sum(sign * mean) over `groups` [(sign, values)] by permuting the seeds:
+    each pair of groups of opposite sign on one test set is a block whose pooled values are split again into the two sizes;
+    the statistic is the signed sum of the blocks' differences. Every split is enumerated while their number is
+    at most `limit`, else `limit` random ones (seeded). `groups` is one block, or a list of blocks [[(s, v), (s, v)],
+    ...]; floor: the smallest p any data could give these seeds' splits (the share of the null at its largest
+    magnitude). (None, None) where a block is not two groups of opposite sign."""
+    blocks = groups if groups and isinstance(groups[0], list) else [groups]
+    nulls, observed = [], 0.0
+    rng = np.random.default_rng(seed)
+    total = 1
+    for block in blocks:
+        if len(block) != 2 or np.sign(block[0][0]) == np.sign(block[1][0]) or min(len(v) for _, v in block) == 0:
+            return None, None
+        (sa, a), (sb, b) = ((float(s), np.asarray(v, float)) for s, v in block)
+        observed += sa * a.mean() + sb * b.mean()
+        pooled, n = np.concatenate([a, b]), len(a)
+        count = math.comb(len(pooled), n)
+        total *= count
+        if count <= limit:
+            picks = np.array(list(_combinations(len(pooled), n)))
+        else:
+            picks = np.argsort(rng.random((limit, len(pooled))), axis=1)[:, :n]
+        member = np.zeros((len(picks), len(pooled)), bool)
+        np.put_along_axis(member, picks, True, axis=1)
+        first = (member * pooled).sum(axis=1) / n
+        second = (~member * pooled).sum(axis=1) / (len(pooled) - n)
+        nulls.append(sa * first + sb * second)
+    null = nulls[0]
+    for more in nulls[1:]:
+        if len(null) * len(more) <= limit:
+            null = (null[:, None] + more[None, :]).ravel()
+        else:
+            null = null[rng.integers(0, len(null), limit)] + more[rng.integers(0, len(more), limit)]
+    tolerance = 1e-12 * max(1.0, abs(observed))
+    magnitude = np.abs(null)
+    p = float(np.mean(magnitude >= abs(observed) - tolerance))
+    return p, float(np.mean(magnitude >= magnitude.max() - 1e-12 * max(1.0, magnitude.max())))
+
+
+def _combinations(size: int, k: int):
+    return itertools.combinations(range(size), k)
 
 
 def _pooled_sd(a: np.ndarray, b: np.ndarray) -> Optional[float]:
@@ -310,9 +373,17 @@ def contrast(terms, confidence: float = CONFIDENCE) -> Difference:
     squares = sum((len(arm.accuracy) - 1) * arm.accuracy.var(ddof=1) for _, arm in terms if len(arm.accuracy) > 1)
     dof = sum(n - 1 for n in counts)
     pooled = float(math.sqrt(squares / dof)) if dof else None
-    if min(counts) < MIN_FOR_INTERVAL:
-        return Difference(estimate, None, None, n_a, n_b, None, pooled, "too few")
+    spread = [len(arm.accuracy) > 1 and arm.accuracy.var(ddof=1) > 0 for _, arm in terms]
+    if min(counts) < MIN_FOR_INTERVAL or not all(spread):  # no parametric test: the seeds' exact one
+        p, floor = exact_permutation(_blocks(terms)) if sum(counts) > len(counts) else (None, None)
+        return Difference(estimate, None, None, n_a, n_b, p, pooled, "exact" if p is not None else "too few",
+                          test="exact permutation" if p is not None else "none", p_floor=floor)
     parts = [(sign ** 2 * arm.accuracy.var(ddof=1) / len(arm.accuracy), len(arm.accuracy) - 1) for sign, arm in terms]
+    # the seeds' Welch-Satterthwaite degrees of freedom: the test set's error widens the interval below, and adds
+    # no degree of freedom
+    seeds_var = sum(v for v, _ in parts)
+    cap = float(sum(n - 1 for n in counts))  # the seeds' own: n_a + n_b - 2 for two arms
+    df = min(float(seeds_var ** 2 / sum(v ** 2 / d for v, d in parts)), cap)
     test_var, method = 0.0, "welch+test-set"
     for key in dict.fromkeys(arm.test_set for _, arm in terms):
         part = _test_set_variance([(sign, arm) for sign, arm in terms if arm.test_set == key])
@@ -320,16 +391,19 @@ def contrast(terms, confidence: float = CONFIDENCE) -> Difference:
             method = "welch"
             continue
         test_var += part[0]
-        parts.append(part)
-    variance = sum(v for v, _ in parts)
-    if variance == 0:
-        return Difference(estimate, estimate, estimate, n_a, n_b, 0.0 if estimate else 1.0, pooled, method, 0.0,
-                          math.inf, test_var)
-    df = float(variance ** 2 / sum(v ** 2 / d for v, d in parts if v > 0))
-    se = math.sqrt(variance)
+    se = math.sqrt(seeds_var + test_var)
     half = float(_t_quantile((1 + confidence) / 2, df)) * se
     p = float(2 * special.stdtr(df, -abs(estimate) / se))
-    return Difference(estimate, estimate - half, estimate + half, n_a, n_b, p, pooled, method, se, df, test_var)
+    return Difference(estimate, estimate - half, estimate + half, n_a, n_b, p, pooled, method, se, df, test_var,
+                      test="welch t", df_max=cap)
+
+
+def _blocks(terms) -> list:
+    """The contrast's arms as permutation blocks: per test set, its arms as (sign, accuracies)."""
+    blocks: dict = {}
+    for sign, arm in terms:
+        blocks.setdefault(arm.test_set, []).append((sign, arm.accuracy))
+    return list(blocks.values())
 
 
 def _test_set_variance(terms) -> Optional[tuple]:

@@ -14,9 +14,11 @@ noise) and, once for all of them since every seed met the same test set, the sam
 mean difference over the seeds, shrunk by the method of moments to what the seeds' noise does not already
 account for: resampling both factors of this crossed design as they are counts that noise twice, Owen 2007).
 The two resamples' variances (the seeds' scaled by n / (n - 1), which a bootstrap of n seeds leaves out) make
-the standard error; the 95% interval and the two-sided p are Student t's on their Welch-Satterthwaite degrees of
-freedom, since a percentile interval of 3 to 6 seeds is too narrow. Pairs whose clean test accuracies differ
-by more than the protocol's margin are not compared; under MIN_FOR_INTERVAL seeds there is no interval.
+the standard error; the 95% interval and the two-sided p are Student t's on the seeds' n - 1 degrees of freedom
+(the seed is the unit: the samples widen the interval and add no degree of freedom), since a percentile interval
+of 3 to 6 seeds is too narrow. Where the seeds' means have no spread, the test is the exact sign-flip test over
+the seeds (its p cannot go below 2 / 2^n: 0.0625 at 5 seeds) and there is no interval, as under MIN_FOR_INTERVAL
+seeds. Pairs whose clean test accuracies differ by more than the protocol's margin are not compared.
 """
 from __future__ import annotations
 
@@ -30,7 +32,8 @@ from sensitivity.core.correctness import unpack
 
 COLUMNS = ["semantics", "dataset", "set", "set_kind", "default", "role", "kind", "attack", "framework_a",
            "framework_b", "target", "clean_a", "clean_b", "comparable", "margin", "auc_a", "auc_b", "estimate", "low",
-           "high", "p", "se", "df", "sd", "n_a", "n_b", "shared", "method", "note", "eps", "primary"]
+           "high", "p", "se", "df", "sd", "n_a", "n_b", "shared", "method", "test", "p_floor", "note", "eps",
+           "primary"]
 
 
 def auc_difference(diffs: np.ndarray, shared: np.ndarray, resamples: int = 2000, seed: int = 0) -> dict:
@@ -41,9 +44,11 @@ def auc_difference(diffs: np.ndarray, shared: np.ndarray, resamples: int = 2000,
     means = (diffs * shared).sum(axis=1) / np.maximum(counts, 1)
     estimate = float(means.mean()) if len(means) else float("nan")
     out = {"estimate": estimate, "low": None, "high": None, "p": None, "se": None, "df": None,
-           "sd": float(means.std(ddof=1)) if len(means) > 1 else None, "n": len(means), "method": "too few"}
+           "sd": float(means.std(ddof=1)) if len(means) > 1 else None, "n": len(means), "method": "too few",
+           "test": "none", "p_floor": None}
     if len(means) < MIN_FOR_INTERVAL:
-        return out
+        return ({**out, "p": sign_flip(means), "method": "exact", "test": "exact sign-flip",
+                 "p_floor": 2 / 2 ** len(means)} if len(means) else out)
     # lazy: scipy
     from scipy import special
 
@@ -51,18 +56,27 @@ def auc_difference(diffs: np.ndarray, shared: np.ndarray, resamples: int = 2000,
     picks = rng.integers(0, len(means), (resamples, len(means)))  # the seeds, with replacement
     over_seeds = means[picks].mean(axis=1)
     over_samples = _sample_effects(diffs, shared, means, rng, resamples)
-    n, samples = len(means), int(shared.any(axis=0).sum())
+    n = len(means)
     # a bootstrap of n seeds spreads by (n - 1) / n of their variance: corrected, and judged on Student t
-    parts = [(float(over_seeds.var(ddof=1)) * n / (n - 1), n - 1), (float(over_samples.var(ddof=1)), samples - 1)]
-    variance = sum(v for v, _ in parts)
-    if variance == 0:
-        return {**out, "low": estimate, "high": estimate, "p": 0.0 if estimate else 1.0, "se": 0.0,
-                "method": "paired bootstrap"}
-    df = variance ** 2 / sum(v ** 2 / d for v, d in parts if v > 0)
+    seeds_var = float(over_seeds.var(ddof=1)) * n / (n - 1)
+    variance = seeds_var + float(over_samples.var(ddof=1))
+    if seeds_var == 0 or variance == 0:  # no spread over the seeds: no t test, the exact sign-flip one
+        return {**out, "p": sign_flip(means), "df": None, "method": "exact", "test": "exact sign-flip",
+                "p_floor": 2 / 2 ** n}
+    df = float(n - 1)
     se = float(np.sqrt(variance))
     half = float(special.stdtrit(df, 0.975)) * se
-    return {**out, "low": estimate - half, "high": estimate + half, "se": se, "df": float(df),
-            "p": float(2 * special.stdtr(df, -abs(estimate) / se)), "method": "paired bootstrap"}
+    return {**out, "low": estimate - half, "high": estimate + half, "se": se, "df": df, "df_max": df,
+            "p": float(2 * special.stdtr(df, -abs(estimate) / se)), "method": "paired bootstrap", "test": "paired t"}
+
+
+def sign_flip(means: np.ndarray) -> float:
+    """The exact two-sided sign-flip test of paired seeds' mean differences: P(|mean of +-d| >= |mean of d|)
+    over every flip of the n seeds' signs (at least 2 / 2^n for untied values)."""
+    means = np.asarray(means, float)
+    flips = 1 - 2 * ((np.arange(2 ** len(means))[:, None] >> np.arange(len(means))[None, :]) & 1)
+    null = np.abs((flips * means[None, :]).mean(axis=1))
+    return float(np.mean(null >= abs(means.mean()) - 1e-12 * max(1.0, abs(means.mean()))))
 
 
 def _sample_effects(diffs, shared, means, rng, resamples: int) -> np.ndarray:
@@ -126,12 +140,13 @@ def robustness_comparisons(table) -> pd.DataFrame:
 
 
 def primary(frame: pd.DataFrame) -> pd.Series:
-    """The claim's own comparisons: in the sets of each framework's own defaults (or of all models, for a study
-    of no defaults), at matched clean accuracy where the set has matched checkpoints, under transfer attacks where
-    a third framework made examples (else white-box)."""
+    """The claim's own comparisons: the same configuration on every framework (the sets of one default, or of
+    all models for a study of no defaults), so that the two models differ in framework alone; each framework's
+    own default is reported beside them, as the defaults' effect. At matched clean accuracy where the set has
+    matched checkpoints, under transfer attacks where a third framework made examples (else white-box)."""
     if frame.empty:
         return pd.Series([], dtype=bool)
-    own = frame["set_kind"].isin(("own", "all"))
+    own = frame["set_kind"].isin(("config", "all"))
     matched_sets = set(frame.loc[frame["role"].eq("matched"), "set"])
     role = np.where(frame["set"].isin(matched_sets), "matched", "published")
     third = set(frame.loc[frame["kind"].eq("transfer") & frame["method"].ne("no examples"), "set"])
@@ -158,7 +173,8 @@ def _pair(one, role, kind, attack, a, b, by_fw, chosen, info, protocol, boot) ->
            "comparable": bool(seeds) and abs(clean_a - clean_b) <= margin, "auc_a": None, "auc_b": None,
            "estimate": np.nan, "low": None, "high": None, "p": None, "se": None, "df": None, "sd": None,
            "n_a": len(seeds),
-           "n_b": len(seeds), "shared": None, "method": "not compared", "note": "", "primary": False,
+           "n_b": len(seeds), "shared": None, "method": "not compared", "test": "none", "p_floor": None, "note": "",
+           "primary": False,
            "eps": (states_a or states_b or [{}])[0].get("eps")}
     if not seeds:
         return {**row, "note": "no seed with a model of each"}
@@ -185,7 +201,8 @@ def _pair(one, role, kind, attack, a, b, by_fw, chosen, info, protocol, boot) ->
                 "note": f"no seed with {lacking}a test sample both models classify correctly"}
     found = auc_difference(np.vstack(diffs), np.vstack(masks).astype(float), boot.get("resamples", 2000),
                            boot.get("seed", 0))
-    return {**row, **{k: found[k] for k in ("estimate", "low", "high", "p", "se", "df", "sd", "method")},
+    return {**row, **{k: found[k] for k in ("estimate", "low", "high", "p", "se", "df", "sd", "method", "test",
+                                                 "p_floor")},
             "n_a": found["n"], "n_b": found["n"], "auc_a": float(np.mean(auc_a)), "auc_b": float(np.mean(auc_b)),
             "shared": int(np.mean([m.sum() for m in masks]))}
 

@@ -85,8 +85,40 @@ def test_welch_difference_and_ratio_are_scipys():
     logs = stats.ttest_ind(np.log([20, 22, 21]), np.log([10, 10.5, 11]), equal_var=False)
     assert times.estimate == pytest.approx(math.exp(np.log([20, 22, 21]).mean() - np.log([10, 10.5, 11]).mean()))
     assert (times.low, times.high) == pytest.approx(tuple(np.exp(logs.confidence_interval())))
-    too_few = difference([0.9, 0.8], [0.7, 0.75, 0.72])
-    assert too_few.method == "too few" and too_few.p is None and too_few.low is None
+    too_few = difference([0.9, 0.8], [0.7, 0.75, 0.72])  # 2 seeds: no parametric test, the seeds' exact one
+    assert too_few.test == "exact permutation" and too_few.low is None and too_few.p == pytest.approx(0.1)
+    assert difference([0.9], [0.7]).test == "none"
+
+
+def test_an_exact_permutation_test_is_scipys_and_bottoms_out_at_its_seeds():
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(0.9, 0.01, 5), rng.normal(0.88, 0.01, 4)
+    from sensitivity.analysis.intervals import exact_permutation, min_permutation_p
+
+    ours, floor = exact_permutation([(1, a), (-1, b)])
+    assert floor == pytest.approx(min_permutation_p(5, 4))
+    theirs = stats.permutation_test((a, b), lambda x, y: abs(x.mean() - y.mean()), permutation_type="independent",
+                                    n_resamples=np.inf, alternative="greater").pvalue  # P(|T| >= |t|)
+    assert ours == pytest.approx(theirs)
+    # every run of one cell diverged to chance: no spread, so no t test, and no p below what 5 and 5 seeds allow
+    chance = difference(np.full(5, 0.1), rng.normal(0.95, 0.01, 5))
+    assert chance.test == "exact permutation" and chance.p == pytest.approx(2 / 252) == min_permutation_p(5, 5)
+    assert chance.p_floor == pytest.approx(2 / 252)
+
+
+def test_the_test_set_widens_a_contrast_but_adds_no_degree_of_freedom():
+    """Per-sample noise large, seeds agreeing: the seeds alone set the df and so bound the p."""
+    from sensitivity.analysis.intervals import Arm, contrast
+
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        n = int(rng.integers(3, 8))
+        a = rng.random((n, 1000)) < 0.95
+        b = rng.random((n, 1000)) < 0.93
+        got = contrast([(1, Arm(a.mean(1), a, "t")), (-1, Arm(b.mean(1), b, "t"))])
+        assert got.test == "welch t" and got.df <= 2 * n - 2
+        seeds = stats.ttest_ind(a.mean(1), b.mean(1), equal_var=False)
+        assert got.p >= seeds.pvalue * (1 - 1e-9)  # never smaller than the seeds' own test allows
 
 
 def test_holm_adjusts_step_down_and_keeps_untested_entries_empty():
