@@ -8,9 +8,12 @@ budget. Its effect is the home advantage
     H = (A-tuned on A - B-tuned on A) + (B-tuned on B - A-tuned on B)
 
 in accuracy, with its 95% interval (`intervals.contrast`: the seeds' error and, where the trials recorded
-per-sample correctness, each test set's sampling error); accuracy over converged runs, or, where every run of a
-cell diverged, the chance-level accuracy of the models they left (`arms`). On each dataset the visiting
-configuration's divergence is compared with the home one's (Fisher's exact test). Runtime is reported beside
+per-sample correctness, each test set's sampling error), over converged runs. Divergence is a result apart, never
+an accuracy: on each dataset (a `side`) the visiting configuration's divergence is compared with the home one's
+(Fisher's exact test), and the side's accuracy difference (home minus visitor) is computed over converged runs
+where both of its cells have some. H is summed only where both sides have accuracies; otherwise the row's
+estimate is the one side that has (`summed` False, `carried_by` names its dataset) and the other side's evidence
+is its divergence. Runtime is reported beside
 it in the same way: the geometric mean, over the two datasets, of the train time of the configuration tuned
 for the dataset against the other's (`time_ratio`, above 1: the home configuration is the slower one), over
 converged runs. A crossover between two
@@ -29,8 +32,10 @@ from sensitivity.analysis.intervals import Arm, contrast, divergence, interval_t
 from sensitivity.analysis.table import REGIME, NotEnoughData, derived, regime_sorted, trained, trials_table
 
 COLUMNS = [REGIME, "crossover", "framework", "model", "dataset_a", "dataset_b", "placebo", "vacuous", "config_a",
-           "config_b", "estimate", "low", "high", "p", "se", "df", "test_var", "sd", "method", "n_a", "n_b",
-           "budget_scale", "time_ratio", "time_low", "time_high", "cells", "diverged", "divergence"]
+           "config_b", "estimate", "low", "high", "p", "se", "df", "test", "p_floor", "test_var", "sd", "method", "n_a",
+           "n_b",
+           "budget_scale", "time_ratio", "time_low", "time_high", "cells", "diverged", "divergence", "sides", "summed",
+           "carried_by", "df_max"]
 NEEDS = ("dataset transfer needs a crossover: sensitivity crossover --framework F --datasets A,B (a published default "
          "or --tuned DATASET=SWEEP_STUDY for each side)")
 
@@ -69,8 +74,17 @@ def _one(regime: str, name: str, part: pd.DataFrame):
             if rows.empty:
                 return None
             cells[(tuned, on)] = runs_of(rows, on)
-    accuracy = contrast([(1, cells[(a, a)].arm), (-1, cells[(b, a)].arm), (1, cells[(b, b)].arm),
-                         (-1, cells[(a, b)].arm)])
+    sides = [_side(cells, on, visitor=b if on == a else a) for on in (a, b)]
+    measured = [side for side in sides if side["estimate"] is not None]
+    summed = len(measured) == 2
+    if summed:
+        accuracy = contrast([(1, cells[(a, a)].arm), (-1, cells[(b, a)].arm), (1, cells[(b, b)].arm),
+                             (-1, cells[(a, b)].arm)])
+    elif measured:  # one side only: its accuracy difference, the other side's evidence is its divergence
+        on = measured[0]["dataset"]
+        accuracy = contrast([(1, cells[(on, on)].arm), (-1, cells[(b if on == a else a, on)].arm)])
+    else:
+        accuracy = contrast([])
     logs = {key: Arm(np.log(runs.train_time_s[runs.train_time_s > 0]), None, key[1]) for key, runs in cells.items()}
     time = contrast([(0.5, logs[(a, a)]), (-0.5, logs[(b, a)]), (0.5, logs[(b, b)]), (-0.5, logs[(a, b)])])
     # over converged runs: a run that diverged stopped early, and its time says nothing of the configuration
@@ -82,7 +96,8 @@ def _one(regime: str, name: str, part: pd.DataFrame):
     return {REGIME: regime, "crossover": name, "framework": part["framework"].iloc[0], "model": models, "dataset_a": a,
             "dataset_b": b, "placebo": placebo, "vacuous": placebo and keys[a] is not None and keys[a] == keys[b],
             "config_a": labels[a], "config_b": labels[b], "estimate": accuracy.estimate, "low": accuracy.low,
-            "high": accuracy.high, "p": accuracy.p, "se": accuracy.se, "df": accuracy.df,
+            "high": accuracy.high, "p": accuracy.p, "se": accuracy.se, "df": accuracy.df, "test": accuracy.test,
+            "p_floor": accuracy.p_floor, "df_max": accuracy.df_max,
             "test_var": accuracy.test_var, "sd": accuracy.sd, "method": accuracy.method, "n_a": accuracy.n_a,
             "n_b": accuracy.n_b, "budget_scale": float(np.nanmin([c.budget_scale for c in cells.values()] + [np.inf])),
             "time_ratio": exp(time.estimate), "time_low": exp(time.low), "time_high": exp(time.high),
@@ -90,7 +105,23 @@ def _one(regime: str, name: str, part: pd.DataFrame):
             "diverged": {f"tuned for {tuned} on {on}": f"{runs.diverged} of {runs.runs}"
                          for (tuned, on), runs in cells.items()},
             "divergence": [_divergence(cells, on, home=on, visitor=b if on == a else a) for on in (a, b)
-                           if cells[(on, on)].diverged or cells[(b if on == a else a, on)].diverged]}
+                           if cells[(on, on)].diverged or cells[(b if on == a else a, on)].diverged],
+            "sides": sides, "summed": summed,
+            "carried_by": None if summed or not measured else measured[0]["dataset"]}
+
+
+def _side(cells: dict, on: str, visitor: str) -> dict:
+    """Dataset `on`: the home configuration against the visitor there, accuracy over converged runs (None where
+    a cell has none) and divergence by Fisher's exact test."""
+    home, away = cells[(on, on)], cells[(visitor, on)]
+    out = {"dataset": on, "visitor": visitor, "home_diverged": home.diverged, "home_runs": home.runs,
+           "visitor_diverged": away.diverged, "visitor_runs": away.runs,
+           "p_diverged": divergence(away.diverged, away.runs, home.diverged, home.runs),
+           "estimate": None, "low": None, "high": None, "p": None, "test": "none"}
+    if home.all_diverged or away.all_diverged:
+        return out
+    diff = contrast([(1, home.arm), (-1, away.arm)])
+    return {**out, "estimate": diff.estimate, "low": diff.low, "high": diff.high, "p": diff.p, "test": diff.test}
 
 
 def _divergence(cells: dict, on: str, home: str, visitor: str) -> dict:
