@@ -48,8 +48,9 @@ def findings_html(table: pd.DataFrame, others=()) -> str:
         for row in claims[claims[REGIME].eq(regime)].to_dict("records"):
             badge = row["verdict"].replace(" ", "-")
             items.append(f'<li><span class="verdict {badge}">{html.escape(row["verdict"])}</span>'
-                         f'<strong>{html.escape(row["claim"])}</strong>: {html.escape(row["sentence"])} '
-                         f'<a href="#{row["anchor"]}">figure</a></li>')
+                         f'<strong>{html.escape(row["claim"])}</strong>: {html.escape(row["headline"])} '
+                         f'<a href="#{row["anchor"]}">figure</a><details><summary>details</summary>'
+                         f'{html.escape(row["sentence"])}</details></li>')
         parts.append(f"<h3>Regime {html.escape(regime)}</h3><ul class=\"findings\">{''.join(items)}</ul>")
     try:
         parts.append(figure_html(plot_findings(found), "findings"))

@@ -19,13 +19,13 @@ from sensitivity.analysis.transfer import richest_transfer, transfer_comparisons
 
 TRANSFER = ("dataset transfer", "framework transfer")
 ENTRY = [REGIME, "claim", "role", "label", "subject", "reference", "estimate", "low", "high", "unit", "p", "n_a",
-         "n_b", "sd", "se", "df", "test_var", "budget_scale", "compared", "detail"]
+         "n_b", "sd", "se", "df", "test", "p_floor", "df_max", "test_var", "budget_scale", "compared", "detail"]
 
 
 def gather(sources: list) -> list:
     """Every comparison of the claims, from `sources` (the main study first: its frontier)."""
     return (_crossover_entries(sources) + _transfer_entries(sources) + _robustness_entries(sources)
-            + _tradeoff_entries(sources[0]))
+            + _tradeoff_entries(sources[0], sources[1:]))
 
 
 def none_if_missing(value):
@@ -36,7 +36,9 @@ def _entry(regime, claim, label, subject, reference, diff, unit, budget=None, co
            role="comparison") -> dict:
     return {REGIME: regime, "claim": claim, "role": role, "label": label, "subject": subject, "reference": reference,
             "estimate": diff["estimate"], "unit": unit, "n_a": int(diff["n_a"]), "n_b": int(diff["n_b"]),
-            **{k: none_if_missing(diff.get(k)) for k in ("low", "high", "p", "sd", "se", "df", "test_var")},
+            **{k: none_if_missing(diff.get(k))
+               for k in ("low", "high", "p", "sd", "se", "df", "test_var", "p_floor", "df_max")},
+            "test": diff.get("test") or "none",
             "budget_scale": none_if_missing(budget), "compared": compared, "detail": detail}
 
 
@@ -92,7 +94,33 @@ def _robustness_entries(sources: list) -> list:
     return []
 
 
-def _tradeoff_entries(table: pd.DataFrame) -> list:
+FIXED_COST_FLOOR_S = 2.0  # a mean train time below this is dominated by fixed costs (timers, first steps)
+
+
+def alone_times(sweep: pd.DataFrame, sources: list) -> dict:
+    """{trial number of the sweep: its train time when run again alone} from `sensitivity timing` runs of the
+    sweep among `sources` (marked `timing: alone`, `timed_trial`); {} without them."""
+    name, out = sweep.attrs.get("study"), {}
+    for source in sources:
+        if not {"timing", "timed_study", "timed_trial"} <= set(source.columns):
+            continue
+        runs = trained(source)
+        runs = runs[runs["timing"].eq("alone") & runs["timed_study"].eq(name) & runs["outcome"].eq("ok")]
+        for number, seconds in zip(runs["timed_trial"], runs["train_time_s"]):
+            if number == number and seconds == seconds and seconds > 0:
+                out.setdefault(int(number), []).append(float(seconds))
+    return {n: float(np.median(t)) for n, t in out.items()}
+
+
+def _times(runs: pd.DataFrame, alone: dict) -> tuple:
+    """(train times, "alone" or "contended"): the runs' times alone where every run was timed alone."""
+    timed = [alone.get(int(n)) for n in runs["number"]] if "number" in runs else []
+    if timed and all(t is not None for t in timed):
+        return np.array(timed, float), "alone"
+    return runs["train_time_s"].to_numpy(float), "contended"
+
+
+def _tradeoff_entries(table: pd.DataFrame, others=()) -> list:
     try:
         frontier = runtime_accuracy_frontier(table)
         best = best_configurations(table[table["outcome"].eq("ok")], ("framework", REGIME))
@@ -116,9 +144,14 @@ def _tradeoff_entries(table: pd.DataFrame) -> list:
             continue
         chooser = "val_accuracy" if rows["val_accuracy"].notna().any() else "accuracy"
         top = max(seeds, key=lambda fw: seeds[fw][chooser].mean())
+        alone = alone_times(table, others)
         for other in sorted(fw for fw in seeds if fw != top):
             a, b = seeds[top], seeds[other]
-            diff, cost = difference(a["accuracy"], b["accuracy"]), ratio(a["train_time_s"], b["train_time_s"])
+            (time_a, kind_a), (time_b, kind_b) = _times(a, alone), _times(b, alone)
+            timed = "alone" if kind_a == kind_b == "alone" else "contended"
+            if timed == "contended":
+                time_a, time_b = a["train_time_s"].to_numpy(float), b["train_time_s"].to_numpy(float)
+            diff, cost = difference(a["accuracy"], b["accuracy"]), ratio(time_a, time_b)
             out.append(_entry(regime, "runtime-accuracy", f"best of {top} vs best of {other}", top, other,
                               diff.__dict__, "accuracy", detail={
                                   "time_ratio": cost.estimate, "time_low": cost.low, "time_high": cost.high,
@@ -126,6 +159,9 @@ def _tradeoff_entries(table: pd.DataFrame) -> list:
                                   "accuracy_b": b["accuracy"].mean(), "chooser": chooser,
                                   "chosen_a": a[chooser].mean(), "chosen_b": b[chooser].mean(),
                                   "diverged_a": int(len(every[top]) - len(a)),
-                                  "diverged_b": int(len(every[other]) - len(b)), "time_a": a["train_time_s"].mean(),
-                                  "time_b": b["train_time_s"].mean()}))
+                                  "diverged_b": int(len(every[other]) - len(b)), "time_a": float(np.mean(time_a)),
+                                  "time_b": float(np.mean(time_b)), "timed": timed,
+                                  "fixed_cost_dominated": bool(min(np.mean(time_a), np.mean(time_b))
+                                                               < FIXED_COST_FLOOR_S),
+                                  "fixed_cost_floor_s": FIXED_COST_FLOOR_S}))
     return out

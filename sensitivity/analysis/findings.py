@@ -9,8 +9,9 @@ Claims and their comparisons:
   crossover between two halves of one dataset is the placebo: it is reported beside the claim, never in it;
 - framework transfer ("... nor across frameworks"): each default on each other framework against itself on its
   home framework (`transfer.transfer_comparisons`), every pair; the canonical regime is the control;
-- robustness ("frameworks differ in robustness"): two frameworks' white-box accuracy relative to clean
-  accuracy, only where their clean accuracies agree within a margin (`robustness.robustness_comparisons`);
+- robustness ("frameworks differ in robustness"): the same configuration on two frameworks, the area under
+  the robust-accuracy curve where their clean accuracies agree within a margin (`robustness_pairs`), judged
+  against the canonical control on the same pairs (`robustness_claim`);
 - runtime-accuracy ("accuracy costs runtime"): the frameworks on the regime's frontier, and the best
   configuration (chosen on validation accuracy, mean over seeds) of the most accurate framework against that
   of each other one: the difference in test accuracy, and its cost, the ratio of train times.
@@ -20,7 +21,11 @@ runs within each claim (`p_holm`), so one claim's comparisons never change anoth
 "lower" or "higher" (subject against reference) where p_holm < ALPHA, "equivalent" where the two one-sided
 tests put it within the claim's margin (TOST, p < ALPHA), else "inconclusive", with `seeds_needed`: seeds per
 side for 80% power to detect the margin at the claim's strictest Holm level, planned with the SD's 80% upper
-confidence bound and the test set's share of the variance. Under 3 seeds on a side there is no interval.
+confidence bound and the test set's share of the variance. The seed is the unit: every test's degrees of
+freedom come from the seeds; under 3 seeds on a side, or with no spread, there is no interval and the test is
+an exact one over the seeds, and a comparison whose exact test cannot reach ALPHA after Holm with its seeds is
+"not testable" (`decidable`), with the seeds that could (`seeds_to_test`). Each claim has a one-line `headline`
+(verdict, effect [interval], seeds, budget, control) beside its full `sentence`.
 
 The transfer claims are tested on runs at the published budget only: a comparison whose runs were cut
 (budget_scale < 1) is "cut budget", and a claim with nothing else is "not tested at the published budget".
@@ -29,8 +34,9 @@ supported" where it is equivalent to 0 within the margin (TOST) and no compariso
 direction (where one does, the answer depends on the comparison: "inconclusive"), "supported" where it lies
 in the claimed direction (p < ALPHA) and the placebo, if any, shows nothing, else "inconclusive"; how many
 comparisons differ is said beside it, and the knob an ablation study finds for the largest. The margin is
-`effect` (0.02 of accuracy) a dataset: 2 x effect for a home advantage, which sums two differences. Robustness
-and runtime keep their headline comparison: the largest effect in the claimed direction.
+`effect` (0.02 of accuracy) a dataset: 2 x effect for a home advantage, which sums two differences (effect
+for a crossover of one side, `crossover`). Runtime keeps its headline comparison: the largest effect in the
+claimed direction.
 """
 from __future__ import annotations
 
@@ -44,21 +50,24 @@ from sensitivity.analysis import sentences
 from sensitivity.analysis.ablation import ablation_path
 from sensitivity.analysis.comparisons import ENTRY, TRANSFER, gather, none_if_missing
 from sensitivity.analysis.findings_records import cache_name
-from sensitivity.analysis.intervals import Difference, holm, sd_upper, seeds_needed, summary, tost
+from sensitivity.analysis.robustness_claim import robustness_claim
+from sensitivity.analysis.intervals import (MIN_FOR_INTERVAL, Difference, Summary, holm, min_permutation_p,
+                                            sd_upper, seeds_needed, summary, tost)
+from sensitivity.analysis.transfer import pooled_transfer, richest_transfer
 from sensitivity.analysis.runtime import first_same_configuration_times, parallel_ratios, ratios_text
 from sensitivity.analysis.table import REGIME, NotEnoughData, regime_position, regimes_of, trained, trials_table
 from sensitivity.studies.trial_rows import cached_beside
 
 EFFECT, ALPHA = 0.02, 0.05
-CLAIMS = sentences.CLAIMS
+CLAIMS, QUESTIONS = sentences.CLAIMS, sentences.QUESTIONS
 ANCHORS = {"dataset transfer": "transfer", "framework transfer": "transfer", "robustness": "robustness",
            "runtime-accuracy": "frontier"}
 COMPARISONS = [REGIME, "claim", "role", "label", "subject", "reference", "verdict", "estimate", "low", "high", "unit",
-               "p", "p_holm", "p_tost", "n_a", "n_b", "seeds_needed", "seeds_for_observed", "budget_scale", "anchor",
-               "sentence"]
+               "p", "p_holm", "p_tost", "test", "df", "df_max", "p_floor", "n_a", "n_b", "seeds_needed", "seeds_for_observed",
+               "budget_scale", "anchor", "sentence"]
 CLAIM_COLUMNS = [REGIME, "claim", "verdict", "estimate", "low", "high", "unit", "p", "p_holm", "p_tost", "margin",
                  "n_a", "n_b", "n_trials", "n_comparisons", "n_tested", "n_differ", "budget_scale", "seeds_needed",
-                 "anchor", "sentence"]
+                 "budgets", "kernel_warning", "control", "anchor", "headline", "sentence"]
 
 
 class Findings(NamedTuple):
@@ -66,9 +75,11 @@ class Findings(NamedTuple):
     comparisons: pd.DataFrame  # one row per comparison (COMPARISONS, then `detail`: its own record)
 
 
-def margin_of(claim: str, effect: float) -> float:
-    """The claim's margin of equivalence: `effect` a dataset (a home advantage sums two differences)."""
-    return 2 * effect if claim == "dataset transfer" else effect
+def margin_of(claim: str, effect: float, detail=None) -> float:
+    """The claim's margin of equivalence: `effect` a dataset (a home advantage sums two differences, unless a
+    crossover's `detail` says it is one side alone)."""
+    one_side = isinstance(detail, dict) and detail.get("summed") in (False,)
+    return 2 * effect if claim == "dataset transfer" and not one_side else effect
 
 
 def findings(table, others=(), effect: float = EFFECT) -> Findings:
@@ -107,14 +118,17 @@ def _findings(table: pd.DataFrame, others: list, effect: float) -> Findings:
     regimes = regimes_of(pd.concat([table[[REGIME]], comparisons[[REGIME]]]))
     checks = _attack_checks(sources)
     timing = _timing_note(sources)
+    pooled = _pooled_transfers(sources)
     claims = [_claim(regime, claim, comparisons[comparisons[REGIME].eq(regime) & comparisons["claim"].eq(claim)],
-                     comparisons[comparisons["claim"].eq(claim)], effect, checks, timing)
+                     comparisons[comparisons["claim"].eq(claim)], effect, checks, timing, pooled)
               for regime in regimes for claim in CLAIMS]
     claims = pd.DataFrame(claims, columns=CLAIM_COLUMNS)
-    mixed = _kernels_note(sources)
+    mixed = kernel_warning(sources)
+    tested = claims["verdict"].ne("not tested")
+    claims["kernel_warning"] = [mixed if is_tested else None for is_tested in tested]
     if mixed:  # a difference may then be the machines' kernels, not the frameworks'
-        tested = claims["verdict"].ne("not tested")
-        claims.loc[tested, "sentence"] = claims.loc[tested, "sentence"].str.rstrip(".") + mixed + "."
+        claims.loc[tested, "sentence"] = claims.loc[tested, "sentence"].str.rstrip(".") + "; " + mixed + "."
+    claims["headline"] = [sentences.headline(row) for row in claims.to_dict("records")]
     attributed = _ablation_note(sources)
     if attributed:  # the knob that carries the largest native framework-transfer difference, where ablated
         at = claims[REGIME].eq("native") & claims["claim"].eq("framework transfer") & claims["verdict"].ne("not tested")
@@ -155,21 +169,33 @@ def _attack_checks(sources: list) -> pd.DataFrame:
     return pd.DataFrame(columns=[REGIME])
 
 
-def _kernels_note(sources: list) -> str:
-    """"; the runs of mxnet come from machines whose CPU kernels differ (...)" where a framework's trained runs
-    across the studies record more than one kernel summary (`trial.kernels`), else ""."""
-    frames = [trained(s)[["framework", "env_kernel_isa"]] for s in sources
+def kernel_set(summary: str) -> frozenset:
+    """The libraries and instruction sets of a kernel summary ("oneDNN AVX2; OpenBLAS Haswell"), as a set: the
+    order a process listed them in says nothing."""
+    return frozenset(part.strip() for part in str(summary).split(";") if part.strip())
+
+
+def kernel_warning(sources: list):
+    """"the runs of mxnet come from hosts whose CPU kernels differ (a: ...; b: ...)" where a framework's trained
+    runs across the studies record more than one set of kernels (`trial.kernels`; compared as sets), naming the
+    hosts; else None."""
+    frames = [trained(s)[[c for c in ("framework", "env_kernel_isa", "env_host") if c in s.columns]] for s in sources
               if {"framework", "env_kernel_isa"} <= set(s.columns)]
     if not frames:
-        return ""
-    runs = pd.concat(frames).dropna()
-    kinds = runs.groupby("framework")["env_kernel_isa"].unique()
-    mixed = {fw: sorted(isas) for fw, isas in kinds.items() if len(isas) > 1}
+        return None
+    runs = pd.concat(frames).dropna(subset=["env_kernel_isa"])
+    runs = runs.assign(kernels=runs["env_kernel_isa"].map(kernel_set),
+                       host=runs["env_host"].fillna("unknown host") if "env_host" in runs else "unknown host")
+    mixed = {}
+    for framework, part in runs.groupby("framework"):
+        if part["kernels"].nunique() > 1:
+            by_host = part.groupby("host")["kernels"].agg(lambda k: sorted({"; ".join(sorted(x)) for x in k}))
+            mixed[framework] = "; ".join(f"{host}: {' / '.join(kinds)}" for host, kinds in by_host.items())
     if not mixed:
-        return ""
-    listed = "; ".join(f"{fw}: {' / '.join(isas)}" for fw, isas in sorted(mixed.items()))
-    return (f"; the runs of {', '.join(sorted(mixed))} come from machines whose CPU kernels differ ({listed}): a "
-            "difference may be the kernels', so compare runs of one machine")
+        return None
+    listed = "; ".join(f"{fw} on {hosts}" for fw, hosts in sorted(mixed.items()))
+    return (f"the runs of {', '.join(sorted(mixed))} come from hosts whose CPU kernels differ ({listed}): a "
+            "difference may be the kernels', so compare runs of one host")
 
 
 def _ablation_note(sources: list) -> str:
@@ -199,28 +225,54 @@ def compare(sources: list, effect: float = EFFECT) -> pd.DataFrame:
     frame["anchor"] = frame["claim"].map(ANCHORS)
     frame["counted"] = frame["compared"] & frame["role"].eq("comparison") & ~_cut(frame)
     frame["p_holm"] = None
-    frame["p_tost"] = [tost(e, se, margin_of(c, effect), df) if ok else None for e, se, c, df, ok in zip(
-        frame["estimate"], frame["se"], frame["claim"], frame["df"], frame["compared"])]
+    frame["p_tost"] = [tost(e, se, margin_of(c, effect, d), df) if ok else None for e, se, c, df, ok, d in zip(
+        frame["estimate"], frame["se"], frame["claim"], frame["df"], frame["compared"], frame["detail"])]
     for claim, part in frame[frame["counted"]].groupby("claim"):
         frame.loc[part.index, "p_holm"] = pd.Series(holm([none_if_missing(p) for p in part["p"]]), index=part.index,
                                                     dtype=object)
-    frame["verdict"] = [_verdict(row) for row in frame.to_dict("records")]
     tests = frame[frame["p_holm"].notna()].groupby("claim").size().to_dict()
+    frame["verdict"] = [_verdict(row, tests.get(row["claim"], 1)) for row in frame.to_dict("records")]
     needed, observed = [], []
     for row in frame.to_dict("records"):
         alpha = ALPHA / max(1, tests.get(row["claim"], 1))
+        if row["verdict"] == "not testable":
+            needed.append(seeds_to_test(row["test"], alpha))
+            observed.append(None)
+            continue
         sd = sd_upper(row["sd"], max(1, row["n_a"] + row["n_b"] - 2)) if row["verdict"] == "inconclusive" else None
-        margin, test_var = margin_of(row["claim"], effect), none_if_missing(row["test_var"]) or 0.0
+        margin, test_var = margin_of(row["claim"], effect, row["detail"]), none_if_missing(row["test_var"]) or 0.0
         needed.append(seeds_needed(margin, sd, alpha, test_var=test_var) if sd is not None else None)
         size = abs(row["estimate"]) if row["estimate"] == row["estimate"] else 0.0
         observed.append(seeds_needed(size, sd, alpha, test_var=test_var) if sd is not None and size > margin else None)
     frame["seeds_needed"] = pd.array(needed, dtype="Int64")
     frame["seeds_for_observed"] = pd.array(observed, dtype="Int64")
-    frame["sentence"] = [sentences.comparison(row, margin_of(row["claim"], effect)) for row in frame.to_dict("records")]
+    frame["sentence"] = [sentences.comparison(row, margin_of(row["claim"], effect, row["detail"]))
+                         for row in frame.to_dict("records")]
     order = frame[REGIME].map(regime_position) * 10 + frame["claim"].map(list(CLAIMS).index)
     frame = frame.assign(order=order).sort_values("order", kind="stable", ignore_index=True)[COMPARISONS + ["detail"]]
     frame.attrs["effect"] = effect
     return frame
+
+
+def decidable(row: dict, tests: int = 1) -> bool:
+    """Whether the comparison's seeds can decide it: it has a test, and an exact test's smallest attainable p,
+    Holm-adjusted in a family of `tests`, lies below ALPHA (a sign-flip test over 5 paired seeds cannot go below
+    0.0625; a permutation test of 5 against 5, 0.0079)."""
+    if (row.get("test") or "none") == "none":
+        return False
+    floor = none_if_missing(row.get("p_floor"))
+    return floor is None or floor * max(1, tests) < ALPHA
+
+
+def seeds_to_test(test: str, alpha: float) -> int:
+    """The fewest seeds a side with which the test can go below `alpha`: the exact tests' floors, 2 / 2^n
+    (sign-flip) and 2 / C(2n, n) (permutation); a t test from MIN_FOR_INTERVAL seeds."""
+    for n in range(MIN_FOR_INTERVAL, 64):
+        floor = (2 / 2 ** n if test == "exact sign-flip" else
+                 min_permutation_p(n, n) if test == "exact permutation" else 0.0)
+        if floor < alpha:
+            return n
+    return 64
 
 
 def _cut(frame: pd.DataFrame) -> pd.Series:
@@ -229,13 +281,15 @@ def _cut(frame: pd.DataFrame) -> pd.Series:
     return frame["claim"].isin(TRANSFER) & scale.lt(1 - 1e-6)
 
 
-def _verdict(row: dict) -> str:
+def _verdict(row: dict, tests: int = 1) -> str:
     if not row["compared"]:
         return "not compared"
     if row["unit"] == "frontier":
         return "described"
     if row["claim"] in TRANSFER and none_if_missing(row["budget_scale"]) is not None and row["budget_scale"] < 1 - 1e-6:
         return "cut budget"
+    if not decidable(row, tests):
+        return "not testable"
     if none_if_missing(row["p_holm"]) is not None and row["p_holm"] < ALPHA:
         return "lower" if row["estimate"] < 0 else "higher"
     if row["role"] == "placebo" and none_if_missing(row["p"]) is not None and row["p"] < ALPHA:
@@ -245,22 +299,37 @@ def _verdict(row: dict) -> str:
     return "inconclusive"
 
 
+def _pooled_transfers(sources: list) -> dict:
+    """{regime: (Difference, pairs)}: framework transfer's pairs pooled as one contrast of their arms
+    (`transfer.pooled_transfer`), of the richest transfer study; {} without one."""
+    try:
+        source, _ = richest_transfer(sources)
+    except NotEnoughData:
+        return {}
+    return pooled_transfer(source)
+
+
 def _claim(regime: str, claim: str, rows: pd.DataFrame, every_regime: pd.DataFrame, effect: float,
-           checks: pd.DataFrame, timing: dict) -> dict:
+           checks: pd.DataFrame, timing: dict, pooled=None) -> dict:
     """The claim's entry: verdict, effect, sentence (see the module)."""
     base = {REGIME: regime, "claim": claim, "anchor": ANCHORS[claim], "n_comparisons": len(rows), "n_trials": 0,
             "estimate": np.nan, "low": None, "high": None, "unit": "", "p": None, "p_holm": None, "p_tost": None,
             "margin": margin_of(claim, effect), "n_a": 0, "n_b": 0, "n_tested": 0, "n_differ": 0,
-            "budget_scale": None, "seeds_needed": None}
+            "budget_scale": None, "seeds_needed": None, "budgets": None, "control": None}
     if claim == "runtime-accuracy":
         return {**base, **_runtime_claim(regime, rows, effect, timing.get(regime, timing.get("", "")))}
     if claim in TRANSFER:
-        return {**base, **_transfer_claim(regime, claim, rows, every_regime, effect)}
-    return {**base, **_robustness_claim(regime, rows, effect, checks)}
+        return {**base, **_transfer_claim(regime, claim, rows, every_regime, effect,
+                                          pooled if claim == "framework transfer" else {})}
+    checked = sentences.checks(checks[checks[REGIME].eq(regime)] if len(checks) else checks)
+    return {**base, **robustness_claim(regime, rows, every_regime, effect, checked)}
 
 
-def _transfer_claim(regime: str, claim: str, rows: pd.DataFrame, every_regime: pd.DataFrame, effect: float) -> dict:
-    """A transfer claim's verdict from the summary of its comparisons at the published budget."""
+def _transfer_claim(regime: str, claim: str, rows: pd.DataFrame, every_regime: pd.DataFrame, effect: float,
+                    arms=None) -> dict:
+    """A transfer claim's verdict from the summary of its comparisons at the published budget; for framework
+    transfer, `arms`: {regime: (the pairs' mean as one contrast of their arms, pairs)}, which counts a shared
+    arm once."""
     margin = margin_of(claim, effect)
     compared = rows[rows["role"].eq("comparison") & rows["verdict"].ne("not compared")]
     placebo = rows[rows["role"].eq("placebo")]
@@ -273,8 +342,13 @@ def _transfer_claim(regime: str, claim: str, rows: pd.DataFrame, every_regime: p
                 "sentence": sentences.untested(regime, claim).rstrip(".") + sentences.placebo(placebo, margin) + "."}
     if counted.empty:
         return {**facts, "verdict": "not tested", "sentence": sentences.cut(regime, claim, facts["budget_scale"])}
-    pooled = summary([_difference(row) for row in counted.to_dict("records")])
-    p_tost = tost(pooled.estimate, pooled.se, margin)
+    pooled, df = summary([_difference(row) for row in counted.to_dict("records")]), None
+    if (arms or {}).get(regime) is not None and arms[regime][0].se is not None:
+        pooled, df = _as_summary(arms[regime], counted), arms[regime][0].df
+    undecided = _not_testable(regime, claim, counted, pooled, facts)
+    if undecided:
+        return undecided
+    p_tost = tost(pooled.estimate, pooled.se, margin, df)
     claimed = pooled.estimate > 0 if claim == "dataset transfer" else pooled.estimate < 0
     differ = counted[counted["verdict"].isin(("lower", "higher"))]
     against = differ["verdict"].eq("higher" if claim == "dataset transfer" else "lower").any()
@@ -293,52 +367,52 @@ def _transfer_claim(regime: str, claim: str, rows: pd.DataFrame, every_regime: p
                            & every_regime["verdict"].isin(("lower", "higher", "equivalent", "inconclusive"))]
     control_summary = summary([_difference(r) for r in control.to_dict("records")]) if (
         regime != "canonical" and claim == "framework transfer" and len(control)) else None
+    if control_summary is not None and (arms or {}).get("canonical") is not None \
+            and arms["canonical"][0].se is not None:
+        control_summary = _as_summary(arms["canonical"], control)
     sentence = sentences.transfer_claim(regime, claim, verdict, pooled, p_tost, margin, counted, differ, head.to_dict(),
                                         placebo, control_summary, mixed=bool(p_tost is not None and p_tost < ALPHA
                                                                              and against))
+    if control_summary is not None and control_summary.k:
+        low = "" if control_summary.low is None else (f" [{control_summary.low:+.3f}, "
+                                                       f"{control_summary.high:+.3f}]")
+        control = f"canonical control {control_summary.estimate:+.3f}{low}"
+    else:
+        control = "the control regime" if regime == "canonical" else None
     return {**facts, "verdict": verdict, "estimate": pooled.estimate, "low": pooled.low, "high": pooled.high,
-            "unit": head["unit"], "p": pooled.p, "p_tost": p_tost, "n_a": int(counted["n_a"].min()),
+            "budgets": "published epochs", "control": control, "unit": head["unit"], "p": pooled.p, "p_tost": p_tost,
+            "n_a": int(counted["n_a"].min()),
             "n_b": int(counted["n_b"].min()), "n_differ": len(differ),
             "seeds_needed": head["seeds_needed"] if verdict == "inconclusive" else None, "sentence": sentence}
+
+
+def _not_testable(regime: str, claim: str, counted: pd.DataFrame, pooled, facts: dict):
+    """The claim's entry where its seeds cannot decide it: no comparison with an interval and one or more
+    "not testable" (an exact test whose floor lies above the Holm level, or none); else None."""
+    if pooled.k or not counted["verdict"].eq("not testable").any():
+        return None
+    n = int(counted[["n_a", "n_b"]].min().min())
+    needed = pd.to_numeric(counted["seeds_needed"], errors="coerce").max()
+    needed = None if needed != needed else int(needed)
+    about = f" (about {needed} needed)" if needed is not None else ""
+    return {**facts, "verdict": "not testable", "estimate": float(counted["estimate"].mean()), "n_a": n, "n_b": n,
+            "unit": counted["unit"].iloc[0], "seeds_needed": needed, "budgets": "published epochs",
+            "sentence": f"{regime.capitalize()}: {QUESTIONS[claim]} is not testable with {n} seeds{about}: no "
+                        f"comparison's seeds can reach p < {ALPHA:g} after Holm ("
+                        + "; ".join(counted["sentence"]) + ")."}
+
+
+def _as_summary(arms: tuple, counted: pd.DataFrame) -> Summary:
+    """A contrast of arms (`transfer.pooled_transfer`) as a claim's summary: tau is the pairs' own spread."""
+    diff, pairs = arms
+    spread = float(pd.to_numeric(counted["estimate"], errors="coerce").std(ddof=1)) if len(counted) > 1 else 0.0
+    return Summary(diff.estimate, diff.low, diff.high, diff.se, diff.p, pairs, spread)
 
 
 def _difference(row: dict) -> Difference:
     detail = row["detail"] or {}
     return Difference(row["estimate"], row["low"], row["high"], row["n_a"], row["n_b"], row["p"], None, "",
                       none_if_missing(detail.get("se")), none_if_missing(detail.get("df")))
-
-
-def _robustness_claim(regime: str, rows: pd.DataFrame, effect: float, checks: pd.DataFrame) -> dict:
-    """Robustness: its own comparisons (matched clean accuracy, transfer attacks) Holm-corrected; "supported"
-    where one differs, "not supported" where their summary is equivalent within the margin and none differs,
-    else "inconclusive"; the comparisons beside and the attack checks are said with it."""
-    claim = "robustness"
-    own = rows[rows["role"].eq("comparison")]
-    tested = own[own["verdict"].ne("not compared")]
-    beside = rows[rows["role"].eq("beside") & rows["verdict"].ne("not compared")]
-    checked = sentences.checks(checks[checks[REGIME].eq(regime)] if len(checks) else checks)
-    if tested.empty:
-        sentence = sentences.not_compared(regime, claim, own) if len(own) else sentences.untested(regime, claim)
-        return {"verdict": "not tested", "sentence": sentence.rstrip(".") + checked + "."}
-    pooled = summary([_difference(row) for row in tested.to_dict("records")])
-    p_tost = tost(pooled.estimate, pooled.se, effect)
-    differ = tested[tested["verdict"].isin(("lower", "higher"))]
-    if len(differ):
-        verdict, head = "supported", differ.loc[differ["estimate"].abs().idxmax()]
-    elif p_tost is not None and p_tost < ALPHA:
-        verdict, head = "not supported", tested.loc[tested["estimate"].abs().idxmax()]
-    else:
-        verdict = "inconclusive"
-        open_ = tested[tested["verdict"].eq("inconclusive")]
-        head = (open_ if len(open_) else tested).loc[(open_ if len(open_) else tested)["estimate"].abs().idxmax()]
-    head = head.to_dict()
-    sentence = sentences.robustness_claim(regime, verdict, head, tested, len(own) - len(tested), pooled, p_tost,
-                                          effect, beside) + checked + "."
-    return {"verdict": verdict, "estimate": head["estimate"], "low": head["low"], "high": head["high"],
-            "unit": head["unit"], "p": head["p"], "p_holm": none_if_missing(head["p_holm"]), "p_tost": p_tost,
-            "n_a": int(head["n_a"]), "n_b": int(head["n_b"]), "n_trials": int((tested["n_a"] + tested["n_b"]).sum()),
-            "n_tested": len(tested), "n_differ": len(differ),
-            "seeds_needed": head["seeds_needed"] if verdict == "inconclusive" else None, "sentence": sentence}
 
 
 def _runtime_claim(regime: str, rows: pd.DataFrame, effect: float, timing: str) -> dict:
@@ -370,6 +444,7 @@ def _runtime_claim(regime: str, rows: pd.DataFrame, effect: float, timing: str) 
     return {**base, "verdict": verdict, "estimate": head["estimate"], "low": head["low"], "high": head["high"],
             "unit": "accuracy", "p": head["p"], "p_holm": none_if_missing(head["p_holm"]), "n_a": int(head["n_a"]),
             "n_b": int(head["n_b"]), "n_differ": judged.count("costs"),
+            "budgets": f"train times {head['detail'].get('timed') or 'contended'}",
             "seeds_needed": head["seeds_needed"] if verdict == "inconclusive" else None,
             "sentence": sentences.runtime_claim(on, verdict, head.to_dict(), judged[at], effect) + timing + "."}
 
@@ -381,6 +456,8 @@ def trade_off(row: dict) -> str:
     low, high = none_if_missing(detail.get("time_low")), none_if_missing(detail.get("time_high"))
     if row["verdict"] == "equivalent":
         return "no cost"
+    if detail.get("timed") == "contended":  # times of trials side by side: contention differs by framework
+        return "open"
     if row["verdict"] == "higher" and low is not None and low > 1:
         return "costs"
     if row["verdict"] == "higher" and high is not None and high < 1:

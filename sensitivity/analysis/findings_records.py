@@ -14,9 +14,10 @@ def cache_name(effect: float) -> str:
     return f"findings-records-{effect!r}"
 
 
-def findings_text(records: dict, heading: str, effect: float, every: bool = False) -> str:
-    """The verdict and sentence of each claim, by regime, under `heading`; with `every`, each claim's
-    comparisons beneath it. `records`: {"claims": [...], "comparisons": [...]} (`findings.findings_records`)."""
+def findings_text(records: dict, heading: str, effect: float, every: bool = False, verbose: bool = False) -> str:
+    """The verdict and headline of each claim, by regime, under `heading` (one line each, at most 240
+    characters); with `verbose`, its details (the sentence) beneath it; with `every`, each claim's comparisons
+    beneath it. `records`: {"claims": [...], "comparisons": [...]} (`findings.findings_records`)."""
     tests = sum(row["p_holm"] is not None for row in records["comparisons"])
     lines = [f"{heading}: {tests} tested comparisons, Holm-corrected within each claim (the 95% intervals are "
              f"not); equivalent where two one-sided tests put a difference within +-{effect:g} of accuracy a dataset"]
@@ -26,7 +27,9 @@ def findings_text(records: dict, heading: str, effect: float, every: bool = Fals
     for regime, claims in regimes.items():
         lines.append(f"\n{regime}")
         for row in claims:
-            lines.append(f"  [{row['verdict']}] {row['claim']}: {row['sentence']}")
+            lines.append(f"  [{row['verdict']}] {row['claim']}: {row.get('headline') or row['sentence']}")
+            if verbose:
+                lines.append(f"      {row['sentence']}")
             if every:
                 lines += [f"      - {c['sentence']}" for c in records["comparisons"]
                           if c[REGIME] == regime and c["claim"] == row["claim"]]

@@ -31,7 +31,12 @@ def numbers(row: dict) -> str:
     """"-0.104 [-0.128, -0.080] (95% interval, with the test set's error; Holm p=0.003; 5 and 5 seeds)", or
     "-0.104 (2 and 2 seeds: no interval, no test)"."""
     if none_if_missing(row["low"]) is None:
-        return f"{_signed(row['estimate'])} ({row['n_a']} and {row['n_b']} seeds: no interval, no test)"
+        test = row.get("test") or "none"
+        if test == "none" or none_if_missing(row.get("p")) is None:
+            return f"{_signed(row['estimate'])} ({row['n_a']} and {row['n_b']} seeds: no interval, no test)"
+        p = (f"Holm p={row['p_holm']:.2g}" if none_if_missing(row.get("p_holm")) is not None else f"p={row['p']:.2g}")
+        return (f"{_signed(row['estimate'])} ({row['n_a']} and {row['n_b']} seeds, no spread or under 3: no "
+                f"interval; {test} test over seeds, {p})")
     detail = row.get("detail") or {}
     error = {"welch+test-set": "with the test set's error", "paired bootstrap": "paired bootstrap over seeds and "
              "samples"}.get(detail.get("method"), "seeds' error only")
@@ -52,6 +57,50 @@ def needed(row: dict, margin: float) -> str:
     if observed is not None and (count is None or observed < count):
         text += f" ({int(observed)} would detect one as large as this, {abs(row['estimate']):.3f})"
     return text
+
+
+HEADLINE_LIMIT = 240  # characters of a claim's whole line, "  [verdict] claim: headline"
+SHORT_UNITS = {"home advantage": "home advantage", "accuracy": "accuracy", "robust AUC": "robust AUC"}
+
+
+def headline(row: dict) -> str:
+    """A claim's one line after "[verdict] claim: ": the effect [interval] and its test, the seeds, the budget's
+    definitions and the control's result; the claim's sentence holds the details."""
+    verdict, parts = row["verdict"], []
+    estimate = none_if_missing(row.get("estimate"))
+    if estimate is not None:
+        low = none_if_missing(row.get("low"))
+        spread = f" [{_signed(low)}, {_signed(row['high'])}]" if low is not None else " (no interval)"
+        unit = SHORT_UNITS.get(row.get("unit") or "", row.get("unit") or "")
+        p = none_if_missing(row.get("p_holm"))
+        p = p if p is not None else none_if_missing(row.get("p"))
+        parts.append(f"{_signed(estimate)}{spread} {unit}".rstrip() + (f", p={p:.2g}" if p is not None else ""))
+    n_a, n_b = int(row.get("n_a") or 0), int(row.get("n_b") or 0)
+    if n_a or n_b:
+        parts.append(f"{n_a} seeds a side" if n_a == n_b else f"{n_a} and {n_b} seeds")
+    if none_if_missing(row.get("budgets")):
+        parts.append(row["budgets"])
+    if none_if_missing(row.get("control")):
+        parts.append(row["control"])
+    if verdict == "not testable" and none_if_missing(row.get("seeds_needed")) is not None:
+        parts.append(f"about {int(row['seeds_needed'])} seeds needed")
+    elif verdict == "inconclusive" and none_if_missing(row.get("seeds_needed")) is not None:
+        parts.append(f"about {int(row['seeds_needed'])} seeds a side would settle it")
+    if verdict == "not tested":
+        parts.append("no comparison at the published budget in these studies (the details say what would test it)")
+    if none_if_missing(row.get("kernel_warning")):
+        parts.append("CPU kernels differ between hosts")
+    room = HEADLINE_LIMIT - len(f"  [{verdict}] {row['claim']}: ")
+    text = "; ".join(parts) or "see the details"
+    return text if len(text) <= room else text[:room - 1].rstrip() + "…"
+
+
+def not_testable(row: dict) -> str:
+    """"not testable with 5 seeds (about 6 needed)": the seeds' test cannot reach significance."""
+    seeds = min(int(row["n_a"]), int(row["n_b"])) if row["n_b"] else int(row["n_a"])
+    needed_ = none_if_missing(row.get("seeds_needed"))
+    about = f" (about {int(needed_)} needed)" if needed_ is not None else ""
+    return f"not testable with {seeds} seeds{about}"
 
 
 def _diverged(detail: dict) -> str:
@@ -76,6 +125,8 @@ def comparison(row: dict, margin: float) -> str:
         ending = f"not tested: cut to {row['budget_scale']:.2g} of the published epochs"
     elif verdict == "inconclusive":
         ending = "inconclusive: " + needed(row, margin)
+    elif verdict == "not testable":
+        ending = not_testable(row)
     else:
         ending = {"lower": "lower", "higher": "higher", "equivalent": f"equivalent within +-{margin:g} (TOST)"}[verdict]
     extra = ""
@@ -101,9 +152,13 @@ def crossover_divergence(detail: dict) -> str:
             text += f" (Fisher p={item['p']:.2g})"
         if item["all_diverged"]:
             tuned = " and ".join(f"the one tuned for {name}" for name in item["all_diverged"])
-            text += (f": every run of {tuned} diverged there, so its accuracy is the chance level of the models it "
-                     "left")
+            text += f": every run of {tuned} diverged there, so that side has no accuracy"
         parts.append(text)
+    if detail.get("summed") in (False,) and detail.get("carried_by"):
+        parts.append(f"the home advantage is not summed: its estimate is the side of {detail['carried_by']} alone "
+                     "(home minus visitor there), the other side's evidence is its divergence")
+    elif detail.get("summed") in (False,):
+        parts.append("neither side has accuracies on both configurations: no home advantage, divergence only")
     return "".join(f"; {part}" for part in parts)
 
 
@@ -128,13 +183,16 @@ def cut(regime: str, claim: str, scale) -> str:
             "--budget-epochs or --budget-fraction to test it.")
 
 
-def _pooled(pooled, margin: float, p_tost) -> str:
+def _pooled(pooled, margin: float, p_tost, how: str = "random-effects mean") -> str:
     if pooled.low is None:
         return f"{_signed(pooled.estimate)} (no interval)"
     spread = f"; between-comparison SD {pooled.tau:.3f}" if pooled.k > 1 else ""
     tost = f", equivalence within +-{margin:g}: TOST p={p_tost:.2g}" if p_tost is not None and p_tost < 0.5 else ""
     return (f"{_signed(pooled.estimate)} [{_signed(pooled.low)}, {_signed(pooled.high)}] (95% interval"
-            f"{', random-effects mean of ' + str(pooled.k) if pooled.k > 1 else ''}{spread}; p={pooled.p:.2g}{tost})")
+            f"{', ' + how + ' of ' + str(pooled.k) if pooled.k > 1 else ''}{spread}; p={pooled.p:.2g}{tost})")
+
+
+SHARED_ARMS = "mean, as one contrast of the arms (a home arm shared by pairs counted once),"
 
 
 def transfer_claim(regime: str, claim: str, verdict: str, pooled, p_tost, margin: float, counted, differ, head: dict,
@@ -150,7 +208,8 @@ def transfer_claim(regime: str, claim: str, verdict: str, pooled, p_tost, margin
         detail = head["detail"]
         what = (f"over {len(counted)} crossover{'s' if len(counted) != 1 else ''} at the published budget "
                 f"(budget scale 1.0; {seeds}), the configuration tuned for a dataset against the other's there, "
-                f"summed over both datasets (home advantage): {_pooled(pooled, margin, p_tost)}; the largest, "
+                f"summed over both datasets where both have accuracies (home advantage): "
+                f"{_pooled(pooled, margin, p_tost)}; the largest, "
                 f"{head['label']} "
                 f"(tuned for {detail['dataset_a']}: {detail['config_a']}; for {detail['dataset_b']}: "
                 f"{detail['config_b']}): {numbers(head)}{_time(detail)}{crossover_divergence(detail)}")
@@ -158,10 +217,12 @@ def transfer_claim(regime: str, claim: str, verdict: str, pooled, p_tost, margin
         defaults = counted["label"].str.extract(r"'s (\S+) on")[0].nunique()
         what = (f"over {len(counted)} pairs ({defaults} default{'s' if defaults != 1 else ''} each moved from its home "
                 f"framework to another, at the published budget (budget scale 1.0), {seeds}), moved minus at home: "
-                f"{_pooled(pooled, margin, p_tost)}; {len(differ)} of {len(counted)} pairs differ after Holm; the "
+                f"{_pooled(pooled, margin, p_tost, SHARED_ARMS)}; {len(differ)} of {len(counted)} pairs differ after "
+                f"Holm; the "
                 f"largest loss, {head['label']}: {numbers(head)}")
         if control is not None and control.k:
-            what += f"; the canonical control (the same formulas in every framework): {_pooled(control, margin, None)}"
+            what += (f"; the canonical control (the same formulas in every framework): "
+                     f"{_pooled(control, margin, None, SHARED_ARMS)}")
         if regime == "canonical":
             what += "; this is the control regime: with the same formulas, what remains is numerics"
     ending = f"; {needed(head, margin)}" if verdict == "inconclusive" and not mixed else ""
@@ -193,49 +254,71 @@ def not_compared(regime: str, claim: str, rows) -> str:
             f"accuracy by more than the margin{example}.")
 
 
-def robustness_claim(regime: str, verdict: str, head: dict, tested, skipped: int, pooled, p_tost, effect: float,
-                     beside) -> str:
-    """The robustness claim: its headline comparison with the models' clean accuracies, target and eps grid, the
-    tally, the summary, and the comparisons beside (as trained, white-box, the same configuration)."""
-    counts = tested["verdict"].value_counts()
-    tally = ", ".join(f"{k} {name}" for name, k in counts.items())
-    lead = {"supported": f"{CLAIMS['robustness']} here",
-            "not supported": f"frameworks are as robust within +-{effect:g} of robust AUC",
-            "inconclusive": f"not settled {QUESTIONS['robustness']}"}[verdict]
+def _robustness_pair(head: dict) -> str:
+    """The headline pair: frameworks, dataset, configuration, state, clean accuracies, attack, grid and areas."""
     d = head["detail"]
     state = (f"at matched clean accuracy (each model's checkpoint nearest the target validation accuracy "
              f"{d['target']:.3f})" if d["role"] == "matched" else "as trained (no checkpoints kept: not matched)")
     attack = (f"{d['attack'].upper()} examples made on the other frameworks' models of the same seed"
               if d["kind"] == "transfer" else f"white-box {d['attack'].upper()} (no third framework's examples)")
     grid = ", ".join(f"{e:g}" for e in (d.get("eps") or [])[1:])
-    models = "each framework's own default" if d["set_kind"] == "own" else "all models"
-    what = (f"{d['framework_a']} against {d['framework_b']} on {d['dataset']}, {models} {state}, "
-            f"clean test accuracy {d['clean_a']:.3f} against {d['clean_b']:.3f}; {attack}, at eps {grid} (the "
-            f"pre-registered grid); area under the robust-accuracy curve on the {d['shared']:.0f} test samples both "
-            f"classify correctly: {d['auc_a']:.3f} against {d['auc_b']:.3f}, difference {numbers(head)}")
-    settle = f"; {needed(head, effect)}" if verdict == "inconclusive" else ""
-    summary = ""
-    if pooled.k > 1 and pooled.low is not None:
-        summary = (f"; over the {pooled.k}: {_signed(pooled.estimate)} [{_signed(pooled.low)}, "
-                   f"{_signed(pooled.high)}]" + (f" (TOST p={p_tost:.2g})" if p_tost is not None else ""))
-    return (f"{regime.capitalize()}: {lead}: {what}{settle}"
-            + f" ({len(tested)} comparison{'s' if len(tested) != 1 else ''}: {tally}"
-            + (f"; {skipped} not compared, their clean accuracies differ by more than the margin" if skipped else "")
-            + f"){summary}{_beside(beside, head)}")
+    models = {"own": "each framework's own default", "config": f"the same configuration ({d.get('default')})",
+              "all": "all models"}.get(d["set_kind"], d["set_kind"])
+    return (f"{d['framework_a']} against {d['framework_b']} on {d['dataset']}, {models} {state}, clean test "
+            f"accuracy {d['clean_a']:.3f} against {d['clean_b']:.3f}; {attack}, at eps {grid} (the pre-registered "
+            f"grid); area under the robust-accuracy curve on the {d['shared']:.0f} test samples both classify "
+            f"correctly: {d['auc_a']:.3f} against {d['auc_b']:.3f}, difference {numbers(head)}")
+
+
+def _tally(tested) -> str:
+    counts = tested["verdict"].value_counts()
+    return (f"{len(tested)} same-configuration comparison{'s' if len(tested) != 1 else ''}: "
+            + ", ".join(f"{k} {name}" for name, k in counts.items()))
+
+
+def robustness_native(regime: str, verdict: str, head: dict, tested, excess, beside, effect: float,
+                      why: str = "") -> str:
+    """The robustness claim in a regime of frameworks as shipped: the largest native difference of the same
+    configuration on two frameworks, and its excess over the canonical control on the same pair."""
+    lead = {"supported": f"{CLAIMS['robustness']} here, beyond the canonical control",
+            "not supported": f"frameworks are as robust within +-{effect:g} of robust AUC, beyond the control",
+            "inconclusive": f"not settled {QUESTIONS['robustness']}"}[verdict]
+    text = f"{regime.capitalize()}: {lead}: {_robustness_pair(head)} ({_tally(tested)})"
+    if excess is not None:
+        low = none_if_missing(excess.get("low"))
+        spread = f" [{_signed(low)}, {_signed(excess['high'])}]" if low is not None else " (no interval)"
+        p = none_if_missing(excess.get("p_holm"))
+        text += (f"; native minus the canonical control on the same pair ({excess['label']}): "
+                 f"{_signed(excess['estimate'])}{spread}" + (f", Holm p={p:.2g}" if p is not None else "")
+                 + f" (native {_signed(excess['native_estimate'])}, canonical {_signed(excess['control_estimate'])})")
+    if why:
+        text += f"; {why}"
+    return text + _beside(beside, head)
+
+
+def robustness_control(verdict: str, head: dict, tested, differ, beside) -> str:
+    """The canonical regime's robustness: a check of the pipeline, since its frameworks are identical."""
+    state = ("held: identical models, as they must be" if verdict == "control held" else
+             "failed: pairs differ where frameworks are identical by construction, so the pipeline (attacks, "
+             "matching, seeds) is not to be trusted for a native verdict")
+    return (f"Canonical: the control (the same formulas and initial weights on every framework, so the frameworks "
+            f"are identical by construction; a check of the pipeline, never a finding about frameworks) {state}: "
+            f"{len(differ)} of {len(tested)} same-configuration pairs differ after Holm; the largest, "
+            f"{_robustness_pair(head)}" + _beside(beside, head))
 
 
 def _beside(beside, head: dict) -> str:
-    """"; beside it: as trained, ...; white-box, ...; the same configuration on every framework, ..." (tests
-    unadjusted), in the claim's sets and kinds."""
+    """"; beside it: as trained, ...; white-box, ...; each framework's own default, ..." (tests unadjusted), in
+    the claim's sets and kinds."""
     if beside is None or beside.empty:
         return ""
     d = head["detail"]
     details = beside["detail"]
-    own = details.map(lambda x: x["set_kind"] != "config")
-    groups = [("as trained", own & details.map(lambda x: x["role"] == "published" and x["kind"] == d["kind"])),
-              ("white-box", own & details.map(lambda x: x["role"] == d["role"] and x["kind"] == "white-box")),
-              ("the same configuration on every framework",
-               ~own & details.map(lambda x: x["kind"] == "transfer" and x["role"] == d["role"]))]
+    config = details.map(lambda x: x["set_kind"] != "own")
+    groups = [("as trained", config & details.map(lambda x: x["role"] == "published" and x["kind"] == d["kind"])),
+              ("white-box", config & details.map(lambda x: x["role"] == d["role"] and x["kind"] == "white-box")),
+              ("each framework's own default (the defaults' effect: configuration and framework together)",
+               ~config & details.map(lambda x: x["kind"] == d["kind"] and x["role"] == d["role"]))]
     parts = []
     for name, chosen in groups:
         rows = beside[chosen.astype(bool)]
@@ -283,6 +366,13 @@ def runtime_claim(on: str, verdict: str, head: dict, judged: str, effect: float)
               "open": "inconclusive: " + (needed(head, effect) if head["verdict"] == "inconclusive" else
                                          "more accurate, but whether it is slower is not settled (the ratio's "
                                          "interval spans 1)")}[judged]
+    if d.get("timed") == "contended" and judged == "open" and head["verdict"] == "higher":
+        ending = ("inconclusive: more accurate, but its train times come from the sweep's trials running side by "
+                  "side (contended), which stretch frameworks unequally; the cost is judged on times measured "
+                  "alone only (sensitivity timing SWEEP)")
+    if d.get("fixed_cost_dominated"):
+        ending += (f"; a mean train time below {d['fixed_cost_floor_s']:g} s is dominated by fixed costs (start of "
+                   "epochs, timers), so the ratio says little of the frameworks' speed")
     lead = {"supported": "more accuracy costs more runtime here",
             "not supported": "more accuracy does not cost runtime here",
             "inconclusive": "not settled whether more accuracy costs more runtime"}[verdict]
@@ -292,6 +382,7 @@ def runtime_claim(on: str, verdict: str, head: dict, judged: str, effect: float)
     if d.get("diverged_a") or d.get("diverged_b"):
         chosen += (f" (over converged runs; diverged, left out: {d.get('diverged_a', 0)} of {top}'s, "
                    f"{d.get('diverged_b', 0)} of {other}'s)")
+    timed = {"alone": "timed alone", "contended": "contended: the sweep's, side by side"}.get(d.get("timed"), "")
     return (f"{on}; {lead}: the best configuration of {top}, the most accurate framework{chosen}, against that of "
             f"{other}: test accuracy {d['accuracy_a']:.3f} against {d['accuracy_b']:.3f}, {numbers(head)}; {top}'s "
-            f"train time {ratio} {other}'s; {ending}")
+            f"train time {ratio} {other}'s ({timed}); {ending}")

@@ -26,8 +26,8 @@ from sensitivity.analysis.table import REGIME, NotEnoughData, derived, regime_so
 KEYS = ["default", "default_source", "source_dataset", "framework", "dataset", REGIME]
 COMPARISON_COLUMNS = [REGIME, "question", "dataset", "framework", "default", "source_framework", "source_dataset",
                       "subject", "reference", "subject_mean", "reference_mean", "estimate", "low", "high", "p",
-                      "n_a", "n_b", "sd", "se", "df", "test_var", "method", "budget_scale", "subject_text",
-                      "reference_text", "diverged_a", "runs_a", "diverged_b", "runs_b", "p_diverged"]
+                      "n_a", "n_b", "sd", "se", "df", "test", "p_floor", "test_var", "method", "budget_scale",
+                      "subject_text", "reference_text", "diverged_a", "runs_a", "diverged_b", "runs_b", "p_diverged", "df_max"]
 
 
 def transfer_matrix(table) -> pd.DataFrame:
@@ -157,10 +157,44 @@ def _row(regime, dataset, target, default, home, source_dataset, moved, at_home)
             "subject": f"{default} on {target}, {dataset}", "reference": f"{default} on {home}, {dataset}",
             "subject_mean": ia.mean, "reference_mean": ib.mean, "estimate": diff.estimate, "low": diff.low,
             "high": diff.high, "p": diff.p, "n_a": diff.n_a, "n_b": diff.n_b, "sd": diff.sd, "se": diff.se,
-            "df": None if diff.df is None else float(diff.df), "test_var": diff.test_var, "method": diff.method,
+            "df": None if diff.df is None else float(diff.df), "test_var": diff.test_var, "test": diff.test,
+            "p_floor": diff.p_floor, "df_max": diff.df_max,
+            "method": diff.method,
             "budget_scale": float(np.nanmin([moved.budget_scale, at_home.budget_scale, np.inf])),
             "subject_text": interval_text(ia.mean, ia.low, ia.high, ia.n),
             "reference_text": interval_text(ib.mean, ib.low, ib.high, ib.n),
             "diverged_a": moved.diverged, "runs_a": moved.runs, "diverged_b": at_home.diverged,
             "runs_b": at_home.runs, "p_diverged": divergence(moved.diverged, moved.runs, at_home.diverged,
                                                              at_home.runs)}
+
+
+def pooled_transfer(table) -> dict:
+    """{regime: the mean over its framework-transfer pairs at the published budget of moved minus home, as one
+    contrast of the arms (`intervals.contrast`)}. A home arm shared by several pairs enters once, with the sum of
+    its weights, so its seeds' error is counted once with the covariance it gives those pairs, where pooling the
+    pairs as independent comparisons would count it as independent evidence each time. Computed once per table."""
+    return derived(trials_table(table), _pooled_transfer)
+
+
+def _pooled_transfer(table: pd.DataFrame) -> dict:
+    runs = _default_runs(table)
+    frameworks = set(runs["framework"])
+    cells = {key: runs_of(part, key[1]) for key, part in runs.groupby([REGIME, "dataset", "default", "framework"],
+                                                                      sort=True)}
+    firsts = runs.groupby([REGIME, "dataset", "default"])["default_source"].first()
+    pairs: dict = {}
+    for (regime, dataset, default), home in firsts.items():
+        at_home = cells.get((regime, dataset, default, home))
+        if home not in frameworks or at_home is None or not at_home.budget_scale >= 1 - 1e-6:
+            continue
+        for (r, d, n, target), moved in cells.items():
+            if (r, d, n) == (regime, dataset, default) and target != home and moved.budget_scale >= 1 - 1e-6:
+                pairs.setdefault(regime, []).append(((r, d, n, target), (regime, dataset, default, home)))
+    out = {}
+    for regime, found in pairs.items():
+        weights: dict = {}
+        for moved, home in found:
+            weights[moved] = weights.get(moved, 0.0) + 1 / len(found)
+            weights[home] = weights.get(home, 0.0) - 1 / len(found)
+        out[regime] = (contrast([(w, cells[key].arm) for key, w in weights.items() if abs(w) > 1e-12]), len(found))
+    return out

@@ -18,6 +18,7 @@ def add_parsers(commands) -> None:
                         "robustness records count too); repeatable")
     p.add_argument("--json", action="store_true", help="print claims and comparisons as JSON")
     p.add_argument("--all", action="store_true", help="also print every comparison behind the claims")
+    p.add_argument("--verbose", action="store_true", help="also print each claim's details beneath its line")
     p.add_argument("--effect", type=number(float, 0, strict=True), default=0.02,
                    help="the smallest difference of accuracy that matters (default 0.02): no effect is declared "
                         "where an interval lies within +-EFFECT, and seeds are counted to detect it")
@@ -36,5 +37,5 @@ def _cmd_findings(args) -> int:
         print(json.dumps({"study": args.study, "with": args.with_study, "effect": args.effect, **found}, indent=2))
     else:
         heading = f"Findings of {args.study}" + (f" with {', '.join(args.with_study)}" if args.with_study else "")
-        print(findings_text(found, heading, args.effect, every=args.all))
+        print(findings_text(found, heading, args.effect, every=args.all, verbose=args.verbose))
     return EXIT_OK

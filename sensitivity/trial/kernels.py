@@ -76,8 +76,10 @@ def summary(record: dict) -> str:
         parts.append(f"ATen {record['aten_cpu_capability']}")
     if record.get("cpu_flags"):
         parts.append("CPU " + "/".join(record["cpu_flags"]))
-    for blas in record.get("blas") or ():  # each library once (scipy and numpy may each bring an OpenBLAS)
-        parts.append(f"{blas['internal_api']} {blas.get('architecture') or ''}".strip())
+    # each library once (scipy and numpy may each bring an OpenBLAS), in a fixed order: processes list them in
+    # the order they loaded them
+    parts += sorted({f"{blas['internal_api']} {blas.get('architecture') or ''}".strip()
+                     for blas in record.get("blas") or ()})
     if record.get("probe_error"):
         parts.append("probe failed")
     return "; ".join(dict.fromkeys(parts)) or "unknown"

@@ -118,6 +118,10 @@ def draw(rng, mean: float, n: int) -> tuple:
 NULL_TRUE = {key: 0.95 for key in TRUE}  # nothing planted: every default as good everywhere
 NULL_CROSSOVER = {key: 0.95 for key in CROSSOVER}
 NULL_KEEPS = {framework: KEEPS["torch"] for framework in FRAMEWORKS}
+NULL_TRANSFER_KEEPS = {framework: TRANSFER_KEEPS["torch"] for framework in FRAMEWORKS}
+# a configuration's effect: each default keeps what its home framework's models keep in KEEPS, on any framework
+KEEPS_BY_DEFAULT = {default: KEEPS[home] for default, home in DEFAULTS.items()}
+TRANSFER_KEEPS_BY_DEFAULT = {default: TRANSFER_KEEPS[home] for default, home in DEFAULTS.items()}
 
 
 def transfer_rows(rng, seeds=(3, 6), regimes=("native",), budget_scale=1.0, truth=None, study=0,
@@ -190,14 +194,19 @@ def area(keeps) -> float:
     return float(np.trapezoid(keeps, EPS) / EPS[-1])
 
 
-def robustness_records(rows: list, keeps=None, transfer_keeps=None, study=0, zero_gradient=None) -> tuple:
+def robustness_records(rows: list, keeps=None, transfer_keeps=None, study=0, zero_gradient=None,
+                       by="framework", canonical=None) -> tuple:
     """({trial number: record}, protocol) as `sensitivity robustness` records them, for every trained model of
     `rows` (models as trained: no checkpoints), in its sets (each framework's own default; each default on every
     framework). A sample a model gets right when clean survives eps with the probability its framework keeps
     (`keeps`, white-box; `transfer_keeps`, on the other frameworks' examples; NULL_KEEPS plants nothing), sample
     by sample, samples sharing part of their robustness across models (RHO). `zero_gradient`: {framework:
-    share} of samples with an all-zero input gradient, which FGSM leaves unperturbed (gradient masking)."""
+    share} of samples with an all-zero input gradient, which FGSM leaves unperturbed (gradient masking).
+    `by`: what the keeps are keyed by, "framework" (a framework effect) or "default" (a configuration's effect);
+    `canonical`: (keeps, transfer_keeps) of the canonical regime's models, where they differ from native's (None:
+    the same)."""
     keeps, transfer_keeps = keeps or KEEPS, transfer_keeps or keeps or TRANSFER_KEEPS
+    chosen = {"native": (keeps, transfer_keeps), "canonical": canonical or (keeps, transfer_keeps)}
     models = {n: r for n, r in enumerate(rows) if r.get("test_correct") and "crossover" not in r}
     sets = _sets(models)
     records = {}
@@ -207,8 +216,9 @@ def robustness_records(rows: list, keeps=None, transfer_keeps=None, study=0, zer
         state = {"samples": len(clean), "clean": float(clean.mean()), "eps": EPS, "attacks": ["fgsm", "pgd"],
                  "epoch": None, "val_accuracy": row["val_accuracy"], "zero_gradient": masked,
                  "correct": {"clean": pack(clean)}, "white_box": {}, "transfer": {}, "transfer_correct": {}}
+        own, transferred = chosen.get(row["semantics"], chosen["native"])
         for attack, lift in (("pgd", 0.0), ("fgsm", 0.05)):  # FGSM a little weaker than PGD
-            shown = _survivors(clean, np.minimum(1.0, np.asarray(keeps[row["framework"]]) + lift), study, n, attack,
+            shown = _survivors(clean, np.minimum(1.0, np.asarray(own[row[by]]) + lift), study, n, attack,
                                row["dataset"], masked)
             state["correct"][attack] = [pack(c) for c in shown]
             state["white_box"][attack] = [float(c.mean()) for c in shown]
@@ -217,7 +227,7 @@ def robustness_records(rows: list, keeps=None, transfer_keeps=None, study=0, zer
                 continue
             state["transfer_correct"][str(source)], state["transfer"][str(source)] = {}, {}
             for attack in ("pgd", "fgsm"):
-                shown = _survivors(clean, np.asarray(transfer_keeps[row["framework"]]), study, (n, source), attack,
+                shown = _survivors(clean, np.asarray(transferred[row[by]]), study, (n, source), attack,
                                    row["dataset"])
                 state["transfer_correct"][str(source)][attack] = [pack(c) for c in shown]
                 state["transfer"][str(source)][attack] = [float(c.mean()) for c in shown]
@@ -269,8 +279,9 @@ def matched_world(study: int, seeds: int = 5, margin: float = 0.03) -> tuple:
     for n in members:
         points = [(p["epoch"], p["val_accuracy"]) for p in rows[n]["checkpoints"][:-1]]
         matched[str(n)] = nearest_bracket([*points, (None, rows[n]["val_accuracy"])], target)[0]
-    sets = [{"key": "own/native/mnist5k", "kind": "own", "regime": "native", "dataset": "mnist5k", "default": None,
-             "members": members, "target": target, "matched": matched}]
+    # one configuration on every framework (the claim's comparison), trained to a framework's level
+    sets = [{"key": "config/native/mnist5k/same-config", "kind": "config", "regime": "native",
+             "dataset": "mnist5k", "default": "same-config", "members": members, "target": target, "matched": matched}]
     states = {}
     for n in members:
         for epoch in {matched[str(n)], None}:

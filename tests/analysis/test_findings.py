@@ -8,9 +8,10 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
-from planted import (KEEPS, LEVELS, NULL_CROSSOVER, NULL_KEEPS, NULL_TRUE, REPORTED, TRANSFER_KEEPS, area, as_frame,
-                     as_study, crossover_rows, matched_world, robustness_records, sweep_rows, transfer_rows,
-                     true_accuracy, true_home_advantage)
+from planted import (KEEPS, KEEPS_BY_DEFAULT, LEVELS, NULL_CROSSOVER, NULL_KEEPS, NULL_TRANSFER_KEEPS, NULL_TRUE,
+                     REPORTED, TRANSFER_KEEPS, TRANSFER_KEEPS_BY_DEFAULT, area, as_frame, as_study, crossover_rows,
+                     matched_world, robustness_records, sweep_rows, transfer_rows, true_accuracy,
+                     true_home_advantage)
 
 from sensitivity.analysis.crossover import crossover_comparisons
 from sensitivity.analysis.findings import CLAIMS, findings, trade_off
@@ -145,7 +146,8 @@ def planted():
     robustness records and crossovers, both regimes, 5 seeds a cell, at the published budget."""
     rng = np.random.default_rng(7)
     rows = transfer_rows(rng, seeds=(5, 5), regimes=("native", "canonical"), study=7)
-    records = robustness_records(rows, study=7)
+    # jax's models are less robust as shipped; in the canonical control the frameworks are identical
+    records = robustness_records(rows, study=7, canonical=(NULL_KEEPS, NULL_TRANSFER_KEEPS))
     rows += crossover_rows(rng, seeds=(5, 5), regimes=("native", "canonical"), sweep_size=10, study=7)
     transfer = as_frame(rows, "planted-transfer", records)
     sweep = as_frame(sweep_rows(rng, configs=60, seeds=3, regimes=("native", "canonical")), "planted-sweep")
@@ -198,18 +200,47 @@ def test_the_canonical_control_is_quoted_beside_the_native_framework_transfer(fo
 
 @pytest.mark.parametrize("regime", ["native", "canonical"])
 def test_robustness_differences_are_found_only_between_comparable_models(found, regime):
-    weaker = comparison(found, regime, "mnist5k, own defaults, as trained, PGD transfer: jax vs torch")
-    truth = area(TRANSFER_KEEPS["jax"]) - area(TRANSFER_KEEPS["torch"])
-    assert weaker["role"] == "comparison" and weaker["verdict"] == "lower" and weaker["high"] < 0
+    """The same configuration on two frameworks is the claim's comparison; jax's models are less robust as
+    shipped (native) and identical to the others in the canonical control."""
+    weaker = comparison(found, regime, "mnist5k, jax-default, as trained, PGD transfer: jax vs torch")
+    truth = area(TRANSFER_KEEPS["jax"]) - area(TRANSFER_KEEPS["torch"]) if regime == "native" else 0.0
+    assert weaker["role"] == "comparison"
     assert abs(weaker["estimate"] - truth) < 0.03  # the planted difference (the coverage test checks its interval)
-    null = comparison(found, regime, "mnist5k, own defaults, as trained, PGD transfer: tensorflow vs torch")
+    assert (weaker["verdict"] == "lower") == (regime == "native")
+    null = comparison(found, regime, "mnist5k, jax-default, as trained, PGD transfer: tensorflow vs torch")
     assert null["verdict"] not in ("lower", "higher")
-    white = comparison(found, regime, "mnist5k, own defaults, as trained, PGD white-box: jax vs torch")
+    white = comparison(found, regime, "mnist5k, jax-default, as trained, PGD white-box: jax vs torch")
     assert white["role"] == "beside"  # the same pair under its own gradients, reported beside the claim's
+    own = comparison(found, regime, "mnist5k, own defaults, as trained, PGD transfer: jax vs torch")
+    assert own["role"] == "beside"  # the defaults' effect: configuration and framework together
     apart = comparison(found, regime, "digits, own defaults, as trained, PGD transfer: tensorflow vs torch")
     assert apart["verdict"] == "not compared" and "differ by more than 0.02" in apart["sentence"]  # 0.93 vs 0.85
     head = claim(found, regime, "robustness")
-    assert head["verdict"] == "supported" and "the attack checks held on all" in head["sentence"]
+    expected = "supported" if regime == "native" else "control held"
+    assert head["verdict"] == expected and "the attack checks held on all" in head["sentence"], head["sentence"]
+    if regime == "native":
+        assert "native minus the canonical control on the same pair" in head["sentence"]
+
+
+def test_configurations_that_differ_on_identical_frameworks_are_no_robustness_finding():
+    """Each default's robustness is its own, whatever framework runs it (a configuration's effect; frameworks
+    identical, in both regimes): each framework's own default differs, the same configuration does not, and the
+    verdict is not "supported" in either regime."""
+    rng = np.random.default_rng(17)
+    rows = transfer_rows(rng, seeds=(5, 5), regimes=("native", "canonical"), study=17)
+    records = robustness_records(rows, KEEPS_BY_DEFAULT, TRANSFER_KEEPS_BY_DEFAULT, study=17, by="default")
+    found = findings(as_frame(rows, "configurations", records))
+    robustness = found.comparisons[found.comparisons["claim"].eq("robustness")]
+    p = pd.to_numeric(robustness["p"], errors="coerce")
+    own = robustness[robustness["label"].str.contains("own defaults, as trained, PGD transfer") & (p < 0.05)]
+    assert len(own) and own["role"].eq("beside").all()  # the defaults differ, beside the claim
+    for regime in ("native", "canonical"):
+        head = claim(found, regime, "robustness")
+        assert head["verdict"] not in ("supported", "control failed"), head["sentence"]
+        assert "frameworks differ in robustness here" not in head["sentence"]
+    REPORTED.append(f"robustness, configurations differ and frameworks identical: {len(own)} own-default pairs "
+                    f"differ (beside); verdicts native {claim(found, 'native', 'robustness')['verdict']}, canonical "
+                    f"{claim(found, 'canonical', 'robustness')['verdict']}")
 
 
 def test_holm_runs_within_each_claim_so_robustness_does_not_move_the_transfer_verdicts(planted):
@@ -351,14 +382,23 @@ def test_findings_command_prints_a_verdict_per_claim(storage, capsys):
 
     assert main(["findings", "sweep", "--with-study", "transfer", "--storage", storage]) == 0
     out = capsys.readouterr().out
-    assert ("[supported] dataset transfer: Native: defaults do not transfer across datasets here: over 1 "
-            "crossover") in out
-    assert "[supported] robustness:" in out and "runtime-accuracy: Native: on the runtime-accuracy frontier" in out
+    lines = [line for line in out.splitlines() if line.startswith("  [")]
+    assert len(lines) == 4 and all(len(line) <= 240 for line in lines), lines  # one line a claim, at a glance
+    assert re.search(r"^  \[supported\] dataset transfer: \+0\.\d{3} \[\+0\.\d{3}, \+0\.\d{3}\] home "
+                     r"advantage, p=\S+; 4 seeds a side; published epochs$", out, re.M), out
+    # native only: no canonical control on the same pairs, so robustness cannot be called supported
+    assert "[inconclusive] robustness:" in out and "no canonical control" in out
+    assert main(["findings", "sweep", "--with-study", "transfer", "--storage", storage, "--verbose"]) == 0
+    verbose = capsys.readouterr().out
+    assert "      Native: defaults do not transfer across datasets here: over 1 crossover" in verbose
+    assert "      Native: on the runtime-accuracy frontier" in verbose
     assert main(["findings", "sweep", "--with-study", "transfer", "--storage", storage, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     verdicts = {c["claim"]: c["verdict"] for c in data["claims"]}
     assert verdicts["dataset transfer"] == "supported" and verdicts["framework transfer"] == "inconclusive"
-    assert {"sentence", "p_holm", "p_tost", "low", "high", "n_a", "n_trials", "anchor"} <= set(data["claims"][0])
+    assert {"sentence", "headline", "kernel_warning", "p_holm", "p_tost", "low", "high", "n_a", "n_trials",
+            "anchor"} <= set(data["claims"][0])
+    assert all({"test", "df"} <= set(c) for c in data["comparisons"])
     assert any(c["verdict"] == "not compared" for c in data["comparisons"])
 
 
@@ -404,21 +444,27 @@ def test_the_knob_an_ablation_finds_is_named_beside_the_framework_transfer_claim
 
 
 def test_runs_from_machines_with_other_cpu_kernels_are_said_so(planted):
-    """Where a framework's runs record two CPU kernel summaries (env.kernels.isa), every tested claim says so;
-    with one summary each, none does."""
+    """Kernel summaries are compared as sets: one host listing the same libraries in two orders gives no warning;
+    two hosts whose instruction sets differ give one, on every tested claim, naming the hosts."""
     sweep, transfer = (table.copy() for table in planted)
     for table in (sweep, transfer):
         table.attrs = dict(planted[0].attrs if table is sweep else planted[1].attrs)
-        table["env_kernel_isa"] = "oneDNN AVX2; openblas Haswell"
+        table["env_host"] = "node-a"
+        table["env_kernel_isa"] = "oneDNN AVX2; OpenBLAS Haswell; OpenBLAS SkylakeX"
+    transfer.loc[transfer["seed"].eq(0), "env_kernel_isa"] = "oneDNN AVX2; OpenBLAS SkylakeX; OpenBLAS Haswell"
     same = findings(sweep, [transfer])
     assert not same.claims["sentence"].str.contains("CPU kernels differ").any()
+    assert same.claims["kernel_warning"].isna().all()
     transfer = transfer.copy()  # another table: one analysed is never changed in place (`table.derived`)
-    transfer.loc[transfer["framework"].eq("jax") & transfer["seed"].eq(0), "env_kernel_isa"] = "CPU avx512f/avx2"
+    other = transfer["framework"].eq("jax") & transfer["seed"].eq(0)
+    transfer.loc[other, ["env_host", "env_kernel_isa"]] = ["node-b", "CPU avx512f/avx2"]
     mixed = findings(sweep, [transfer]).claims
     tested = mixed[mixed["verdict"].ne("not tested")]
-    assert len(tested) and tested["sentence"].str.contains(
-        "the runs of jax come from machines whose CPU kernels differ (jax: CPU avx512f/avx2 / oneDNN AVX2; openblas "
-        "Haswell)", regex=False).all()
+    warning = ("the runs of jax come from hosts whose CPU kernels differ (jax on node-a: OpenBLAS Haswell; OpenBLAS "
+               "SkylakeX; oneDNN AVX2; node-b: CPU avx512f/avx2)")
+    assert len(tested) and tested["sentence"].str.contains(warning, regex=False).all()
+    assert (tested["kernel_warning"] == warning + ": a difference may be the kernels', so compare runs of one "
+            "host").all()
 
 
 def test_robustness_that_differs_only_with_training_is_found_at_no_framework_once_matched():
@@ -431,10 +477,10 @@ def test_robustness_that_differs_only_with_training_is_found_at_no_framework_onc
         found = findings(as_frame(rows, f"matched-{study}", robustness))
         rows = found.comparisons[found.comparisons["claim"].eq("robustness")]
         own = rows[rows["role"].eq("comparison")]
-        assert len(own) == 3 and own["label"].str.contains("matched, PGD transfer").all()
+        assert len(own) == 3 and own["label"].str.contains("same-config, matched, PGD transfer").all()
         flagged += own["verdict"].isin(("lower", "higher")).tolist()
         assert claim(found, "native", "robustness")["verdict"] != "supported" or any(flagged)
-        trained = rows[rows["label"].eq("mnist5k, own defaults, as trained, PGD transfer: mxnet vs torch")].iloc[0]
+        trained = rows[rows["label"].eq("mnist5k, same-config, as trained, PGD transfer: mxnet vs torch")].iloc[0]
         assert trained["estimate"] < -0.05 and trained["p"] < 0.05  # as trained, torch's better training shows
         confounded += 1
     REPORTED.append(f"robustness by training level alone, 4 studies: as trained, mxnet vs torch differs in "
