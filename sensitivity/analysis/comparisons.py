@@ -113,9 +113,10 @@ def alone_times(sweep: pd.DataFrame, sources: list) -> dict:
 
 
 def _times(runs: pd.DataFrame, alone: dict) -> tuple:
-    """(train times, "alone" or "contended"): the runs' times alone where every run was timed alone."""
-    timed = [alone.get(int(n)) for n in runs["number"]] if "number" in runs else []
-    if timed and all(t is not None for t in timed):
+    """(train times, "alone" or "contended"): the times alone of the runs that were timed alone (`sensitivity
+    timing` times one seed of a configuration), else the sweep's."""
+    timed = [alone[int(n)] for n in runs["number"] if int(n) in alone] if "number" in runs else []
+    if timed:
         return np.array(timed, float), "alone"
     return runs["train_time_s"].to_numpy(float), "contended"
 

@@ -380,7 +380,8 @@ def _transfer_claim(regime: str, claim: str, rows: pd.DataFrame, every_regime: p
     else:
         control = "the control regime" if regime == "canonical" else None
     return {**facts, "verdict": verdict, "estimate": pooled.estimate, "low": pooled.low, "high": pooled.high,
-            "budgets": "published epochs", "control": control, "unit": head["unit"], "p": pooled.p, "p_tost": p_tost,
+            "budgets": "published epochs (published steps not run)", "control": control,
+            "unit": _unit(head), "p": pooled.p, "p_tost": p_tost,
             "n_a": int(counted["n_a"].min()),
             "n_b": int(counted["n_b"].min()), "n_differ": len(differ),
             "seeds_needed": head["seeds_needed"] if verdict == "inconclusive" else None, "sentence": sentence}
@@ -400,6 +401,14 @@ def _not_testable(regime: str, claim: str, counted: pd.DataFrame, pooled, facts:
             "sentence": f"{regime.capitalize()}: {QUESTIONS[claim]} is not testable with {n} seeds{about}: no "
                         f"comparison's seeds can reach p < {ALPHA:g} after Holm ("
                         + "; ".join(counted["sentence"]) + ")."}
+
+
+def _unit(head) -> str:
+    """The claim's unit: a crossover of one side names it."""
+    detail = head["detail"] if isinstance(head.get("detail"), dict) else {}
+    if detail.get("summed") in (False,) and detail.get("carried_by"):
+        return f"accuracy on {detail['carried_by']} alone (the other side diverged: no home advantage summed)"
+    return head["unit"]
 
 
 def _as_summary(arms: tuple, counted: pd.DataFrame) -> Summary:

@@ -3,6 +3,8 @@ computes them). Every sentence names what was compared, the regime, the budget, 
 its interval, and what would settle it where nothing is settled."""
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 
 from sensitivity.analysis.comparisons import none_if_missing
@@ -87,12 +89,18 @@ def headline(row: dict) -> str:
     elif verdict == "inconclusive" and none_if_missing(row.get("seeds_needed")) is not None:
         parts.append(f"about {int(row['seeds_needed'])} seeds a side would settle it")
     if verdict == "not tested":
-        parts.append("no comparison at the published budget in these studies (the details say what would test it)")
+        parts.append(_untested_reason(str(row.get("sentence") or "")))
     if none_if_missing(row.get("kernel_warning")):
         parts.append("CPU kernels differ between hosts")
     room = HEADLINE_LIMIT - len(f"  [{verdict}] {row['claim']}: ")
     text = "; ".join(parts) or "see the details"
     return text if len(text) <= room else text[:room - 1].rstrip() + "…"
+
+
+def _untested_reason(sentence: str) -> str:
+    """The reason a claim's sentence gives for "not tested", without the command (the details keep it)."""
+    found = re.search(r"[Nn]ot tested[^:]*: (.*?)(?: \(to test it|\.$|$)", sentence)
+    return found.group(1) if found else "nothing in these studies tests it"
 
 
 def not_testable(row: dict) -> str:

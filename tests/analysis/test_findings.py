@@ -385,7 +385,7 @@ def test_findings_command_prints_a_verdict_per_claim(storage, capsys):
     lines = [line for line in out.splitlines() if line.startswith("  [")]
     assert len(lines) == 4 and all(len(line) <= 240 for line in lines), lines  # one line a claim, at a glance
     assert re.search(r"^  \[supported\] dataset transfer: \+0\.\d{3} \[\+0\.\d{3}, \+0\.\d{3}\] home "
-                     r"advantage, p=\S+; 4 seeds a side; published epochs$", out, re.M), out
+                     r"advantage, p=\S+; 4 seeds a side; published epochs \(published steps not run\)$", out, re.M), out
     # native only: no canonical control on the same pairs, so robustness cannot be called supported
     assert "[inconclusive] robustness:" in out and "no canonical control" in out
     assert main(["findings", "sweep", "--with-study", "transfer", "--storage", storage, "--verbose"]) == 0
@@ -523,16 +523,24 @@ def test_the_runtime_verdict_tells_a_cost_of_accuracy_from_a_free_gain(world):
     rng = np.random.default_rng(11)
     rows = sweep_rows(rng, configs=60, seeds=3, defaults=False, peaks={"jax": 0.85, "tensorflow": 0.975,
                                                                          "torch": 0.85}, speeds=speeds)
-    found = findings(as_frame(rows, "runtime-world"), [])
+    sweep = as_frame(rows, "runtime-world")
+    contended = claim(findings(sweep, []), "native", "runtime-accuracy")
+    assert contended["verdict"] == "inconclusive" and "contended" in contended["sentence"]  # never judged so
+    alone = sweep.copy()  # every trial run again alone (`sensitivity timing`), each 1.3 times faster
+    alone.attrs = {**sweep.attrs, "study": "runtime-world-alone"}
+    alone = alone.assign(timing="alone", timed_study="runtime-world", timed_trial=sweep["number"],
+                         train_time_s=sweep["train_time_s"] / 1.3)
+    found = findings(sweep, [alone])
     pairs = found.comparisons[found.comparisons["claim"].eq("runtime-accuracy") & found.comparisons["unit"].ne(
         "frontier")]
+    assert pairs["detail"].map(lambda d: d["timed"]).eq("alone").all()
     assert pairs["subject"].eq("tensorflow").all() and len(pairs) == 2
     assert [trade_off(row) for row in pairs.to_dict("records")] == [judged, judged]
     head = claim(found, "native", "runtime-accuracy")
     assert head["verdict"] == verdict
     assert {"costs": "tensorflow buys its accuracy with runtime", "faster": "tensorflow is more accurate and "
             "faster: no trade-off"}[judged] in head["sentence"]
-    assert "none was timed alone: sensitivity timing SWEEP" in head["sentence"]
+    assert "none was timed alone: sensitivity timing SWEEP" in contended["sentence"]
     ratios = ", ".join(f"{r['detail']['time_ratio']:.2g}x" for r in pairs.to_dict("records"))
     REPORTED.append(f"runtime, tensorflow {world} (train-time ratios {ratios}): {head['verdict']}")
 
