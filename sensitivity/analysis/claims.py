@@ -39,10 +39,13 @@ def findings_html(table: pd.DataFrame, others=()) -> str:
         f"(the transfer studies); p-values are Holm-corrected within each claim. A comparison is an effect at Holm "
         f"p < {ALPHA:g} and equivalent where two one-sided tests put it within the claim's margin ({effect:g} of "
         f"accuracy a dataset; {2 * effect:g} for a home advantage, which sums two datasets). The transfer claims are "
-        "judged on runs at the published budget only, by the random-effects summary of their comparisons: "
-        "supported where it lies in the claimed direction, not supported where it is equivalent to 0, inconclusive "
-        "otherwise, with the seeds that would settle it (planned with the SD's 80% upper bound). Under 3 seeds a "
-        "side there is no interval and no test.")]
+        "judged on runs at the published budget only, by the summary of their comparisons (framework transfer: "
+        "their mean as one contrast of the arms, a shared home arm counted once): supported where it lies in the "
+        "claimed direction, not supported where it is equivalent to 0, inconclusive otherwise, with the seeds that "
+        "would settle it (planned with the SD's 80% upper bound). The seed is the unit: degrees of freedom come "
+        "from the seeds alone; under 3 seeds a side, or with no spread, there is no interval and the test is an "
+        "exact one over the seeds, and a comparison it cannot decide is not testable. Robustness compares the same "
+        "configuration on two frameworks against the canonical control on the same pair.")]
     for regime in regimes_of(claims):
         items = []
         for row in claims[claims[REGIME].eq(regime)].to_dict("records"):
