@@ -36,7 +36,8 @@ each test set, the test set's sampling error: the variance over its samples of t
 correctness, less the part the seeds already count (method of moments), over its size. The interval is
 Student t on the seeds' Welch-Satterthwaite degrees of freedom, at most the sum over arms of seeds - 1 (n_a +
 n_b - 2 for two arms): the test set's error widens it and adds no degree of freedom. An arm of fewer than 3
-seeds or of no spread gets the exact permutation test over seeds within each test set instead. Without correctness the test set's error is left out
+seeds or of no spread gets the exact permutation test over seeds within each test set instead. Without
+correctness the test set's error is left out
 (method "welch"), as for any study but a transfer study.
 
 `summary` pools a claim's comparisons: DerSimonian-Laird's random-effects mean (the between-comparison variance
@@ -245,7 +246,8 @@ def min_permutation_p(n_a: int, n_b: int) -> float:
 
 def exact_permutation(groups, limit: int = 200_000, seed: int = 0) -> tuple:
     """(p, floor): the two-sided p of sum(sign * mean) over `groups` [(sign, values)] by permuting the seeds:
-    each pair of groups of opposite sign on one test set is a block whose pooled values are split again into the two sizes;
+    each pair of groups of opposite sign on one test set is a block whose pooled values are split again into the
+    two sizes;
     the statistic is the signed sum of the blocks' differences. Every split is enumerated while their number is
     at most `limit`, else `limit` random ones (seeded). `groups` is one block, or a list of blocks [[(s, v), (s, v)],
     ...]; floor: the smallest p any data could give these seeds' splits (the share of the null at its largest

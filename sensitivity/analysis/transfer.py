@@ -27,7 +27,8 @@ KEYS = ["default", "default_source", "source_dataset", "framework", "dataset", R
 COMPARISON_COLUMNS = [REGIME, "question", "dataset", "framework", "default", "source_framework", "source_dataset",
                       "subject", "reference", "subject_mean", "reference_mean", "estimate", "low", "high", "p",
                       "n_a", "n_b", "sd", "se", "df", "test", "p_floor", "test_var", "method", "budget_scale",
-                      "subject_text", "reference_text", "diverged_a", "runs_a", "diverged_b", "runs_b", "p_diverged", "df_max"]
+                      "subject_text", "reference_text", "diverged_a", "runs_a", "diverged_b", "runs_b", "p_diverged",
+                      "df_max"]
 
 
 def transfer_matrix(table) -> pd.DataFrame:
