@@ -78,7 +78,7 @@ def test_a_placebo_crossover_runs_and_reads_back(tmp_path, capsys):
     trials = optuna.load_study(study_name="placebo", storage=url).trials
     assert len(trials) == 12 and all(t.user_attrs["placebo"] and t.user_attrs["test_correct"] for t in trials)
     capsys.readouterr()
-    assert main(["findings", "placebo", "--storage", url, "--all"]) == 0
+    assert main(["findings", "placebo", "--storage", url, "--all", "--verbose"]) == 0  # the details: the placebo
     out = capsys.readouterr().out
     assert "[not tested] dataset transfer" in out and "- placebo, torch: digits-a x digits-b (mlp): " in out
     assert "Placebo (placebo, torch: digits-a x digits-b (mlp))" in out  # said beside the claim it controls

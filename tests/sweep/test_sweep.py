@@ -116,7 +116,7 @@ def test_timing_runs_the_best_configurations_alone_pinned_to_one_core(recorded, 
 
 
 def test_findings_put_the_sweeps_times_beside_their_times_alone(recorded, timed):
-    proc = cli(recorded, "findings", "t", "--with-study", "t-alone")
+    proc = cli(recorded, "findings", "t", "--with-study", "t-alone", "--verbose")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "the sweep's train times ran at --parallel 2; over the same configurations timed alone" in proc.stdout
     assert "torch " in proc.stdout and "(2 configurations)" in proc.stdout
