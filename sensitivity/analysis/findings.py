@@ -64,8 +64,7 @@ ANCHORS = {"dataset transfer": "transfer", "framework transfer": "transfer", "ro
            "runtime-accuracy": "frontier"}
 COMPARISONS = [REGIME, "claim", "role", "label", "subject", "reference", "verdict", "estimate", "low", "high", "unit",
                "p", "p_holm", "p_tost", "test", "df", "df_max", "p_floor", "n_a", "n_b", "seeds_needed",
-               "seeds_for_observed",
-               "budget_scale", "anchor", "sentence"]
+               "seeds_for_observed", "budget_scale", "anchor", "sentence"]
 CLAIM_COLUMNS = [REGIME, "claim", "verdict", "estimate", "low", "high", "unit", "p", "p_holm", "p_tost", "margin",
                  "n_a", "n_b", "n_trials", "n_comparisons", "n_tested", "n_differ", "budget_scale", "seeds_needed",
                  "budgets", "kernel_warning", "control", "anchor", "headline", "sentence"]

@@ -265,7 +265,7 @@ def exact_permutation(groups, limit: int = 200_000, seed: int = 0) -> tuple:
         count = math.comb(len(pooled), n)
         total *= count
         if count <= limit:
-            picks = np.array(list(_combinations(len(pooled), n)))
+            picks = np.array(list(itertools.combinations(range(len(pooled)), n)))
         else:
             picks = np.argsort(rng.random((limit, len(pooled))), axis=1)[:, :n]
         member = np.zeros((len(picks), len(pooled)), bool)
@@ -283,10 +283,6 @@ def exact_permutation(groups, limit: int = 200_000, seed: int = 0) -> tuple:
     magnitude = np.abs(null)
     p = float(np.mean(magnitude >= abs(observed) - tolerance))
     return p, float(np.mean(magnitude >= magnitude.max() - 1e-12 * max(1.0, magnitude.max())))
-
-
-def _combinations(size: int, k: int):
-    return itertools.combinations(range(size), k)
 
 
 def _pooled_sd(a: np.ndarray, b: np.ndarray) -> Optional[float]:
