@@ -209,21 +209,25 @@ def _check_options(space: Space, options: SweepOptions) -> None:
     if options.trials <= 0 or options.parallel <= 0:
         raise SweepError("--trials and --parallel must be positive")
     _check_gpus(space, options)
-    _check_ray_resources(options)
+    _check_ray_quantities(options)
 
 
 RAY_PRECISION = 0.0001  # Ray keeps resource quantities to 4 decimal places; one above 1 must be whole
 
 
-def _check_ray_resources(options: SweepOptions) -> None:
-    """What Ray would refuse, or wait on forever, once the study and the cache are written: a quantity it
-    cannot hold (`1e-300`, `1.5`), and on a local Ray more CPUs or GPUs per trial than this machine has."""
+def _check_ray_quantities(options: SweepOptions) -> None:
+    """What Ray would refuse once the study and the cache are written: a quantity it cannot hold (`1e-300`,
+    `1.5`)."""
     asked = (("--cpus-per-trial", options.cpus_per_trial), ("--gpus-per-trial", options.gpus_per_trial))
     for option, wanted in asked:
         if wanted and (wanted < RAY_PRECISION or abs(round(wanted, 4) - wanted) > 1e-12
                        or (wanted > 1 and not float(wanted).is_integer())):
             raise SweepError(f"{option} {wanted:g}: Ray takes a whole number, or a fraction below 1 of at most "
                              f"4 decimal places (at least {RAY_PRECISION:g})")
+
+
+def _check_local_resources(options: SweepOptions) -> None:
+    """What a local Ray would wait on forever: more CPUs or GPUs per trial than this machine has."""
     if options.address or os.environ.get("RAY_ADDRESS"):
         return  # a cluster: check_resources sees its nodes once joined
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
@@ -259,6 +263,7 @@ def _check_environments(space: Space, options: SweepOptions) -> None:
         refusal = options.gpus_per_trial and not options.address and frameworks.gpu_refusal(name)
         if refusal:
             raise SweepError(f"--gpus-per-trial {options.gpus_per_trial:g}: {name} cannot use a GPU here: {refusal}")
+    _check_local_resources(options)  # after the builds: a CPU-only build is the better reason to give
 
 
 def check_destinations(options: SweepOptions) -> None:
