@@ -6,8 +6,9 @@ The runner starts this file in place of the real worker where `SENSITIVITY_TEST_
 fixture reaches. It serves with the real worker's `serve`, through a protocol stream that injects
 `SENSITIVITY_WORKER_FAULT` just after writing an epoch event: `segfault` crashes the worker, `exit` exits it
 (code 3), `raise` raises inside the trial, `oom` exhausts the memory a lowered RLIMIT_AS leaves (a real
-MemoryError), `alloc` touches and frees 400 MB in the worker's first trial only (a warm worker's later trials
-must not report that peak). `hang_start` hangs before the worker is ready.
+MemoryError), `torch_oom` asks torch for more memory than any address space holds (torch's own RuntimeError),
+`alloc` touches and frees 400 MB in the worker's first trial only (a warm worker's later trials must not
+report that peak). `hang_start` hangs before the worker is ready.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-FAULTS = ("segfault", "exit", "raise", "oom", "alloc", "hang_start")
+FAULTS = ("segfault", "exit", "raise", "oom", "torch_oom", "alloc", "hang_start")
 
 
 def environ(fault: str) -> dict:
@@ -60,6 +61,9 @@ class FaultyStream:
             raise RuntimeError("fault injected by SENSITIVITY_WORKER_FAULT=raise")
         elif self.fault == "oom":
             _exhaust_memory()
+        elif self.fault == "torch_oom":
+            import torch
+            torch.empty(2**50, dtype=torch.uint8)  # 1 PiB: beyond any address space, so it fails everywhere
 
 
 def _exhaust_memory() -> None:

@@ -15,6 +15,7 @@ import ctypes
 import json
 import os
 import platform
+import re
 import sys
 import threading
 import time
@@ -66,6 +67,19 @@ def _exit_with_parent() -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
+# How each framework says it ran out of memory: numpy, MXNet and Chainer raise MemoryError; torch a
+# RuntimeError ("DefaultCPUAllocator: can't allocate memory") or torch.OutOfMemoryError on a GPU; TensorFlow
+# ResourceExhaustedError ("OOM when allocating"); JAX an XlaRuntimeError ("RESOURCE_EXHAUSTED").
+OOM_TYPES = {"MemoryError", "OutOfMemoryError", "ResourceExhaustedError"}
+OOM_TEXT = re.compile(r"out of memory|can't allocate memory|cannot allocate memory|RESOURCE_EXHAUSTED|"
+                      r"OOM when allocating|std::bad_alloc", re.IGNORECASE)
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether a trial's exception is its framework running out of memory."""
+    return bool(OOM_TYPES & {t.__name__ for t in type(exc).__mro__}) or bool(OOM_TEXT.search(str(exc)))
+
+
 def serve(requests, proto) -> None:
     # lazy: after fd 1 points at stderr (`_protocol_stream`): nothing printed at import reaches the protocol
     import numpy
@@ -96,7 +110,7 @@ def serve(requests, proto) -> None:
         except Exception as exc:  # a trial's failure is a result, not the worker's end
             traceback.print_exc(file=sys.stderr)
             reason = f"{type(exc).__name__}: {exc}"
-            if isinstance(exc, MemoryError):
+            if out_of_memory(exc):
                 reason = "out of memory: " + reason.rstrip(": ")
             result = TrialResult.failure("failed", reason, spec)
         _end_stderr()

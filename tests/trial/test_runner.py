@@ -177,6 +177,13 @@ def test_memory_exhaustion_is_a_failed_result_saying_out_of_memory(monkeypatch):
     assert "MemoryError" in result.stderr_tail and result.accuracy is None
 
 
+def test_torch_out_of_memory_is_labelled_out_of_memory_as_the_others_are(monkeypatch):
+    inject(monkeypatch, "torch_oom")  # torch's own RuntimeError: "DefaultCPUAllocator: can't allocate memory"
+    result = run_trial(digits_spec(epochs=2))
+    assert result.status == "failed" and result.reason.startswith("out of memory: RuntimeError"), result.reason
+    assert "can't allocate memory" in result.reason and result.accuracy is None
+
+
 def test_sigkill_mid_epoch_is_failed_with_reason():
     worker = Worker("modern")
     killed = threading.Event()
