@@ -10,12 +10,8 @@ What each index measures, for an objective Y of parameters X1..Xk:
   the effects, is large where Xi acts nonlinearly or through interactions. A step that matches a period of Y
   hides an effect (on Ishigami, x2's sin^2 at 6+ levels), so mu* is a screen, not a variance share.
 
-The design space: a float maps to [low, high], or [log low, log high] where log-scaled; an int to [low,
-high + 1) (log: [log low, log(high + 1))), floored back; a categorical with k choices to [0, k), floored to
-the choice's index. Parameters that share a `group` are one factor (SALib's `groups`): they move together in
-the design and get one index. Designs are SALib's scrambled Sobol' sequence in Saltelli's layout (N(2D+2)
-rows with second order, N(D+2) without, D factors; N a power of two) and Morris trajectories (r(D+1) rows).
-A Saltelli design of base 2N from the same seed begins with the N design's rows, so a design grows in rounds.
+The design space and SALib's designs (Param, saltelli_design, morris_design) live in
+sensitivity.config.design, shared with the sweep; they are re-exported here.
 
 Intervals are SALib's bootstrap over the design's base rows (Sobol') or elementary effects (Morris):
 [est - conf, est + conf]. SALib draws them as if the base rows were independent; on its scrambled Sobol'
@@ -28,180 +24,18 @@ trajectories (Morris), and its interval lies above the second's.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
-from typing import Mapping, NamedTuple, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
-KINDS = ("float", "int", "categorical")
+from sensitivity.config.design import (KINDS, Param, configuration_of, configurations_of, design_size,  # noqa: F401
+                                       factors_of, largest_base_within, morris_design, param_of,
+                                       params_of_distributions, problem_of, row_of, saltelli_design)
 RESAMPLES = 100  # SALib's default bootstrap resamples
 CONF_LEVEL = 0.95
 LEAD_SHARE = 0.90  # a settled ranking's top factor leads in at least this share of resamples
 RANKING_RESAMPLES = 200  # resamples of the trajectories for a Morris ranking
-
-
-@dataclass(frozen=True)
-class Param:
-    """One parameter of a design: kind float, int or categorical; low/high (and log, step) for numbers,
-    choices for a categorical; `group` names a SALib group it belongs to (None: a factor of its own)."""
-    name: str
-    kind: str = "float"
-    low: float | None = None
-    high: float | None = None
-    log: bool = False
-    step: float | None = None
-    choices: tuple = ()
-    group: str | None = None
-
-    def __post_init__(self):
-        where = f"parameter {self.name!r}"
-        if self.kind not in KINDS:
-            raise ValueError(f"{where}: kind {self.kind!r} is not one of {', '.join(KINDS)}")
-        if self.kind == "categorical":
-            if len(self.choices) < 2:
-                raise ValueError(f"{where}: choices needs at least 2 values, got {len(self.choices)}")
-            return
-        if self.low is None or self.high is None or not self.low < self.high:
-            raise ValueError(f"{where}: needs low < high, got low={self.low} high={self.high}")
-        if self.log and self.low <= 0:
-            raise ValueError(f"{where}: log needs low > 0, got low={self.low}")
-        if self.log and self.step not in (None, 1):
-            raise ValueError(f"{where}: step and log cannot be combined")
-        if self.step is not None and not self.step > 0:
-            raise ValueError(f"{where}: step must be > 0, got {self.step}")
-
-    @property
-    def levels(self) -> int | None:
-        """The number of values on a grid (categorical choices, or int/stepped levels), None if continuous."""
-        if self.kind == "categorical":
-            return len(self.choices)
-        if self.log or (self.kind == "float" and self.step is None):
-            return None
-        return int(math.floor((self.high - self.low) / (self.step or 1) + 1e-9)) + 1
-
-    @property
-    def bounds(self) -> list:
-        """The parameter's interval in the design space."""
-        if self.levels is not None:
-            return [0.0, float(self.levels)]
-        high = self.high + 1 if self.kind == "int" else self.high
-        return [math.log(self.low), math.log(high)] if self.log else [float(self.low), float(high)]
-
-    def value_of(self, x: float):
-        """The configuration value at design coordinate x (the inverse of the mapping above)."""
-        if self.levels is not None:
-            index = min(max(int(math.floor(x)), 0), self.levels - 1)
-            if self.kind == "categorical":
-                return self.choices[index]
-            value = self.low + index * (self.step or 1)
-            return int(value) if self.kind == "int" else float(value)
-        value = math.exp(x) if self.log else float(x)
-        if self.kind == "int":
-            return int(min(max(math.floor(value), self.low), self.high))
-        return min(max(value, self.low), self.high)
-
-    def coordinate_of(self, value) -> float:
-        """A design coordinate whose value is `value` (the middle of its cell on a grid)."""
-        if self.kind == "categorical":
-            return self.choices.index(value) + 0.5
-        if self.levels is not None:
-            return round((value - self.low) / (self.step or 1)) + 0.5
-        if self.kind == "int":
-            value = value + 0.5
-        return math.log(value) if self.log else float(value)
-
-
-def param_of(description) -> Param:
-    """A Param from a Param, or a mapping with `name` and the fields of Param (`type` for `kind` accepted)."""
-    if isinstance(description, Param):
-        return description
-    if not isinstance(description, Mapping) or "name" not in description:
-        raise ValueError(f"a parameter description needs a name, got {description!r}")
-    fields = dict(description)
-    if "type" in fields:
-        fields.setdefault("kind", fields.pop("type"))
-    allowed = set(Param.__dataclass_fields__)
-    unknown = sorted(set(fields) - allowed)
-    if unknown:
-        raise ValueError(f"parameter {fields['name']!r}: unknown field {unknown[0]!r}; allowed: "
-                         f"{', '.join(sorted(allowed))}")
-    fields["choices"] = tuple(fields.get("choices", ()))
-    return Param(**fields)
-
-
-def params_of_distributions(distributions: Mapping) -> list:
-    """Params from Optuna distributions by name (Float-, Int-, CategoricalDistribution; read by their fields)."""
-    params = []
-    for name, d in distributions.items():
-        if hasattr(d, "choices"):
-            params.append(Param(name, "categorical", choices=tuple(d.choices)))
-        else:
-            kind = "int" if type(d).__name__ == "IntDistribution" else "float"
-            step = None if d.step is None or (kind == "int" and d.step == 1) else d.step
-            params.append(Param(name, kind, d.low, d.high, log=d.log, step=step))
-    return params
-
-
-def problem_of(params: Sequence) -> dict:
-    """SALib's problem for the parameters: names, bounds in the design space, and `groups` where any
-    parameter names one (the others are groups of their own)."""
-    params = [param_of(p) for p in params]
-    names = [p.name for p in params]
-    if not params:
-        raise ValueError("a design needs at least 1 parameter")
-    if len(set(names)) != len(names):
-        raise ValueError(f"parameter names repeat: {', '.join(sorted({n for n in names if names.count(n) > 1}))}")
-    problem = {"num_vars": len(params), "names": names, "bounds": [p.bounds for p in params]}
-    if any(p.group is not None for p in params):
-        problem["groups"] = [p.group if p.group is not None else p.name for p in params]
-    return problem
-
-
-def factors_of(problem: dict) -> list:
-    """The names an index is given to: the groups (in first-seen order) where the problem has them."""
-    return list(dict.fromkeys(problem.get("groups") or problem["names"]))
-
-
-def configuration_of(params: Sequence, row) -> dict:
-    """The configuration {name: value} at one design row."""
-    params = [param_of(p) for p in params]
-    return {p.name: p.value_of(float(x)) for p, x in zip(params, row, strict=True)}
-
-
-def configurations_of(params: Sequence, rows) -> list:
-    """The configurations of every row of a design."""
-    params = [param_of(p) for p in params]
-    return [configuration_of(params, row) for row in np.asarray(rows)]
-
-
-def row_of(params: Sequence, configuration: Mapping) -> np.ndarray:
-    """A design row whose configuration is `configuration` (configuration_of's inverse)."""
-    return np.array([param_of(p).coordinate_of(configuration[param_of(p).name]) for p in params])
-
-
-def design_size(factors: int, n_base: int, second_order: bool = True) -> int:
-    """Rows of a Saltelli design over `factors` factors: N(2D+2) with second order, N(D+2) without."""
-    return n_base * (2 * factors + 2 if second_order else factors + 2)
-
-
-def largest_base_within(budget: int, factors: int, second_order: bool = True) -> int:
-    """The largest power-of-two base N whose complete Saltelli design fits in `budget` runs."""
-    per_base = design_size(factors, 1, second_order)
-    if budget < per_base:
-        raise ValueError(f"a Saltelli design over {factors} factors needs at least {per_base} runs "
-                         f"({'N(2D+2)' if second_order else 'N(D+2)'}, N=1); the budget is {budget}")
-    return 1 << int(math.floor(math.log2(budget // per_base)))
-
-
-def saltelli_design(problem: dict, n_base: int, second_order: bool = True, seed: int = 0) -> np.ndarray:
-    """Saltelli's design on SALib's scrambled Sobol' sequence: one row per run, in the design space."""
-    # lazy: SALib
-    from SALib.sample import sobol as sobol_sample
-
-    if n_base < 1 or n_base & (n_base - 1):
-        raise ValueError(f"n_base must be a power of two (SALib's Sobol' sampler), got {n_base}")
-    return sobol_sample.sample(problem, n_base, calc_second_order=second_order, scramble=True, seed=seed)
 
 
 class Estimate(NamedTuple):
@@ -277,18 +111,6 @@ def sobol_indices(problem: dict, Y, second_order: bool = True, num_resamples: in
             for k in range(j + 1, len(factors)):
                 interactions[(a, factors[k])] = _estimate(S["S2"][j, k], S["S2_conf"][j, k])
     return SobolResult(parameters, interactions, Y.size // per_base, np.asarray(S["ST_conf_all"]))
-
-
-def morris_design(problem: dict, trajectories: int, levels: int = 4, seed: int = 0) -> np.ndarray:
-    """Morris' trajectories on a grid of `levels` levels: trajectories x (factors + 1) rows."""
-    # lazy: SALib
-    from SALib.sample import morris as morris_sample
-
-    if levels < 2 or levels % 2:
-        raise ValueError(f"a Morris design needs an even number of levels, at least 2; got {levels}")
-    if trajectories < 2:
-        raise ValueError(f"a Morris design needs at least 2 trajectories, got {trajectories}")
-    return morris_sample.sample(problem, trajectories, num_levels=levels, seed=seed)
 
 
 class MorrisIndices(NamedTuple):
