@@ -500,7 +500,7 @@ def edge_cases() -> list:
     ]
     if gpu.visible_count() == 0:
         ray.append(("--gpus-per-trial 1 with no GPU", sweep + ["--gpus-per-trial", "1"], space, _nothing))
-    return fifo + shown + ray
+    return fifo + shown + ray + robustness_protocol_cases()
 
 
 def environment_cases() -> list:
@@ -514,4 +514,28 @@ def environment_cases() -> list:
                   (f"export: {what}", ["export", "x"], {}, setup), (f"report: {what}", ["report", "x"], {}, setup)]
         if setup is _home_file:
             cases.append((f"trial: {what}", trial, {}, setup))
+    return cases
+
+
+# ---------------------------------------------------------------------------------------------------------
+# robustness protocols (issue 29): a grid outside [0, 1], and a surrogate naming a model or framework that is
+# unknown or not installed here. Each is refused before any study is opened, so the study "x" need not exist.
+
+def robustness_protocol_cases() -> list:
+    """(name, argv, files, setup) of bad robustness protocols, each refused in one line, exit 2, nothing written."""
+    def case(name, text, setup=_nothing):
+        return (f"robustness protocol: {name}", ["robustness", "x", "--protocol", "p.yaml"], {"p.yaml": text}, setup)
+    grids = ["[0.1, 1.5]", "[-0.1, 0.2]", "[0, 0.1]", "[0.1, 2]", "[1.0000001]", "[-1e300]", "[0.1, 1e300]"]
+    cases = [case(f"eps {grid}", f"eps: {grid}\n") for grid in grids]
+    cases += [case(f"eps_by_dataset digits {grid}", f"eps: [0.1]\neps_by_dataset: {{digits: {grid}}}\n")
+              for grid in grids[:4]]
+    surrogates = {"model resnet": "{model: resnet}", "model ''": "{model: ''}", "model 3": "{model: 3}",
+                  "framework caffe2": "{framework: caffe2}", "framework ''": "{framework: ''}",
+                  "framework [torch]": "{framework: [torch]}", "layers of no type": "{model: x, layers: [{a: 1}]}",
+                  "layers Conv without sizes": "{model: x, layers: [{type: Conv}]}", "epochs 0": "{epochs: 0}",
+                  "optimizer adagrad": "{optimizer: adagrad}", "lr -1": "{lr: -1}", "unknown key": "{steps: 3}",
+                  "a list": "[torch, mlp]"}
+    cases += [case(f"surrogate {name}", f"eps: [0.1]\nsurrogate: {text}\n") for name, text in surrogates.items()]
+    cases.append(case("surrogate framework mxnet, its environment gone", "eps: [0.1]\nsurrogate: {framework: mxnet}\n",
+                      _environ("SENSITIVITY_PYTHON_LEGACY", "/nonexistent/python")))
     return cases
