@@ -10,12 +10,13 @@ from pathlib import Path
 from sensitivity import datasets, frameworks
 from sensitivity.commands.analysis import _check_out, _results_path
 from sensitivity.commands.common import EXIT_OK, EXIT_TRIAL_FAILED, MAX_TRIALS, UsageError, number, port
-from sensitivity.config.defaults import HALVES, Cut, DefaultsError, family, load_table
+from sensitivity.commands.budgets import add_budget, add_budget_cut, cut_of
+from sensitivity.config.defaults import HALVES, DefaultsError, family, load_table
 from sensitivity.config.design import DESIGNS, MORRIS_LEVELS
 from sensitivity.config.spaces import MAX_SEEDS, SpaceError
 from sensitivity.core import paths
 from sensitivity.core.models import MODELS
-from sensitivity.core.spec import MAX_EPOCHS, MAX_SEED, MAX_THREADS, MAX_TIMEOUT_S
+from sensitivity.core.spec import MAX_SEED, MAX_THREADS, MAX_TIMEOUT_S
 from sensitivity.forecast.estimate import text
 from sensitivity.forecast.launch import ForecastError, forecast_of, sweep_runs
 from sensitivity.studies import catalog
@@ -92,7 +93,8 @@ def _add_sweep_parser(commands) -> None:
         p.add_argument("--datasets", default="mnist5k,digits", help="comma-separated (default mnist5k,digits)")
         p.add_argument("--seeds", type=number(int, 0, strict=True, maximum=MAX_SEEDS), default=1)
         p.add_argument("--defaults", help="comma-separated names of search_spaces/defaults.yaml (default: all)")
-        _add_budget_cut(p)
+        add_budget_cut(p)
+        add_budget(p, name)
         p.add_argument("--semantics", choices=("native", "canonical", "both"), default="native",
                        help="native (default): each framework's own optimizers, schedulers and initialisers; "
                             "canonical: the same formulas everywhere; both: each default in both regimes")
@@ -124,20 +126,6 @@ def _print_forecast(args, runs: list, heading: str, sampled: bool):
     return found
 
 
-def _add_budget_cut(p) -> None:
-    cut = p.add_mutually_exclusive_group()
-    cut.add_argument("--budget-epochs", type=number(float, 0, strict=True, maximum=MAX_EPOCHS),
-                     help="a quick look: each configuration runs at most this many epochs, not its published budget, "
-                          "its schedule compressed alike (recorded; findings then say 'not tested')")
-    cut.add_argument("--budget-fraction", type=number(float, 0, strict=True, maximum=1),
-                     help="a quick look: each configuration runs this fraction of its published epochs")
-
-
-def _cut(args):
-    return Cut(epochs=args.budget_epochs, fraction=args.budget_fraction) if (
-        args.budget_epochs or args.budget_fraction) else None
-
-
 def _add_crossover_parser(commands) -> None:
     p = commands.add_parser("crossover", help="dataset transfer as Liu et al. define it: the configurations tuned "
                                               "for two datasets, each run on both, on one framework")
@@ -153,7 +141,8 @@ def _add_crossover_parser(commands) -> None:
     p.add_argument("--seeds", type=number(int, 0, strict=True, maximum=MAX_SEEDS), default=5)
     p.add_argument("--semantics", choices=("native", "canonical", "both"), default="native")
     p.add_argument("--model", help="the model every run trains, on both datasets (default: each dataset's own)")
-    _add_budget_cut(p)
+    add_budget_cut(p)
+    add_budget(p, "crossover")
     _add_run_options(p)
     p.set_defaults(handler=_cmd_crossover, command="crossover")
 
@@ -197,7 +186,8 @@ def _cmd_crossover(args) -> int:
     try:
         check_inputs(space, _options(args, 1), sets)
         sides = [resolve(args.framework, d, regimes[0], tuned.get(d), named.get(d), args.storage) for d in sets]
-        plan = crossover_plan(space, args.framework, sides, args.seeds, _cut(args), model=args.model)
+        plan = crossover_plan(space, args.framework, sides, args.seeds, cut_of(args), model=args.model,
+                              budgets=args.budget)
     except (SweepError, CrossoverError, DefaultsError) as exc:
         raise UsageError(f"sensitivity crossover: {exc}")
     return _run("crossover", lambda: run_space(space, _options(args, len(plan)), plan))
@@ -300,8 +290,8 @@ def _cmd_defaults(args) -> int:
         raise UsageError(f"sensitivity {args.command}: {exc}")
     try:
         transfer = args.command == "transfer"
-        plan = default_plan(space, names, sets, args.seeds, _cut(args), transfer=transfer, names=chosen,
-                            record_correct=transfer)
+        plan = default_plan(space, names, sets, args.seeds, cut_of(args), transfer=transfer, names=chosen,
+                            record_correct=transfer, budgets=args.budget)
     except DefaultsError as exc:
         raise UsageError(f"sensitivity {args.command}: {exc}")
     if not plan:

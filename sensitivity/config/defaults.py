@@ -36,6 +36,8 @@ FAMILY = {"mnist5k": "mnist", "mnist5k-a": "mnist", "mnist5k-b": "mnist", "digit
           "digits-b": "digits"}  # a set drawn from another
 HALVES = ({"digits-a", "digits-b"}, {"mnist5k-a", "mnist5k-b"})  # two disjoint halves of one set: a placebo
 SCHEDULE_IN_STEPS = ("stepsize", "stepvalues", "iterations")
+# the two definitions of a published budget on another dataset: the source's epochs, or its optimizer steps
+BUDGETS = ("epochs", "steps")
 
 
 def family(dataset: str) -> str:
@@ -131,6 +133,14 @@ class DefaultEntry(_Strict):
             return float(self.config["epochs"])
         return self.config["iterations"] * self.config.get("batch_size", 64) / self.train_size
 
+    def published_steps(self, dataset: str) -> Optional[float]:
+        """Its published budget in optimizer steps (of its batch on the dataset it was published for): the
+        iterations it gives, else published samples / batch (Torch's 20 epochs of 60,000 at batch 10: 120,000)."""
+        if "iterations" in self.config:
+            return float(self.config["iterations"])
+        samples = self.published_samples(dataset)
+        return None if samples is None else samples / self.config.get("batch_size", 64)
+
     def published_samples(self, dataset: str) -> Optional[float]:
         """Training samples its published run saw: published epochs x the training set it ran on."""
         epochs = self.published_epochs(dataset)
@@ -153,9 +163,11 @@ class Scale:
     epochs: float  # the epochs it ran here (steps / steps per epoch)
     budget_scale: float  # epochs / published epochs: 1.0 at the published budget
     samples_scale: Optional[float]  # samples seen here / samples seen in the published run
+    budget: str = "epochs"  # the definition of the published budget it ran (BUDGETS)
 
     def attrs(self) -> dict:
-        return {"budget_scale": round(self.budget_scale, 6), "published_epochs": round(self.published_epochs, 4),
+        return {"budget": self.budget, "budget_scale": round(self.budget_scale, 6),
+                "published_epochs": round(self.published_epochs, 4),
                 "run_epochs": round(self.epochs, 4),
                 **({"samples_scale": round(self.samples_scale, 6)} if self.samples_scale is not None else {})}
 
@@ -258,29 +270,36 @@ def caffe_config(folder: Path, files: list, where: str) -> tuple:
     return entry["config"], entry["notes"]
 
 
-def trial_fields(entry: DefaultEntry, dataset: str, steps_per_epoch: int, cut: Optional[Cut] = None) -> tuple:
+def trial_fields(entry: DefaultEntry, dataset: str, steps_per_epoch: int, cut: Optional[Cut] = None,
+                 budget: str = "epochs") -> tuple:
     """(TrialSpec fields of the entry on `dataset`, Scale).
 
-    `steps_per_epoch` is the target's (after its validation hold-out). The run is the
-    published epochs (or `cut`'s) as a whole number of steps, `iterations`; the schedule keeps its shape
-    in epochs: a step at published epoch e fires at epoch e x budget_scale here, inv's and exp's gamma give
-    the same rate at the same share of the run. DefaultsError where the entry has no budget for the dataset
+    `steps_per_epoch` is the target's (after its validation hold-out). `budget` is the definition of the
+    published budget (BUDGETS): "epochs", its published epochs of the source dataset, or "steps", its published
+    optimizer steps (on a smaller dataset, many more passes). The run is that budget (or `cut`'s share of it)
+    as a whole number of steps, `iterations`; the schedule keeps its shape over the run: a step at published
+    epoch e fires at the same share of the run here, inv's and exp's gamma give the same rate at the same share
+    (at "steps", the source's own steps and gamma). DefaultsError where the entry has no budget for the dataset
     or the budget is below one step.
     """
     published = entry.published_epochs(dataset)
     if published is None:
         raise DefaultsError(f"{entry.name}: the shared setting gives no budget for {dataset} "
                             f"(it gives one for {', '.join(entry.budget_epochs)})")
-    epochs = published
+    if budget not in BUDGETS:
+        raise DefaultsError(f"{entry.name}: budget {budget!r}; allowed: {', '.join(BUDGETS)}")
+    # the definition's budget in epochs of the target: the source's epochs, or its steps at this dataset's epoch
+    full = published if budget == "epochs" else entry.published_steps(dataset) / steps_per_epoch
+    epochs = full
     if cut is not None and cut.fraction is not None:
-        epochs = published * cut.fraction
+        epochs = full * cut.fraction
     elif cut is not None and cut.epochs is not None:
-        epochs = min(published, cut.epochs)
+        epochs = min(full, cut.epochs)
     iterations = round(epochs * steps_per_epoch)
     if epochs * steps_per_epoch < 1:
         raise DefaultsError(f"{entry.name} on {dataset}: a budget of {epochs:.3g} epochs is below one step "
                             f"({steps_per_epoch} steps an epoch)")
-    scale = epochs / published
+    scale = epochs / published  # the schedule's stretch: epochs here per published epoch
     fields = {k: (tuple(v) if isinstance(v, list) else v) for k, v in entry.config.items() if k != "epochs"}
     fields["iterations"] = iterations
     # steps of the source per step here, over the same share of the run
@@ -303,7 +322,8 @@ def trial_fields(entry: DefaultEntry, dataset: str, steps_per_epoch: int, cut: O
         fields["gamma"] = fields["gamma"] ** per_step
     samples = entry.published_samples(dataset)
     seen = iterations * fields.get("batch_size", 64)
-    return fields, Scale(published, iterations / steps_per_epoch, scale, seen / samples if samples else None)
+    return fields, Scale(published, iterations / steps_per_epoch, epochs / full, seen / samples if samples else None,
+                         budget)
 
 
 def _steps_at(epochs, steps_per_epoch: float) -> tuple:

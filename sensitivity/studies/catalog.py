@@ -12,7 +12,7 @@ from sensitivity.studies.trial_rows import trial_records
 EXPORT_ATTRS = ("status", "reason", "seed", "config_id", "accuracy", "val_accuracy", "loss", "train_time_s",
                 "setup_time_s", "compile_time_s", "test_time_s", "throughput", "peak_rss_mb", "cpu_percent",
                 "flops_per_s", "params", "steps", "retry_of", "orphaned", "default", "default_source", "source_dataset",
-                "own_default", "default_kind", "budget_scale", "samples_scale", "published_epochs", "run_epochs",
+                "own_default", "default_kind", "budget", "budget_scale", "samples_scale", "published_epochs", "run_epochs",
                 "crossover", "tuned_for", "placebo", "tuned_config", "tuned_key", "parallel", "timing", "timed_study",
                 "timed_trial")
 

@@ -23,7 +23,7 @@ from sensitivity import private_apis
 HEARTBEAT_PREFIX = "heartbeat:"
 # what a queued trial carries, and a retry or a re-queued surplus keeps
 QUEUED_ATTRS = ("seed", "config_id", "retry_of", "attempt", "planned", "plan_key", "is_default", "default",
-                "default_source", "source_dataset", "own_default", "default_kind", "budget_scale", "samples_scale", "published_epochs",
+                "default_source", "source_dataset", "own_default", "default_kind", "budget", "budget_scale", "samples_scale", "published_epochs",
                 "run_epochs", "crossover", "tuned_for", "placebo", "tuned_config", "tuned_key", "timing", "timed_study",
                 "timed_trial")
 SPACE_HASH = "space_fingerprint"

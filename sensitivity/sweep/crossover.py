@@ -112,10 +112,10 @@ def _from_sweep(framework: str, dataset: str, regime: str, name: str, storage) -
                                  f"{seeds} seed{'s' if seeds != 1 else ''})")
 
 
-def crossover_plan(space, framework: str, sides: list, seeds: int, cut=None, model=None) -> list:
-    """Each side's tuned configuration on both datasets, in each regime of the space, `seeds` seeds from
-    FIRST_SEED, as planned trials (each records its per-sample correctness); every run trains `model`, by
-    default each dataset's own."""
+def crossover_plan(space, framework: str, sides: list, seeds: int, cut=None, model=None, budgets=("epochs",)) -> list:
+    """Each side's tuned configuration on both datasets, in each regime of the space and each definition of its
+    budget in `budgets` (`defaults.BUDGETS`), `seeds` seeds from FIRST_SEED, as planned trials (each records its
+    per-sample correctness); every run trains `model`, by default each dataset's own."""
     (a, b) = (side.dataset for side in sides)
     placebo = {a, b} in HALVES
     plan = []
@@ -123,15 +123,16 @@ def crossover_plan(space, framework: str, sides: list, seeds: int, cut=None, mod
         name = f"{framework}/{regime}: {a} x {b}" + (f" ({model})" if model else "")
         for side in sides:
             key = json.dumps(side.entry.config, sort_keys=True)
-            for dataset in (a, b):
+            for dataset, budget in ((d, kind) for kind in budgets for d in (a, b)):
                 fields, scale = trial_fields(side.entry, dataset, steps_per_epoch(
-                    dataset, side.entry.config.get("batch_size", 64), space.val_fraction), cut)
+                    dataset, side.entry.config.get("batch_size", 64), space.val_fraction), cut, budget)
                 planned = {**fields, "semantics": regime, "framework": framework, "dataset": dataset,
                            "model": model or datasets.REGISTRY[dataset].default_model, "record_correct": True}
                 check_planned(planned, f"tuned for {side.dataset} ({side.label}) on {dataset}")
                 attrs = {"crossover": name, "placebo": placebo, "tuned_for": side.dataset, "tuned_config": side.label,
                          "tuned_key": key, **scale.attrs(),
-                         "config_id": f"crossover:{name}:tuned for {side.dataset}:on {dataset}"}
+                         "config_id": f"crossover:{name}:tuned for {side.dataset}:on {dataset}"
+                                      + ("" if budget == "epochs" else f":{budget}")}
                 plan += [PlannedTrial({"framework": framework, **({"semantics": regime} if "semantics" in
                                                                  space.parameters else {})},
                                       planned, {**attrs, "seed": seed})

@@ -23,7 +23,9 @@ class PlannedTrial:
 
     @property
     def key(self) -> str:
-        return "|".join(f"{k}={self.planned[k]}" for k in sorted(self.planned)) + f"|seed={self.attrs.get('seed', 0)}"
+        budget = self.attrs.get("budget", "epochs")  # a run at the published steps is its own, even where the two agree
+        return ("|".join(f"{k}={self.planned[k]}" for k in sorted(self.planned)) + f"|seed={self.attrs.get('seed', 0)}"
+                + ("" if budget == "epochs" else f"|budget={budget}"))
 
 
 def steps_per_epoch(dataset: str, batch_size: int, val_fraction: float) -> int:
@@ -46,10 +48,11 @@ def own_default(entries: list, framework: str, dataset: str):
 
 
 def default_plan(space, frameworks: list, dataset_names: list, seeds: int, cut=None, transfer: bool = False,
-                 names=None, record_correct: bool = False) -> list:
+                 names=None, record_correct: bool = False, budgets=("epochs",)) -> list:
     """Every framework's own defaults on every dataset (with `transfer`, every default on every framework
     and dataset), `seeds` seeds each, in each regime the space runs (`Space.regimes`), as planned trials.
-    Each runs its published budget, or `cut`'s (a `defaults.Cut`), recorded as its `Scale`; `names` limits
+    Each runs its published budget under each definition of `budgets` (`defaults.BUDGETS`: the source's epochs,
+    its steps), or `cut`'s share of it (a `defaults.Cut`), recorded as its `Scale`; `names` limits
     the entries; `record_correct` has each trial record its per-sample correctness (a transfer study's). A
     shared setting without a budget for a dataset is not planned there. DefaultsError for a budget below
     one step or a configuration beyond TrialSpec's bounds (docs/bounds.md), before anything runs."""
@@ -63,10 +66,12 @@ def default_plan(space, frameworks: list, dataset_names: list, seeds: int, cut=N
                 if entry.published_epochs(dataset) is None:
                     continue
                 batch = entry.config.get("batch_size", 64)
-                fields, scale = trial_fields(entry, dataset, steps_per_epoch(dataset, batch, space.val_fraction), cut)
-                if record_correct:
-                    fields["record_correct"] = True
-                plan += planned_seeds(space, entry, entries, framework, dataset, regime, fields, scale, seeds)
+                for budget in budgets:
+                    fields, scale = trial_fields(entry, dataset, steps_per_epoch(dataset, batch, space.val_fraction),
+                                                 cut, budget)
+                    if record_correct:
+                        fields["record_correct"] = True
+                    plan += planned_seeds(space, entry, entries, framework, dataset, regime, fields, scale, seeds)
     return plan
 
 
@@ -94,7 +99,8 @@ def planned_seeds(space, entry, entries: list, framework: str, dataset: str, reg
     attrs = {"is_default": framework in entry.own_frameworks([framework]), "default": entry.name,
              "default_kind": entry.kind, "default_source": entry.framework, "source_dataset": entry.dataset,
              "own_default": mine is not None and mine.name == entry.name, **scale.attrs(),
-             "config_id": f"default:{entry.name}:{framework}:{dataset}:{regime}"}
+             "config_id": f"default:{entry.name}:{framework}:{dataset}:{regime}"
+                          + ("" if scale.budget == "epochs" else f":{scale.budget}")}
     return [PlannedTrial(params, planned, {**attrs, "seed": seed}) for seed in range(seeds)]
 
 
