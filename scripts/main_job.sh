@@ -14,7 +14,8 @@
 #   4. the ablation of the largest native framework-transfer difference, one knob at a time (cut to half its
 #      budget: it attributes a difference and gives no verdict);
 #   5. robustness of step 2's models by search_spaces/robustness.yaml: FGSM and PGD on the whole test set, white-box
-#      and transferred, at matched clean accuracy (checkpoints) and as trained, native and canonical;
+#      and transferred (every target of a seed meets the examples of that seed's surrogate, a one-hidden-layer MLP
+#      trained on torch), at matched clean accuracy (checkpoints) and as trained, native and canonical;
 #   6. the report, with its findings printed, and a check that its figures render in Chromium (without Chromium that
 #      check fails the job, unless SENSITIVITY_SKIP_BROWSER_CHECK=1 skips it).
 # Left out, too long for this machine, each with the command that runs it (see the lines printed at the end):
