@@ -118,6 +118,7 @@ def check_url(url: str) -> None:
     where = f"storage {describe(url)}"
     if not url.strip():
         raise StorageError(f"storage: empty; allowed {ALLOWED}")
+    _check_no_query(url)
     path = _file_of(url)
     in_memory = url.startswith("sqlite:") and (path is None or str(path) in ("", ".", ":memory:")
                                               or "mode=memory" in url)
@@ -149,6 +150,16 @@ def check_url(url: str) -> None:
             torn.check_journal(path, where)
         except torn.RecordFileError as exc:
             raise StorageError(str(exc)) from None
+
+
+def _check_no_query(url: str) -> None:
+    """An SQLite URL names a file and nothing else: SQLAlchemy would read `?timeout=abc` as an argument (and
+    fail after the file is made), `?uri=true` makes `file::memory:` an in-memory database, and the driver sets
+    its own timeout (60 s), so a query string is refused rather than half taken."""
+    if url.startswith("sqlite:") and "?" in url:
+        raise StorageError(f"storage {describe(url)}: an SQLite URL takes no query string "
+                           f"(?{describe(url).partition('?')[2]}): the file alone is used, with a 60 s lock timeout "
+                           "set by the driver; allowed sqlite:///FILE")
 
 
 def _check_server(url: str, where: str) -> None:
@@ -185,6 +196,7 @@ def open_storage(url: str | None = None, must_exist: bool = False):
     import sqlalchemy.exc
 
     url = url or default_url()
+    _check_no_query(url)
     path = _file_of(url)
     if must_exist and path is not None and not path.exists():
         raise StorageError(f"storage {describe(url)}: no such file {path} (no sweep has written there)")

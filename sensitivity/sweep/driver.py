@@ -37,7 +37,7 @@ from sensitivity.studies.storage import StorageLost, default_url, describe, open
 from sensitivity.sweep.plans import default_plan, enqueue_plan
 from sensitivity.sweep.recovery import recover
 from sensitivity.sweep.trial_log import log_path, log_study
-from sensitivity.sweep.tuning import ResourceError, check_address, run_tune, start_ray, stop_ray
+from sensitivity.sweep.tuning import ResourceError, check_address, check_open_files, run_tune, start_ray, stop_ray
 
 SAMPLERS = ("tpe", "random", "grid", "qmc", "nsga2")
 PRUNERS = ("none", "asha", "hyperband")
@@ -277,6 +277,7 @@ def check_destinations(options: SweepOptions) -> None:
         raise SweepError(str(exc)) from None
     try:
         check_address(options.address)
+        check_open_files()
         check_results_folder()
     except ValueError as exc:
         raise SweepError(str(exc)) from None

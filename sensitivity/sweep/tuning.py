@@ -8,6 +8,7 @@ orphans of a killed driver: they do not count towards N, and a rerun runs them.
 from __future__ import annotations
 
 import os
+import resource
 import socket
 import time
 from pathlib import Path
@@ -55,6 +56,24 @@ def check_address(address, timeout_s: float = 3.0) -> None:
         why = "no answer" if isinstance(exc, socket.timeout) else (getattr(exc, "strerror", None) or str(exc))
         raise ValueError(f"--address {address}: no Ray cluster reachable there ({why} within {timeout_s:g} s)") \
             from None
+
+
+OPEN_FILES = 1024  # what a sweep raises its open-file limit to, where the hard limit allows
+MIN_OPEN_FILES = 256  # below it, refused: a sweep of 2 trials at once failed here at 96 and ran at 128
+
+
+def check_open_files(want: int = OPEN_FILES, least: int = MIN_OPEN_FILES) -> None:
+    """Raise this process's open-file limit towards `want` as far as the hard limit allows (Ray's processes
+    inherit it); ValueError below `least`: Ray would time out waiting for its GCS and end in a traceback."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= want:
+        return
+    raised = want if hard == resource.RLIM_INFINITY else min(want, hard)
+    if raised > soft:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+    if raised < least:
+        raise ValueError(f"open-file limit {soft} (hard {hard}): Ray and the trials' workers need at least {least} "
+                         f"({want} for many trials at once); raise it (ulimit -n {want}) and run again")
 
 
 def check_resources(cpus: float, gpus: float) -> None:
