@@ -210,11 +210,13 @@ def robustness_html(curves: pd.DataFrame, source: pd.DataFrame, pgd_steps: int) 
                                                                       curves["relative_mean"])]
     curves = curves.assign(cell=cell)
     white = curves[curves["kind"].eq("white-box")].pivot(
-        index=[REGIME, "dataset", "attack", "target_framework"], columns="eps", values="cell")
+        index=[REGIME, "dataset", "default", "role", "attack", "target_framework"], columns="eps", values="cell")
     cross = curves[curves["kind"].eq("transfer")].pivot(
-        index=[REGIME, "dataset", "attack", "source_framework", "target_framework"], columns="eps", values="cell")
-    tables = [("White-box accuracy of the models as trained, by eps (and its share of the model's clean accuracy)",
-               white), ("Accuracy on examples made on another model, by eps", cross)]
+        index=[REGIME, "dataset", "default", "role", "attack", "source_framework", "target_framework"], columns="eps",
+        values="cell")
+    tables = [("White-box accuracy of the states the verdict compares (each configuration's models at matched clean "
+               "accuracy where they kept checkpoints), by eps (and its share of the model's clean accuracy)",
+               white), ("Accuracy on the examples made on the seed's surrogate, by eps", cross)]
     grid = (f"the eps grid {protocol['eps']} registered in {protocol['file']} (sha256 {protocol['sha256'][:12]}) "
             "before any attack" if protocol else "the eps the attack was given (no protocol recorded)")
     samples = ("the whole test set" if protocol and not protocol.get("samples")

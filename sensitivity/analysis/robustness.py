@@ -7,10 +7,12 @@ compared with their targets and matched checkpoints) and one record per attacked
 {"published": state, "checkpoints": {epoch: state}}, a state being one attacked model: its clean accuracy, its
 white-box accuracies and per-sample correctness per attack and eps, what it kept on other models' examples, the
 share of samples with a zero input gradient); the trial table carries them in `attrs`. `robustness_curves` gives,
-for the models as trained, one row per dataset, attack, epsilon and (source framework, target framework): the
-mean accuracy over the target models with its 95% interval (`intervals`: none below 3 models, the range at 2) and
-n, the models behind it; the same relative to each model's clean accuracy. `kind` is `white-box` where each model
-was attacked through its own gradient, `transfer` where it was tested on the examples other models' attacks made.
+for the states the verdict compares (`drawn`: each configuration's models at matched clean accuracy where its set
+has matched checkpoints, else as trained; never several defaults pooled), one row per dataset, default, attack,
+epsilon and (source, target framework): the mean accuracy over the target models with its 95% interval
+(`intervals`: none below 3 models, the range at 2) and n, the models behind it; the same relative to each model's
+clean accuracy. `kind` is `white-box` where each model was attacked through its own gradient, `transfer` where it
+was tested on the examples its seed's surrogate made (`surrogate (FRAMEWORK)`).
 `robustness_checks` flags, per attacked state, gradient masking (a share of all-zero input gradients above the
 protocol's threshold), PGD weaker than FGSM, and an accuracy that does not fall towards 0 at the largest eps.
 Every row carries the target model's regime (`semantics`); a mean is over models of one regime, and examples made
@@ -22,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from sensitivity.analysis.intervals import CONFIDENCE, group_intervals
+from sensitivity.analysis.robustness_pairs import SURROGATE, state_of_role
 from sensitivity.analysis.table import REGIME, NotEnoughData, derived, regime_sorted, trained, trials_table
 
 PREFIX = "robustness:"
@@ -46,8 +49,8 @@ def protocol_of(table) -> dict:
 
 
 def robustness_rows(table) -> pd.DataFrame:
-    """One row per target model as trained, attack, epsilon and source model (the target itself for
-    white-box); computed once per table (`table.derived`)."""
+    """One row per state the verdict compares (`drawn`), attack, epsilon and source (the target itself for
+    white-box, the seed's surrogate for transfer); computed once per table (`table.derived`)."""
     return derived(trials_table(table), _robustness_rows)
 
 
@@ -58,28 +61,50 @@ def _robustness_rows(table: pd.DataFrame) -> pd.DataFrame:
     models = trained(table)
     info = {number: (framework, regime, dataset) for number, framework, regime, dataset in
             zip(models["number"], models["framework"], models[REGIME], models["dataset"])}
+    states = {int(n): states_of(r) for n, r in records.items()}
     rows = []
-    for number, record in records.items():
-        number, record = int(number), states_of(record)["published"]
+    for number, state, default, role in drawn(protocol_of(table), states):
         if number not in info:
             continue
         framework, regime, dataset = info[number]
-        base = {"dataset": dataset, REGIME: regime, "target_trial": number, "target_framework": framework,
-                "samples": record["samples"], "clean_accuracy": record["clean"]}
-        sources = [(number, "white-box", record["white_box"])]
-        sources += [(int(s), "transfer", accs) for s, accs in record.get("transfer", {}).items() if "@" not in s]
-        for source, kind, by_attack in sources:
-            if source not in info:
-                continue
+        base = {"dataset": dataset, REGIME: regime, "default": default, "role": role, "target_trial": number,
+                "target_framework": framework, "samples": state["samples"], "clean_accuracy": state["clean"]}
+        sources = [(number, framework, regime, "white-box", state["white_box"])]
+        for key, accs in (state.get("transfer") or {}).items():
+            if key == SURROGATE:  # the one source of the seed, in every regime: no compared framework's model
+                sources.append((None, f"surrogate ({(state.get('surrogate') or {}).get('framework', '?')})",
+                                regime, "transfer", accs))
+            elif int(key.split("@")[0]) in info:  # a study attacked before the surrogate: another framework's
+                other = info[int(key.split("@")[0])]
+                sources.append((int(key.split("@")[0]), other[0], other[1], "transfer", accs))
+        for source, source_framework, source_regime, kind, by_attack in sources:
             for attack, accuracies in by_attack.items():
-                for eps, accuracy in zip(record["eps"], accuracies):
-                    rows.append({**base, "source_trial": source, "source_framework": info[source][0],
-                                 "source_semantics": info[source][1], "kind": kind, "attack": attack,
+                for eps, accuracy in zip(state["eps"], accuracies):
+                    rows.append({**base, "source_trial": source, "source_framework": source_framework,
+                                 "source_semantics": source_regime, "kind": kind, "attack": attack,
                                  "eps": eps, "accuracy": accuracy,
-                                 "relative_accuracy": accuracy / record["clean"] if record["clean"] else np.nan})
+                                 "relative_accuracy": accuracy / state["clean"] if state["clean"] else np.nan})
     if not rows:
         raise NotEnoughData(NEEDS)
     return pd.DataFrame(rows)
+
+
+def drawn(protocol: dict, states: dict) -> list:
+    """[(trial, state, default, role)]: the states the verdict compares, one per model of each set of one
+    configuration (`robustness_pairs.primary`: its matched checkpoint where the set has them, else the model as
+    trained); for a study attacked before the protocol recorded its sets, each model as trained."""
+    sets = [s for s in protocol.get("sets") or [] if s.get("kind") in ("config", "all")]
+    if not sets:
+        return [(n, s["published"], None, "as trained") for n, s in sorted(states.items())]
+    out = []
+    for one in sets:
+        role = "matched" if one.get("matched") else "published"
+        for number in one["members"]:
+            state = state_of_role(states[number], role, one, number) if number in states else None
+            if state is not None:
+                out.append((number, state, one.get("default") or one["key"],
+                            "matched" if role == "matched" else "as trained"))
+    return out
 
 
 def robustness_checks(table) -> pd.DataFrame:
@@ -121,7 +146,7 @@ def robustness_curves(table, confidence: float = CONFIDENCE) -> pd.DataFrame:
     regimes are left out."""
     rows = robustness_rows(table)
     rows = rows[rows[REGIME].eq(rows["source_semantics"])]
-    keys = [REGIME, "dataset", "attack", "kind", "source_framework", "target_framework", "eps"]
+    keys = [REGIME, "dataset", "default", "role", "attack", "kind", "source_framework", "target_framework", "eps"]
     per_target = _per_target(rows, keys)
     out = group_intervals(per_target, keys, "accuracy", confidence=confidence).rename(columns={"accuracy_n": "n"})
     relative = group_intervals(per_target, keys, "relative_accuracy", "relative", "relative", confidence)

@@ -36,6 +36,7 @@ def robustness_claim(regime: str, rows: pd.DataFrame, every_regime: pd.DataFrame
     in every regime; `checked`: the attack checks' sentence."""
     own = rows[rows["role"].eq("comparison")]
     tested = own[own["verdict"].ne("not compared")]
+    checked = source_text(tested) + checked
     beside = rows[rows["role"].eq("beside") & rows["verdict"].ne("not compared")]
     if tested.empty:
         sentence = sentences.not_compared(regime, CLAIM, own) if len(own) else sentences.untested(regime, CLAIM)
@@ -77,6 +78,16 @@ def robustness_claim(regime: str, rows: pd.DataFrame, every_regime: pd.DataFrame
             "p": top["p"], "p_holm": top["p_holm"], "p_tost": top["p_tost"], "n_a": int(top["n_a"]),
             "n_b": int(top["n_b"]), "n_differ": len(beyond), "control": control_text,
             "seeds_needed": None, "sentence": sentence + checked + "."}
+
+
+def source_text(tested: pd.DataFrame) -> str:
+    """"; the transferred examples of each seed made on its surrogate (...), the same for every target", or
+    "" where no tested comparison is a transfer attack."""
+    found = sorted({d.get("surrogate") or "another framework's model of the seed (no surrogate recorded)"
+                    for d in tested.get("detail", pd.Series([], dtype=object)) if d and d.get("kind") == "transfer"})
+    if not found:
+        return ""
+    return f"; transferred examples made on the surrogate, {'; '.join(found)}, the same for every target of a seed"
 
 
 def _control(tested: pd.DataFrame, differ: pd.DataFrame, head: dict, beside: pd.DataFrame, checked: str) -> dict:

@@ -3,8 +3,9 @@ targets and matched checkpoints; each state's per-sample correctness).
 
 For a set and two of its frameworks A and B, in one role (the matched checkpoints, or the models as trained) and
 one kind of attack:
-- `transfer` (the primary test): A's and B's states of one seed meet the same examples, made on the states of the
-  set's other frameworks with that seed, so that neither framework's own gradient is in the comparison;
+- `transfer` (the primary test): A's and B's states of one seed meet the same examples, made on that seed's
+  surrogate (the protocol's `surrogate`: a model no compared framework trained), so that no compared model's
+  gradient is in the comparison and every pair meets the same source;
 - `white-box`: each state under its own attack.
 On the samples both states classify correctly when clean, each sample's robust accuracy curve over the protocol's
 eps grid (1 at eps 0) has an area (trapezoids, divided by the largest eps: 1 for a sample never flipped, 0 for one
@@ -30,10 +31,12 @@ import pandas as pd
 from sensitivity.analysis.intervals import MIN_FOR_INTERVAL
 from sensitivity.core.correctness import unpack
 
+SURROGATE = "surrogate"  # the transfer source's key in a state (sensitivity.experiments.robustness.SURROGATE)
+
 COLUMNS = ["semantics", "dataset", "set", "set_kind", "default", "role", "kind", "attack", "framework_a",
            "framework_b", "target", "clean_a", "clean_b", "comparable", "margin", "auc_a", "auc_b", "estimate", "low",
            "high", "p", "se", "df", "sd", "n_a", "n_b", "shared", "method", "test", "p_floor", "note", "eps",
-           "primary"]
+           "primary", "surrogate"]
 
 
 def auc_difference(diffs: np.ndarray, shared: np.ndarray, resamples: int = 2000, seed: int = 0) -> dict:
@@ -125,7 +128,7 @@ def robustness_comparisons(table) -> pd.DataFrame:
         for role in ("matched", "published"):
             if role == "matched" and not one.get("matched"):
                 continue
-            chosen = {n: _state(states[n], role, one, n) for n in members}
+            chosen = {n: state_of_role(states[n], role, one, n) for n in members}
             chosen = {n: s for n, s in chosen.items() if s is not None}
             by_fw: dict = {}
             for n in chosen:
@@ -143,7 +146,7 @@ def primary(frame: pd.DataFrame) -> pd.Series:
     """The claim's own comparisons: the same configuration on every framework (the sets of one default, or of
     all models for a study of no defaults), so that the two models differ in framework alone; each framework's
     own default is reported beside them, as the defaults' effect. At matched clean accuracy where the set has
-    matched checkpoints, under transfer attacks where a third framework made examples (else white-box)."""
+    matched checkpoints, under transfer attacks where the surrogate's examples were tested (else white-box)."""
     if frame.empty:
         return pd.Series([], dtype=bool)
     own = frame["set_kind"].isin(("config", "all"))
@@ -154,7 +157,8 @@ def primary(frame: pd.DataFrame) -> pd.Series:
     return own & frame["role"].eq(role) & frame["kind"].eq(kind)
 
 
-def _state(states: dict, role: str, one: dict, number: int):
+def state_of_role(states: dict, role: str, one: dict, number: int):
+    """A member's state in `role` ("published", or "matched": its matched checkpoint, or the model as trained)."""
     if role == "published":
         return states.get("published")
     epoch = one["matched"].get(str(number))
@@ -174,7 +178,7 @@ def _pair(one, role, kind, attack, a, b, by_fw, chosen, info, protocol, boot) ->
            "estimate": np.nan, "low": None, "high": None, "p": None, "se": None, "df": None, "sd": None,
            "n_a": len(seeds),
            "n_b": len(seeds), "shared": None, "method": "not compared", "test": "none", "p_floor": None, "note": "",
-           "primary": False,
+           "primary": False, "surrogate": None,
            "eps": (states_a or states_b or [{}])[0].get("eps")}
     if not seeds:
         return {**row, "note": "no seed with a model of each"}
@@ -196,23 +200,28 @@ def _pair(one, role, kind, attack, a, b, by_fw, chosen, info, protocol, boot) ->
         auc_a.append(area_a[both].mean())
         auc_b.append(area_b[both].mean())
     if not diffs:
-        lacking = "a third framework's examples and " if kind == "transfer" else ""
+        lacking = "the surrogate's examples and " if kind == "transfer" else ""
         return {**row, "method": "no examples",
                 "note": f"no seed with {lacking}a test sample both models classify correctly"}
     found = auc_difference(np.vstack(diffs), np.vstack(masks).astype(float), boot.get("resamples", 2000),
                            boot.get("seed", 0))
     return {**row, **{k: found[k] for k in ("estimate", "low", "high", "p", "se", "df", "sd", "method", "test",
                                                  "p_floor")},
+            "surrogate": _surrogate(kind, states_a) if kind == "transfer" else None,
             "n_a": found["n"], "n_b": found["n"], "auc_a": float(np.mean(auc_a)), "auc_b": float(np.mean(auc_b)),
             "shared": int(np.mean([m.sum() for m in masks]))}
 
 
 def _curves(kind, attack, sa, sb, number_a, number_b, by_fw, seed, chosen, one, role) -> list:
-    """[(A's correctness eps x samples, B's, the eps grid)]: white-box, one pair; transfer, one per source state
-    of the set's other frameworks with this seed."""
+    """[(A's correctness eps x samples, B's, the eps grid)]: white-box, one pair; transfer, the one pair of both
+    on this seed's surrogate's examples (the same for both; a study attacked before the surrogate: one per
+    source state of the set's other frameworks with this seed)."""
     eps = sa["eps"]
     if kind == "white-box":
         return [(_matrix(sa["correct"][attack]), _matrix(sb["correct"][attack]), eps)]
+    got_a, got_b = (s.get("transfer_correct", {}).get(SURROGATE, {}).get(attack) for s in (sa, sb))
+    if got_a and got_b:
+        return [(_matrix(got_a), _matrix(got_b), eps)]
     out = []
     for framework, seeds in sorted(by_fw.items()):
         source = seeds.get(seed)
@@ -223,6 +232,12 @@ def _curves(kind, attack, sa, sb, number_a, number_b, by_fw, seed, chosen, one, 
         if got_a and got_b:
             out.append((_matrix(got_a), _matrix(got_b), eps))
     return out
+
+
+def _surrogate(kind: str, states: list):
+    """What made the transfer examples: the surrogate's description, or None for a study attacked before it."""
+    found = {(s.get("surrogate") or {}).get("describe") for s in states} - {None}
+    return "; ".join(sorted(found)) or None
 
 
 def _key(number: int, role: str, one: dict) -> str:

@@ -51,7 +51,12 @@ def _cmd_robustness(args) -> int:
     from sensitivity.analysis.robustness import robustness_curves
     from sensitivity.analysis.table import trials_table
     from sensitivity.experiments.robustness import RobustnessError, attack_study
+    from sensitivity.experiments.robustness_protocol import ProtocolError, load
 
+    try:
+        load(args.protocol)  # refused before any study is opened: a bad protocol writes nothing
+    except ProtocolError as exc:
+        raise UsageError(f"sensitivity robustness: {exc}")
     study = _load("robustness", args)
     try:
         regimes = ("native", "canonical") if args.semantics == "both" else (args.semantics,)
@@ -66,7 +71,8 @@ def _cmd_robustness(args) -> int:
         return EXIT_TRIAL_FAILED
     curves = robustness_curves(trials_table(study))
     white = curves[curves["kind"].eq("white-box")].pivot_table(
-        index=["semantics", "dataset", "attack", "target_framework", "n"], columns="eps", values="accuracy_mean")
+        index=["semantics", "dataset", "default", "role", "attack", "target_framework", "n"], columns="eps",
+        values="accuracy_mean")
     print(f"white-box accuracy against eps (n = models), study {study.study_name}:")
     print(white.to_string(float_format=lambda v: f"{v:.3f}"))
     return EXIT_TRIAL_FAILED if failures else EXIT_OK

@@ -14,9 +14,11 @@ model's matched state in that set. A set with a model that kept no checkpoints h
 compared at the published budget only.
 
 Attacks. Every state (each model as trained, and each matched checkpoint) is attacked white-box on the whole test
-set at every eps of the protocol's grid, its examples saved under results/robustness/STUDY/; then it is tested on
-the examples made on the states of its sets' other frameworks with its seed (transfer attacks: the models
-compared meet the same examples, made without their own gradients). The driver writes the protocol with its sets
+set at every eps of the protocol's grid. Transfer attacks have one source per dataset and seed: the protocol's
+surrogate, a model no compared framework trained, trained on one framework with that seed and attacked white-box,
+its examples saved under results/robustness/STUDY/. Every state of that dataset and seed is tested on those
+examples (`transfer[SURROGATE]`), and its state records which surrogate made them (`surrogate`): every target
+meets the same examples, made without any compared model's gradient. The driver writes the protocol with its sets
 and targets (study attribute `robustness_protocol`) before the first attack, then one record per trial
 (`robustness:NUMBER`: {"published": state, "checkpoints": {epoch: state}}) as soon as it is made. A run
 replaces earlier runs' records; a model whose attack failed is reported and has none.
@@ -29,6 +31,7 @@ from typing import Callable, Optional
 from sensitivity import datasets, frameworks
 from sensitivity.core import paths
 from sensitivity.analysis.robustness import PREFIX, PROTOCOL_ATTR
+from sensitivity.analysis.robustness_pairs import SURROGATE  # the transfer source's key in a state
 from sensitivity.experiments.robustness_protocol import ProtocolError, load
 from sensitivity.core.spec import TrialSpec
 from sensitivity.studies.specs import trial_spec
@@ -175,7 +178,7 @@ def attack_study(study, samples: Optional[int] = None, defaults_only: bool = Fal
     records, failures, workers = {}, {}, {}
     grids = {n: list(protocol.grid(specs[n].dataset)) for n in by_number}
     requests = {state: _request(specs[state[0]], by_number[state[0]], state[1], list(protocol.attacks),
-                                grids[state[0]], samples, out_dir / f"{_key(state)}.npz") for state in states}
+                                grids[state[0]], samples) for state in states}
     made = {}
 
     def run(state, request: dict):
@@ -187,17 +190,22 @@ def attack_study(study, samples: Optional[int] = None, defaults_only: bool = Fal
             return None
 
     try:
-        for state in states:  # white-box, saving each state's examples
+        for state in states:  # white-box
             log(f"attacking {_describe(state, specs)}")
             result = run(state, requests[state])
             if result is not None:
                 made[state] = {**result, "eps": grids[state[0]], "attacks": list(protocol.attacks),
                                "epoch": state[1], "val_accuracy": _val_at(by_number[state[0]], state[1])}
-        for state, sources in _transfer_sources(sets, made, specs).items():
-            evaluate = {_key(s): requests[s]["save_examples"] for s in sources}
-            result = run(state, {**requests[state], "attacks": [], "evaluate": evaluate, "save_examples": None})
+        surrogates = _surrogates(protocol, sorted({(specs[n].dataset, specs[n].seed) for n in by_number}),
+                                 specs[trials[0].number], samples, out_dir, workers, log)
+        for state in [s for s in states if s in made]:  # transfer: every target of a seed meets its surrogate's
+            surrogate = surrogates.get((specs[state[0]].dataset, specs[state[0]].seed))
+            if surrogate is None:
+                continue
+            result = run(state, {**requests[state], "attacks": [], "evaluate": {SURROGATE: surrogate["examples"]}})
             if result is not None:
-                made[state].update(transfer=result["transfer"], transfer_correct=result["transfer_correct"])
+                made[state].update(transfer=result["transfer"], transfer_correct=result["transfer_correct"],
+                                   surrogate=surrogate["record"])
     finally:
         for worker in workers.values():
             worker.close()
@@ -210,26 +218,36 @@ def attack_study(study, samples: Optional[int] = None, defaults_only: bool = Fal
     return records, failures
 
 
-def _transfer_sources(sets: list, made: dict, specs: dict) -> dict:
-    """{state: the states whose examples it is tested on}: in each set, of the other frameworks, with its seed, in
-    the same role (matched checkpoints with matched checkpoints, models as trained with models as trained)."""
-    sources: dict = {}
-    for one in sets:
-        for role in ("published", "matched"):
-            if role == "matched" and not one["matched"]:
-                continue
-            states = [(n, None if role == "published" else one["matched"][str(n)]) for n in one["members"]]
-            states = [s for s in states if s in made]
-            for state in states:
-                spec = specs[state[0]]
-                sources.setdefault(state, set()).update(
-                    s for s in states if specs[s[0]].framework != spec.framework and specs[s[0]].seed == spec.seed)
-    return {state: sorted(found, key=lambda s: (s[0], s[1] or 0)) for state, found in sources.items() if found}
-
-
-def _key(state: tuple) -> str:
-    """"12" for a model as trained, "12@3" for its checkpoint after epoch 3."""
-    return str(state[0]) if state[1] is None else f"{state[0]}@{state[1]}"
+def _surrogates(protocol, keys: list, template: TrialSpec, samples, out_dir: Path, workers: dict, log) -> dict:
+    """{(dataset, seed): {"examples": path, "record": what it was}}: the protocol's surrogate trained once per
+    dataset and seed on its one framework, then attacked white-box, its examples saved (see the module); a
+    dataset and seed whose surrogate failed is logged and has none."""
+    found = {}
+    for dataset, seed in keys:
+        s = protocol.surrogate
+        weights = out_dir / f"surrogate-{dataset}-{seed}.weights.npz"
+        spec = TrialSpec(framework=s.framework, dataset=dataset, data_dir=template.data_dir, model=s.model,
+                         layers=s.layers, epochs=s.epochs, optimizer=s.optimizer, lr=s.lr, batch_size=s.batch_size,
+                         seed=seed, keep_weights=str(weights))
+        log(f"training the surrogate for {dataset}, seed {seed}: {s.describe()}")
+        try:
+            trained = _worker(workers, spec).run(spec)
+            if trained.status != "ok":
+                raise WorkerError(f"training {trained.status}: {trained.reason}")
+            request = {"spec": spec.model_copy(update={"keep_weights": None}).model_dump(mode="json"),
+                       "data": str(datasets.prepare(dataset, spec.data_dir)), "model": s.model,
+                       "weights": str(weights), "samples": samples, "attacks": list(protocol.attacks),
+                       "eps": list(protocol.grid(dataset)), "save_examples": str(out_dir / f"surrogate-{dataset}-"
+                                                                                    f"{seed}.npz")}
+            attacked = _worker(workers, spec).attack(request, timeout=ATTACK_TIMEOUT_S)
+        except WorkerError as exc:
+            log(f"surrogate for {dataset}, seed {seed}: failed: {str(exc).splitlines()[0] if str(exc) else exc}; "
+                "its targets have no transfer attack")
+            continue
+        record = {"model": s.model, "framework": s.framework, "seed": seed, "dataset": dataset,
+                  "describe": s.describe(), "clean": attacked["clean"], "white_box": attacked["white_box"]}
+        found[(dataset, seed)] = {"examples": request["save_examples"], "record": record}
+    return found
 
 
 def _describe(state: tuple, specs: dict) -> str:
@@ -244,12 +262,12 @@ def _val_at(trial, epoch):
     return next((p.get("val_accuracy") for p in trial.user_attrs.get("curve") or [] if p["epoch"] == epoch), None)
 
 
-def _request(spec: TrialSpec, trial, epoch, attacks, eps, samples, examples: Path) -> dict:
+def _request(spec: TrialSpec, trial, epoch, attacks, eps, samples) -> dict:
     spec = spec.model_copy(update={"keep_weights": None, "keep_checkpoints": False})
     weights = trial.user_attrs["weights"] if epoch is None else checkpoint_path(trial.user_attrs["weights"], epoch)
     return {"spec": spec.model_dump(mode="json"), "data": str(datasets.prepare(spec.dataset, spec.data_dir)),
             "model": spec.model or datasets.REGISTRY[spec.dataset].default_model, "weights": weights,
-            "samples": samples, "attacks": attacks, "eps": eps, "save_examples": str(examples)}
+            "samples": samples, "attacks": attacks, "eps": eps, "save_examples": None}
 
 
 def _worker(workers: dict, spec: TrialSpec):

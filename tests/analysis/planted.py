@@ -195,7 +195,7 @@ def area(keeps) -> float:
 
 
 def robustness_records(rows: list, keeps=None, transfer_keeps=None, study=0, zero_gradient=None,
-                       by="framework", canonical=None) -> tuple:
+                       by="framework", canonical=None, surrogate=False) -> tuple:
     """({trial number: record}, protocol) as `sensitivity robustness` records them, for every trained model of
     `rows` (models as trained: no checkpoints), in its sets (each framework's own default; each default on every
     framework). A sample a model gets right when clean survives eps with the probability its framework keeps
@@ -204,7 +204,8 @@ def robustness_records(rows: list, keeps=None, transfer_keeps=None, study=0, zer
     share} of samples with an all-zero input gradient, which FGSM leaves unperturbed (gradient masking).
     `by`: what the keeps are keyed by, "framework" (a framework effect) or "default" (a configuration's effect);
     `canonical`: (keeps, transfer_keeps) of the canonical regime's models, where they differ from native's (None:
-    the same)."""
+    the same). `surrogate`: the transfer examples come from one surrogate per seed (`transfer["surrogate"]`, as
+    `sensitivity robustness` records them now), not from the other frameworks' models."""
     keeps, transfer_keeps = keeps or KEEPS, transfer_keeps or keeps or TRANSFER_KEEPS
     chosen = {"native": (keeps, transfer_keeps), "canonical": canonical or (keeps, transfer_keeps)}
     models = {n: r for n, r in enumerate(rows) if r.get("test_correct") and "crossover" not in r}
@@ -222,8 +223,14 @@ def robustness_records(rows: list, keeps=None, transfer_keeps=None, study=0, zer
                                row["dataset"], masked)
             state["correct"][attack] = [pack(c) for c in shown]
             state["white_box"][attack] = [float(c.mean()) for c in shown]
-        for source in sorted({m for one in sets for m in one["members"] if n in one["members"]}):
-            if models[source]["framework"] == row["framework"] or models[source]["seed"] != row["seed"]:
+        if surrogate:
+            state["surrogate"] = {"model": "mlp128", "framework": "torch", "seed": row["seed"],
+                                  "describe": "one mlp128 per seed trained on torch (planted)"}
+        sources = ["surrogate"] if surrogate else sorted({m for one in sets for m in one["members"]
+                                                          if n in one["members"]})
+        for source in sources:
+            if source != "surrogate" and (models[source]["framework"] == row["framework"]
+                                          or models[source]["seed"] != row["seed"]):
                 continue
             state["transfer_correct"][str(source)], state["transfer"][str(source)] = {}, {}
             for attack in ("pgd", "fgsm"):

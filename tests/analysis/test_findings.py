@@ -222,13 +222,15 @@ def test_robustness_differences_are_found_only_between_comparable_models(found, 
         assert "native minus the canonical control on the same pair" in head["sentence"]
 
 
-def test_configurations_that_differ_on_identical_frameworks_are_no_robustness_finding():
+@pytest.mark.parametrize("surrogate", [False, True], ids=["other frameworks' examples", "one surrogate per seed"])
+def test_configurations_that_differ_on_identical_frameworks_are_no_robustness_finding(surrogate):
     """Each default's robustness is its own, whatever framework runs it (a configuration's effect; frameworks
     identical, in both regimes): each framework's own default differs, the same configuration does not, and the
-    verdict is not "supported" in either regime."""
+    verdict is not "supported" in either regime; with the transfer examples of one surrogate per seed too."""
     rng = np.random.default_rng(17)
     rows = transfer_rows(rng, seeds=(5, 5), regimes=("native", "canonical"), study=17)
-    records = robustness_records(rows, KEEPS_BY_DEFAULT, TRANSFER_KEEPS_BY_DEFAULT, study=17, by="default")
+    records = robustness_records(rows, KEEPS_BY_DEFAULT, TRANSFER_KEEPS_BY_DEFAULT, study=17, by="default",
+                                 surrogate=surrogate)
     found = findings(as_frame(rows, "configurations", records))
     robustness = found.comparisons[found.comparisons["claim"].eq("robustness")]
     p = pd.to_numeric(robustness["p"], errors="coerce")
@@ -238,7 +240,12 @@ def test_configurations_that_differ_on_identical_frameworks_are_no_robustness_fi
         head = claim(found, regime, "robustness")
         assert head["verdict"] not in ("supported", "control failed"), head["sentence"]
         assert "frameworks differ in robustness here" not in head["sentence"]
-    REPORTED.append(f"robustness, configurations differ and frameworks identical: {len(own)} own-default pairs "
+    if surrogate:  # the sentence says what made the transferred examples
+        assert "made on the surrogate, one mlp128 per seed trained on torch" in claim(found, "native",
+                                                                                     "robustness")["sentence"]
+    source = "one surrogate per seed" if surrogate else "other frameworks' examples"
+    REPORTED.append(f"robustness, configurations differ and frameworks identical ({source}): {len(own)} own-default "
+                    "pairs "
                     f"differ (beside); verdicts native {claim(found, 'native', 'robustness')['verdict']}, canonical "
                     f"{claim(found, 'canonical', 'robustness')['verdict']}")
 

@@ -78,7 +78,7 @@ def test_figure_has_curves_with_n_and_the_matrix_at_the_largest_eps():
     cells = dict(zip([(y, x) for y in heatmap.y for x in heatmap.x], [v for row in heatmap.z for v in row]))
     assert cells[("torch", "mxnet")] == pytest.approx(0.6) and cells[("mxnet", "torch")] == pytest.approx(0.7)
     assert cells[("torch", "torch")] == pytest.approx(0.5)  # the diagonal is white-box
-    assert any("tested on another, eps 0.1" in a.text for a in fig.layout.annotations)
+    assert any("tested on the column's, eps 0.1" in a.text for a in fig.layout.annotations)
 
 
 def test_the_area_difference_and_its_bootstrap_over_seeds_and_samples():

@@ -2,6 +2,7 @@
 in their own frameworks (the legacy environment's too) by a protocol file, matched at clean accuracy; the
 protocol, the records and the pruned checkpoints land where they should, and the findings and report read them."""
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,12 +18,13 @@ from sensitivity.trial.loop import checkpoint_path
 
 pytestmark = pytest.mark.skipif(not frameworks.importable("torch"), reason="needs torch")
 OTHERS = [n for n in ("tensorflow", "mxnet") if frameworks.probe(n)[1]]
-PROTOCOL = "eps: [0.1, 0.3]\nclean_margin: 0.05\nbootstrap: {resamples: 500, seed: 1}\n"
+PROTOCOL = ("eps: [0.1, 0.3]\nclean_margin: 0.05\nbootstrap: {resamples: 500, seed: 1}\n"
+            "surrogate: {framework: torch, epochs: 3}\n")  # the default model, mlp128
 
 
-def cli(cwd, *args, timeout=900):
+def cli(cwd, *args, timeout=900, env=None):
     return subprocess.run([sys.executable, "-m", "sensitivity.cli", *map(str, args)], cwd=cwd, capture_output=True,
-                          text=True, timeout=timeout)
+                          text=True, timeout=timeout, env=env)
 
 
 def records_of(study) -> dict:
@@ -43,6 +45,7 @@ def attacked(tmp_path_factory):
     assert proc.returncode == 0, proc.stderr[-3000:]
     attack = cli(cwd, "robustness", "d", "--protocol", "protocol.yaml")
     assert attack.returncode == 0, attack.stderr[-3000:]
+    (cwd / "attack.log").write_text(attack.stderr)
     study = optuna.load_study(study_name="d", storage=f"sqlite:///{cwd}/results/optuna.db")
     return cwd, study, attack.stdout
 
@@ -97,15 +100,31 @@ def test_every_model_is_attacked_on_the_whole_test_set_and_its_checkpoint_is_the
     assert "white-box accuracy against eps" in stdout
 
 
-def test_transfer_attacks_use_the_other_frameworks_models_of_the_same_seed(attacked):
-    _, study, _ = attacked
+def test_every_target_of_a_seed_meets_the_one_surrogate_of_that_seed(attacked):
+    """The transfer attack's one source per seed: the protocol's surrogate (a model no compared framework
+    trained), trained once per seed, its examples saved; every state of the seed is tested on them alone."""
+    cwd, study, stdout = attacked
     trials, records = {t.number: t for t in study.trials}, records_of(study)
+    protocol = study.user_attrs[PROTOCOL_ATTR]
+    assert protocol["surrogate"]["model"] == "mlp128" and protocol["surrogate"]["framework"] == "torch"
+    by_seed = {}
     for number, record in records.items():
-        spec = trials[number].user_attrs["spec"]
-        for source in record["published"]["transfer"]:  # "12", or "12@2": its checkpoint after epoch 2
-            other = trials[int(source.split("@")[0])].user_attrs["spec"]
-            assert other["framework"] != spec["framework"] and other["seed"] == spec["seed"]
-        assert len(record["published"]["transfer"]) >= 2  # in its default's set, the two other frameworks
+        seed = trials[number].user_attrs["spec"]["seed"]
+        for state in [record["published"], *record["checkpoints"].values()]:
+            assert list(state["transfer"]) == ["surrogate"] and set(state["transfer_correct"]) == {"surrogate"}
+            assert state["surrogate"]["seed"] == seed and state["surrogate"]["dataset"] == "digits"
+            assert state["surrogate"]["describe"].startswith("one mlp128 per seed trained on torch")
+            by_seed.setdefault(seed, []).append(state["surrogate"])
+            assert len(state["transfer"]["surrogate"]["pgd"]) == len(state["eps"])
+    assert sorted(by_seed) == [0, 1, 2]
+    for seed, made in by_seed.items():  # one surrogate per seed, the same for every target
+        assert len({(m["clean"], tuple(m["white_box"]["pgd"])) for m in made}) == 1
+        assert (cwd / "results" / "robustness" / "d" / f"surrogate-digits-{seed}.npz").exists()
+    assert "training the surrogate for digits, seed 0" in attacked_log(cwd)
+
+
+def attacked_log(cwd) -> str:
+    return (cwd / "attack.log").read_text()
 
 
 def test_findings_and_report_read_the_matched_comparisons(attacked):
@@ -131,8 +150,12 @@ def test_findings_and_report_read_the_matched_comparisons(attacked):
 def test_a_bad_protocol_is_one_line_and_writes_nothing(attacked):
     cwd, study, _ = attacked
     before = dict(study.user_attrs)
-    cases = [("eps: [0.1, 1.5]\n", "eps: an increasing list of radii in (0, 1]"),
-             ("eps: [0.3, 0.1]\n", "eps: an increasing list"),
+    cases = [("eps: [0.1, 1.5]\n", "eps: [0.1, 1.5]: a radius outside [0, 1]; allowed: an increasing list of radii"),
+             ("eps: [0.1]\neps_by_dataset: {digits: [0, 0.2]}\n", "eps_by_dataset: digits: [0, 0.2]: a radius outside"),
+             ("eps: [0.3, 0.1]\n", "eps: [0.3, 0.1]: not increasing; allowed: an increasing list"),
+             ("eps: [0.1]\nsurrogate: {model: resnet}\n", "surrogate: model resnet: unknown model; allowed: lenet5"),
+             ("eps: [0.1]\nsurrogate: {framework: caffe2}\n",
+              "surrogate.framework: caffe2: unknown framework; allowed: torch,"),
              ("eps: [0.1]\nattacks: [cw]\n", "attacks: cw: allowed fgsm, pgd"),
              ("eps: [0.1]\nsteps: 3\n", "steps: unknown key; allowed: eps, eps_by_dataset")]
     for text, message in cases:
@@ -140,6 +163,11 @@ def test_a_bad_protocol_is_one_line_and_writes_nothing(attacked):
         proc = cli(cwd, "robustness", "d", "--protocol", "bad.yaml")
         assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
         assert "bad.yaml: " in proc.stderr and message in proc.stderr, proc.stderr
+    (cwd / "bad.yaml").write_text("eps: [0.1]\nsurrogate: {framework: mxnet}\n")  # its environment gone
+    proc = cli(cwd, "robustness", "d", "--protocol", "bad.yaml",
+               env={**os.environ, "SENSITIVITY_PYTHON_LEGACY": str(cwd / "no-python")})
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "bad.yaml: surrogate.framework mxnet: not installed here" in proc.stderr and "allowed: torch" in proc.stderr
     assert dict(optuna.load_study(study_name="d", storage=f"sqlite:///{cwd}/results/optuna.db").user_attrs) == before
 
 

@@ -114,22 +114,28 @@ def plot_findings(found: Findings):
 
 
 def plot_robustness(curves: pd.DataFrame):
-    """One row per dataset, attack and regime: white-box accuracy against eps per framework (mean and
-    interval, n and clean accuracy in the legend), the same relative to each model's clean accuracy, and at
-    the largest eps the accuracy of the models of one framework (column) on the examples made on another
-    (row); the diagonal is white-box."""
+    """One row per dataset, configuration (default) and regime, under the strongest attack (PGD where it ran):
+    the states the verdict compares (each configuration's models at matched clean accuracy where they have
+    checkpoints, else as trained; never several defaults pooled). White-box accuracy against eps per framework
+    (mean and interval, n and clean accuracy in the legend), the same relative to each model's clean accuracy,
+    and at the largest eps the accuracy of each framework's models (column) on the examples made on the seed's
+    surrogate (row) beside the white-box diagonal."""
     regimes = regimes_of(curves)
-    panels = sorted({(d, a, r) for d, a, r in zip(curves["dataset"], curves["attack"], curves[REGIME])},
+    attack = "pgd" if curves["attack"].eq("pgd").any() else curves["attack"].iloc[0]
+    curves = curves[curves["attack"].eq(attack)]
+    curves = curves.assign(default=curves["default"].astype(object).where(curves["default"].notna(), "all models"))
+    panels = sorted({(d, c, r) for d, c, r in zip(curves["dataset"], curves["default"], curves[REGIME])},
                     key=lambda p: (p[0], p[1], regimes.index(p[2])))
     top = curves["eps"].max()
-    titles = [t for d, a, r in panels for t in (f"{d}, {a.upper()}, {r}: white-box accuracy",
+    roles = dict(zip(zip(curves["dataset"], curves["default"], curves[REGIME]), curves["role"]))
+    titles = [t for d, c, r in panels for t in (f"{d}, {c} ({roles[d, c, r]}), {attack.upper()}, {r}: white-box",
                                                  "relative to the model's clean accuracy",
-                                                 f"made on one, tested on another, eps {top:g}")]
+                                                 f"made on the row's model, tested on the column's, eps {top:g}")]
     fig = make_subplots(rows=len(panels), cols=3, subplot_titles=titles, column_widths=[0.36, 0.36, 0.28],
                         horizontal_spacing=0.09, vertical_spacing=0.35 / max(1, len(panels)))
     palette, shown = colours(curves["target_framework"]), set()
-    for row, (dataset, attack, regime) in enumerate(panels, start=1):
-        part = curves[curves["dataset"].eq(dataset) & curves["attack"].eq(attack) & curves[REGIME].eq(regime)]
+    for row, (dataset, default, regime) in enumerate(panels, start=1):
+        part = curves[curves["dataset"].eq(dataset) & curves["default"].eq(default) & curves[REGIME].eq(regime)]
         white = part[part["kind"].eq("white-box")]
         _curves(fig, white, "accuracy", palette, shown, row, 1, regimes)
         _curves(fig, white, "relative", palette, shown, row, 2, regimes)
@@ -141,8 +147,8 @@ def plot_robustness(curves: pd.DataFrame):
         fig.update_xaxes(title="tested on", type="category", row=row, col=3)
         fig.update_yaxes(title="made on", type="category", automargin=True, row=row, col=3)
     samples = int(curves["samples"].min())
-    fig = finish(fig, regime_title(f"Robustness to adversarial examples ({samples} test samples per model)",
-                                   regimes), 360 * len(panels) + 160)
+    fig = finish(fig, regime_title(f"Robustness to adversarial examples ({samples} test samples per model; the "
+                                   "states the verdict compares)", regimes), 360 * len(panels) + 160)
     return fig.update_layout(legend=dict(orientation="h", y=-0.08 / max(1, len(panels)) - 0.04))
 
 
