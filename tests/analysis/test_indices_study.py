@@ -1,0 +1,122 @@
+"""Designed studies through Optuna: Ishigami's known indices read back from a study's trials by
+sensitivity.analysis.designed and by `sensitivity importance` on a real SQLite storage; per framework, with
+differences between them; missing points, diverged runs, and a study without a design refused in one line."""
+import json
+import math
+import subprocess
+
+import numpy as np
+import optuna
+import pytest
+
+from sensitivity.analysis.designed import designed_importance, importance_record
+from sensitivity.cli import main
+from sensitivity.config.design import Design, Param, configurations_of
+
+A, B = 7.0, 0.1
+S1 = {"x1": 0.314, "x2": 0.442, "x3": 0.0}
+ST = {"x1": 0.558, "x2": 0.442, "x3": 0.244}
+PARAMS = tuple(Param(f"x{i}", "float", -math.pi, math.pi) for i in (1, 2, 3))
+
+
+def ishigami(c, a=A):
+    return math.sin(c["x1"]) + a * math.sin(c["x2"]) ** 2 + B * c["x3"] ** 4 * math.sin(c["x1"])
+
+
+def planted_study(storage, design, worlds, name="ishigami", diverged=(), skip=()):
+    """A study as `sweep --design` leaves it: the design attribute, one complete trial per point and world
+    (a 'framework'), config_id design:WORLD:ROW; `diverged` rows recorded as diverged at chance level."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(study_name=name, storage=storage, direction="maximize")
+    with pytest.warns(optuna.exceptions.ExperimentalWarning):
+        study.set_metric_names(["y"])
+    study.set_user_attr("design", design.attrs())
+    distributions = {p.name: optuna.distributions.FloatDistribution(p.low, p.high) for p in design.params}
+    distributions["framework"] = optuna.distributions.CategoricalDistribution(tuple(worlds))
+    trials = []
+    for world, f in worlds.items():
+        for row, c in enumerate(configurations_of(design.params, design.rows())):
+            if row in skip:
+                continue
+            status = "diverged" if row in diverged else "ok"
+            trials.append(optuna.trial.create_trial(
+                params={**c, "framework": world}, distributions=distributions,
+                value=0.1 if status == "diverged" else f(c),
+                user_attrs={"config_id": f"design:{world}:{row}", "seed": 0, "status": status}))
+    study.add_trials(trials)
+    return study
+
+
+def test_ishigami_indices_from_an_optuna_study_match_the_analytic_ones():
+    design = Design("sobol", 1024, 0, PARAMS)  # 8,192 points (at N=256 x1's ST is 0.45 [0.32, 0.58] here)
+    study = planted_study(None, design, {"ishigami": ishigami})
+    found = designed_importance(study)
+    (world,) = found.frameworks
+    got = {p.name: p for p in world.result.parameters}
+    for name in S1:
+        assert abs(got[name].first.value - S1[name]) < 0.03, (name, got[name])
+        assert abs(got[name].total.value - ST[name]) < 0.03, (name, got[name])
+        assert got[name].first.low <= S1[name] <= got[name].first.high
+        assert got[name].total.low <= ST[name] <= got[name].total.high
+    record = importance_record(found)
+    assert set(record["parameters"]) == {"x1", "x2", "x3"} and record["n"] == design.points
+    s13 = record["interactions"]["x1:x3"]
+    assert s13[1] < 0.244 < s13[2]  # Ishigami's only interaction: S13 = ST3 = 0.244
+    assert abs(record["interactions"]["x1:x2"][0]) < 0.06
+    assert world.verdict.top == "x1"
+    print("\nIshigami through an Optuna study, N=1024: " + "; ".join(
+        f"{n} S1 {got[n].first.value:.3f} ST {got[n].total.value:.3f}" for n in S1) + f"; {world.verdict.why}")
+
+
+def test_two_frameworks_each_get_indices_and_their_difference_has_an_interval():
+    design = Design("sobol", 256, 1, PARAMS)
+    study = planted_study(None, design, {"strong": ishigami, "weak": lambda c: ishigami(c, a=2.0)})
+    record = importance_record(designed_importance(study))
+    assert set(record["per_framework"]) == {"strong", "weak"} and "parameters" not in record
+    diff = record["differences"]["strong-weak"]
+    assert diff["x2"][1] > 0  # x2's share is larger where its coefficient is: decided
+    assert diff["x3"][2] < 0  # and x3's (an interaction with x1) smaller, as its share of a smaller variance
+
+
+def test_missing_points_give_no_indices_and_diverged_runs_count_at_chance():
+    design = Design("morris", 8, 0, PARAMS)
+    study = planted_study(None, design, {"a": ishigami}, skip={3})
+    (world,) = designed_importance(study).frameworks
+    assert world.result is None and "1 of its 32 design points have no value" in world.why_not
+    study = planted_study(None, design, {"a": ishigami}, name="d", diverged={0, 5})
+    (world,) = designed_importance(study).frameworks
+    assert world.diverged == 2 and world.result is not None  # counted at the chance level they recorded
+    record = importance_record(designed_importance(planted_study(None, design, {"a": ishigami}, name="m")))
+    assert set(record["parameters"]["x1"]) == {"mu_star", "sigma"}
+
+
+def test_importance_command_on_a_sqlite_study_and_a_plain_one(tmp_path, capsys):
+    def cli(*args):
+        code = main(list(args))
+        out = capsys.readouterr()
+        return subprocess.CompletedProcess(args, code, out.out, out.err)
+
+    url = f"sqlite:///{tmp_path}/s.db"
+    design = Design("sobol", 8, 0, PARAMS)  # 64 points: SQLite writes a trial in about 0.1 s
+    study = planted_study(url, design, {"ishigami": ishigami})
+    proc = cli("importance", "ishigami", "--storage", url)
+    assert proc.returncode == 0, proc.stderr
+    assert "Saltelli (Sobol' indices, second order) base N=8: N(2D+2) = 64 points" in proc.stdout
+    assert "ishigami: 64 of 64 points" in proc.stdout and "ranking by ST" in proc.stdout
+    record = json.loads(cli("importance", "ishigami", "--storage", url, "--json").stdout)
+    assert record == json.loads(json.dumps(importance_record(designed_importance(study))))
+    assert set(record["parameters"]["x1"]) == {"first", "total", "total_minus_first"}
+    plain = optuna.create_study(study_name="plain", storage=url)
+    plain.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=3)
+    proc = cli("importance", "plain", "--storage", url)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and "has no design" in lines[0], proc.stderr
+    proc = cli("importance", "ishigami", "--storage", url, "--objective", "z")
+    assert proc.returncode == 2 and "allowed: y" in proc.stderr
+
+
+def test_a_small_base_is_never_settled():
+    design = Design("sobol", 2, 0, PARAMS)
+    (world,) = designed_importance(planted_study(None, design, {"a": ishigami})).frameworks
+    assert not world.verdict.settled and "too small for a bootstrap interval" in world.verdict.why
+    assert np.isfinite(world.result.parameters[0].first.value)
