@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 _TOKEN = re.compile(r"""
     (?P<space>\s+) | (?P<comment>\#[^\n]*) | (?P<string>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*') |
     (?P<number>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?) | (?P<name>[A-Za-z_][\w.]*) | (?P<punct>[{}:,;\[\]<>])
-""", re.VERBOSE)
+""", re.VERBOSE | re.ASCII)  # ASCII digits, letters and spaces only: "٠.٠١" or "５" is no number of the format
 
 
 MAX_DEPTH = 64  # nested messages; Caffe's nets nest four deep
