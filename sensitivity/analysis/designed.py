@@ -56,7 +56,7 @@ def design_of(study) -> Design:
 
 def objective_index(study, objective: Optional[str]) -> tuple:
     """(index, name) of the objective analysed: `objective`, else the study's first."""
-    names = list(study.metric_names or [f"objective {i}" for i in range(len(study.directions))])
+    names = list(study.metric_names or [f"values[{i}]" for i in range(len(study.directions))])
     if objective is None:
         return 0, names[0]
     if objective not in names:

@@ -2,9 +2,9 @@
 
 On a study of `sweep --design sobol`: Sobol' S1 and ST with SALib's bootstrap intervals, S2 interactions; on
 `--design morris`: mu* with its interval, and sigma; per framework, the ranking settled or not and why, and
-between two frameworks the difference of the ranking index with its interval. A study without a design is
-refused in one line: Sobol' and Morris indices need their designs (`sensitivity report` gives fANOVA and
-PED-ANOVA on any study's trials).
+between two frameworks the difference of the ranking index with its interval. On a study without a design
+(one another program wrote included), Optuna's fANOVA and PED-ANOVA per framework, or over all trials as one
+group with the study's own parameters, each said for what it answers; and that Sobol' and Morris need designs.
 """
 from __future__ import annotations
 
@@ -29,11 +29,14 @@ def _cmd_importance(args) -> int:
 
     study = load_study("importance", args.study, args.storage)
     try:
-        found = designed_importance(study, args.objective)
-    except NoDesign as exc:
-        raise UsageError(f"sensitivity importance: {exc}; Sobol' and Morris indices need a design: run "
-                         "sensitivity sweep SPACE --design sobol|morris (sensitivity report gives fANOVA and "
-                         "PED-ANOVA on any study's trials)")
+        try:
+            found = designed_importance(study, args.objective)
+        except NoDesign:
+            # lazy: optuna's importance, scikit-learn
+            from sensitivity.analysis.plain_importance import plain_importance, plain_text
+            record = plain_importance(study, args.objective)
+            print(json.dumps(record, indent=2) if args.json else plain_text(study.study_name, record))
+            return EXIT_OK
     except ValueError as exc:
         raise UsageError(f"sensitivity importance: {exc}")
     record = importance_record(found)

@@ -10,6 +10,7 @@ import optuna
 import pytest
 
 from sensitivity.analysis.designed import designed_importance, importance_record
+from sensitivity.analysis.plain_importance import plain_importance
 from sensitivity.cli import main
 from sensitivity.config.design import Design, Param, configurations_of
 
@@ -106,13 +107,33 @@ def test_importance_command_on_a_sqlite_study_and_a_plain_one(tmp_path, capsys):
     record = json.loads(cli("importance", "ishigami", "--storage", url, "--json").stdout)
     assert record == json.loads(json.dumps(importance_record(designed_importance(study))))
     assert set(record["parameters"]["x1"]) == {"first", "total", "total_minus_first"}
-    plain = optuna.create_study(study_name="plain", storage=url)
-    plain.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=3)
-    proc = cli("importance", "plain", "--storage", url)
-    lines = proc.stderr.strip().splitlines()
-    assert proc.returncode == 2 and len(lines) == 1 and "has no design" in lines[0], proc.stderr
+    plain = optuna.create_study(study_name="plain", storage=url, sampler=optuna.samplers.RandomSampler(seed=0))
+    plain.optimize(lambda t: t.suggest_float("x", 0, 1) + 0.01 * t.suggest_float("y", 0, 1), n_trials=12)
+    proc = cli("importance", "plain", "--storage", url)  # a study without a design: fANOVA and PED-ANOVA
+    assert proc.returncode == 0 and "no design: Sobol' and Morris indices need one" in proc.stdout, proc.stderr
+    assert "all trials: 12 complete trials" in proc.stdout and "objective values[0]" in proc.stdout
+    record = json.loads(cli("importance", "plain", "--storage", url, "--json").stdout)
+    assert record["parameters"]["x"]["fanova"] > record["parameters"]["y"]["fanova"]
     proc = cli("importance", "ishigami", "--storage", url, "--objective", "z")
     assert proc.returncode == 2 and "allowed: y" in proc.stderr
+
+
+def test_a_plain_optuna_study_is_one_group_with_its_own_parameters():
+    """Issue 30: 1,024 QMC points of Ishigami written by a plain Optuna script, read with no attribute of
+    this tool: one group, its own parameters; fANOVA puts x3 last (its S1 is 0), PED-ANOVA x1 first."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    with pytest.warns(optuna.exceptions.ExperimentalWarning):
+        sampler = optuna.samplers.QMCSampler(seed=0)
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(lambda t: ishigami({f"x{i}": t.suggest_float(f"x{i}", -math.pi, math.pi) for i in (1, 2, 3)}),
+                   n_trials=1024)
+    record = plain_importance(study)
+    assert list(record["per_group"]) == ["all trials"] and record["n"] == 1024
+    fanova = {n: v["fanova"] for n, v in record["parameters"].items()}
+    ped = {n: v["ped_anova"] for n, v in record["parameters"].items()}
+    assert min(fanova, key=fanova.get) == "x3" and fanova["x1"] > 0.3 and fanova["x2"] > 0.3
+    assert max(ped, key=ped.get) == "x1"
+    print(f"\nplain Optuna Ishigami, 1,024 QMC trials: fANOVA {fanova}; PED-ANOVA {ped}")
 
 
 def test_a_small_base_is_never_settled():
