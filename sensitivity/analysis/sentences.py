@@ -267,8 +267,10 @@ def _robustness_pair(head: dict) -> str:
     d = head["detail"]
     state = (f"at matched clean accuracy (each model's checkpoint nearest the target validation accuracy "
              f"{d['target']:.3f})" if d["role"] == "matched" else "as trained (no checkpoints kept: not matched)")
-    attack = (f"{d['attack'].upper()} examples made on the other frameworks' models of the same seed"
-              if d["kind"] == "transfer" else f"white-box {d['attack'].upper()} (no third framework's examples)")
+    source = ("the seed's surrogate (the same examples for both)" if d.get("surrogate")
+              else "the other frameworks' models of the same seed")
+    attack = (f"{d['attack'].upper()} examples made on {source}"
+              if d["kind"] == "transfer" else f"white-box {d['attack'].upper()} (no transferred examples)")
     grid = ", ".join(f"{e:g}" for e in (d.get("eps") or [])[1:])
     models = {"own": "each framework's own default", "config": f"the same configuration ({d.get('default')})",
               "all": "all models"}.get(d["set_kind"], d["set_kind"])
