@@ -9,6 +9,7 @@ group with the study's own parameters, each said for what it answers; and that S
 from __future__ import annotations
 
 import json
+import sys
 
 from sensitivity.commands.common import EXIT_OK, UsageError, load_study
 
@@ -20,6 +21,8 @@ def add_parsers(commands) -> None:
     p.add_argument("--storage")
     p.add_argument("--objective", help="the objective analysed (default: the study's first)")
     p.add_argument("--json", action="store_true", help="print JSON, not text")
+    p.add_argument("--out", help="also write the figure: one panel per framework, intervals drawn "
+                                 "(.html, .png, .svg or .pdf)")
     p.set_defaults(handler=_cmd_importance)
 
 
@@ -27,20 +30,32 @@ def _cmd_importance(args) -> int:
     # lazy: numpy, SALib
     from sensitivity.analysis.designed import NoDesign, designed_importance, importance_record
 
+    from sensitivity.commands.analysis import _check_out  # lazy: its module's parsers only
+    from sensitivity.analysis.export import FORMATS
+
+    _check_out("importance", args.out, FORMATS)
     study = load_study("importance", args.study, args.storage)
     try:
         try:
             found = designed_importance(study, args.objective)
+            record = importance_record(found)
+            shown = text(found, record)
         except NoDesign:
             # lazy: optuna's importance, scikit-learn
             from sensitivity.analysis.plain_importance import plain_importance, plain_text
             record = plain_importance(study, args.objective)
-            print(json.dumps(record, indent=2) if args.json else plain_text(study.study_name, record))
-            return EXIT_OK
+            shown = plain_text(study.study_name, record)
     except ValueError as exc:
         raise UsageError(f"sensitivity importance: {exc}")
-    record = importance_record(found)
-    print(json.dumps(record, indent=2) if args.json else text(found, record))
+    print(json.dumps(record, indent=2) if args.json else shown)
+    if args.out:
+        # lazy: plotly
+        from sensitivity.analysis.export import write
+        from sensitivity.analysis.plots.indices import plot_indices
+        design = record.get("design")
+        kind = {"sobol": "Sobol'", "morris": "Morris"}.get((design or {}).get("kind"), "fANOVA and PED-ANOVA")
+        title = f"{study.study_name}: {kind} indices of {record['objective']} per framework"
+        print(write(plot_indices(record, title), args.out), file=sys.stderr if args.json else sys.stdout)
     return EXIT_OK
 
 

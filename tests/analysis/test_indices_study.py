@@ -107,6 +107,10 @@ def test_importance_command_on_a_sqlite_study_and_a_plain_one(tmp_path, capsys):
     record = json.loads(cli("importance", "ishigami", "--storage", url, "--json").stdout)
     assert record == json.loads(json.dumps(importance_record(designed_importance(study))))
     assert set(record["parameters"]["x1"]) == {"first", "total", "total_minus_first"}
+    assert cli("importance", "ishigami", "--storage", url, "--out", str(tmp_path / "f.html")).returncode == 0
+    assert (tmp_path / "f.html").stat().st_size > 1000
+    proc = cli("importance", "ishigami", "--storage", url, "--out", str(tmp_path / "f.txt"))
+    assert proc.returncode == 2 and "allowed endings" in proc.stderr and not (tmp_path / "f.txt").exists()
     plain = optuna.create_study(study_name="plain", storage=url, sampler=optuna.samplers.RandomSampler(seed=0))
     plain.optimize(lambda t: t.suggest_float("x", 0, 1) + 0.01 * t.suggest_float("y", 0, 1), n_trials=12)
     proc = cli("importance", "plain", "--storage", url)  # a study without a design: fANOVA and PED-ANOVA
@@ -141,3 +145,17 @@ def test_a_small_base_is_never_settled():
     (world,) = designed_importance(planted_study(None, design, {"a": ishigami})).frameworks
     assert not world.verdict.settled and "too small for a bootstrap interval" in world.verdict.why
     assert np.isfinite(world.result.parameters[0].first.value)
+
+
+def test_the_figure_draws_each_framework_s_indices_with_their_intervals():
+    from sensitivity.analysis.plots.indices import plot_indices
+
+    design = Design("sobol", 64, 1, PARAMS)
+    study = planted_study(None, design, {"strong": ishigami, "weak": lambda c: ishigami(c, a=2.0)})
+    record = importance_record(designed_importance(study))
+    fig = plot_indices(record, "t")
+    assert [t.name for t in fig.data] == ["S1 (alone)", "ST (with interactions)"] * 2
+    st = record["per_framework"]["weak"]["parameters"]["x2"]["total"]
+    trace = fig.data[3]
+    assert list(trace.x) == ["x1", "x2", "x3"] and trace.y[1] == st[0]
+    assert trace.error_y.array[1] == pytest.approx(st[2] - st[0]) and trace.error_y.arrayminus[1] == pytest.approx(st[0] - st[1])
