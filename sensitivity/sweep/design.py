@@ -19,8 +19,10 @@ from sensitivity.sweep.plans import PlannedTrial
 
 
 class DesignTrial(PlannedTrial):
-    """A planned trial of a design point: its key is the framework, the row and the seed (two rows may map
-    to the same configuration on a grid; each is still its own point of the design)."""
+    """A queued trial of a design point: its key is the framework, the row and the seed (two rows may map
+    to the same configuration on a grid; each is still its own point of the design). Its `planned` is None:
+    its parameters are the whole configuration, and the analysis counts it as a sample of the space (a
+    framework default's `planned` keeps it out of importance)."""
 
     @property
     def key(self) -> str:
@@ -39,7 +41,7 @@ def design_plan(space: Space, design: Design) -> list:
             for seed in range(design.seeds):
                 attrs = {"config_id": f"design:{framework}:{row}", "seed": seed, "design_row": row,
                          "design_framework": framework}
-                plan.append(DesignTrial(params, {}, attrs))
+                plan.append(DesignTrial(params, None, attrs))  # no `planned`: a design point samples the space
     return plan
 
 
