@@ -114,11 +114,6 @@ def test_a_study_with_another_design_is_refused_and_a_larger_one_grows_it(tmp_pa
         admit_design(url, "plain", small)
 
 
-def cli(tmp_path, *args, timeout=600):
-    return subprocess.run([sys.executable, "-m", "sensitivity.cli", *map(str, args)], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=timeout)
-
-
 @pytest.mark.parametrize("args, says", [
     (["--design", "sobol", "--sampler", "tpe", "--trials", "20"], "cannot be combined with --sampler"),
     (["--design", "sobol", "--with-defaults", "--trials", "20"], "cannot be combined with --with-defaults"),
@@ -127,11 +122,14 @@ def cli(tmp_path, *args, timeout=600):
     (["--design", "morris", "--levels", "3", "--trials", "50"], "even number of levels"),
     (["--design", "fast", "--trials", "50"], "invalid choice: 'fast'"),
 ])
-def test_bad_design_input_is_one_line_exit_2_and_nothing_written(tmp_path, args, says):
+def test_bad_design_input_is_one_line_exit_2_and_nothing_written(tmp_path, monkeypatch, capsys, args, says):
+    from sensitivity.cli import main
+
     space = write(tmp_path)
-    proc = cli(tmp_path, "sweep", space, *args, "--storage", f"sqlite:///{tmp_path}/s.db")
-    lines = proc.stderr.strip().splitlines()
-    assert proc.returncode == 2 and len(lines) == 1 and says in lines[0], proc.stderr
+    monkeypatch.chdir(tmp_path)
+    code = main(["sweep", str(space), *args, "--storage", f"sqlite:///{tmp_path}/s.db"])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and says in lines[0], lines
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d.yaml"]
 
 
