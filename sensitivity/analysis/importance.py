@@ -52,6 +52,9 @@ RESAMPLES, BOOTSTRAP_MAX = 50, 500
 SUBSAMPLE_MAX = 2_000
 TRIALS_PER_PARAMETER = 10
 NEEDS = "importance needs at least 2 complete trials with varied parameters"
+NO_ACCURACY = ("importance here reads each trial's recorded accuracy, which none of these {n} complete trials has (a "
+               "study another program wrote?); sensitivity importance STUDY gives fANOVA and PED-ANOVA on its own "
+               "objective and parameters")
 ONLY_PLANNED = ("importance needs sampled trials; this study's trials are all planned (framework defaults), "
                 "which are not samples of the search space")
 
@@ -80,6 +83,8 @@ def parameter_importance(table, evaluators=EVALUATORS, seed: int = 0, resamples:
     when frames meet."""
     table = trials_table(table)
     everything = trained(table).dropna(subset=["accuracy"])
+    if everything.empty and len(trained(table)):
+        raise NotEnoughData(NO_ACCURACY.format(n=len(trained(table))))
     planned = planned_of(everything)
     rows = everything[~planned]
     if rows.empty and len(everything):

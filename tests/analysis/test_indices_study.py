@@ -138,6 +138,11 @@ def test_a_plain_optuna_study_is_one_group_with_its_own_parameters():
     assert min(fanova, key=fanova.get) == "x3" and fanova["x1"] > 0.3 and fanova["x2"] > 0.3
     assert max(ped, key=ped.get) == "x1"
     print(f"\nplain Optuna Ishigami, 1,024 QMC trials: fANOVA {fanova}; PED-ANOVA {ped}")
+    from sensitivity.analysis.importance import parameter_importance
+    from sensitivity.analysis.table import NotEnoughData, trials_table
+    with pytest.raises(NotEnoughData, match="none of these 1024 complete trials has") as caught:
+        parameter_importance(trials_table(study))  # the report's section: not "needs at least 2 complete trials"
+    assert "sensitivity importance STUDY" in str(caught.value)
 
 
 def test_a_small_base_is_never_settled():
