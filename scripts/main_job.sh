@@ -26,16 +26,20 @@
 # default (200 epochs), and everything on the official datasets (`sensitivity datasets download`).
 # Each sweep shows a progress bar on stderr.
 # Usage: scripts/main_job.sh [--frameworks torch,tensorflow,mxnet | all] [--seeds N (default 5)]
+#        [--steps-seeds N (default 3; 0: no run at the published steps)]
 # Results: the studies in results/optuna.db, the report at results/main-report.html.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 frameworks=torch,tensorflow,mxnet
 seeds=5
+steps_seeds=3  # of the published-steps runs; 0 leaves them out (the Findings then say "not run at the published steps")
 while [ $# -gt 0 ]; do
     case "$1" in
         --frameworks) frameworks="$2"; shift 2 ;;
         --seeds) seeds="$2"; shift 2 ;;
-        *) echo "scripts/main_job.sh: unknown option $1; allowed: --frameworks LIST|all, --seeds N" >&2; exit 2 ;;
+        --steps-seeds) steps_seeds="$2"; shift 2 ;;
+        *) echo "scripts/main_job.sh: unknown option $1; allowed: --frameworks LIST|all, --seeds N, --steps-seeds N" >&2
+           exit 2 ;;
     esac
 done
 sensitivity=.venv/bin/sensitivity
@@ -49,7 +53,7 @@ print(','.join(e.name for e in load_table() if e.kind == 'default' and e.runs_on
                and e.published_epochs('digits') <= 30))" "$frameworks")
 tag=$(echo "$frameworks" | tr ',' '-')
 sweep="main-sweep-$tag" transfer="main-transfer-$tag" crossover="main-crossover-$tag" placebo="main-placebo-$tag"
-transfer_steps="main-transfer-steps-$tag" steps_default=tensorflow-mnist-deep steps_seeds=3
+transfer_steps="main-transfer-steps-$tag" steps_default=tensorflow-mnist-deep
 steps_other=$(echo "$frameworks" | tr ',' '\n' | grep -vx tensorflow | head -1 || true)
 ablation="main-ablation-$tag"
 first=$(echo "$frameworks" | cut -d, -f1)
@@ -85,7 +89,7 @@ stage "2/6 framework transfer on digits at the published budget, native and cano
 $sensitivity transfer --frameworks "$frameworks" --datasets digits --defaults "$defaults" --seeds "$seeds" \
     --semantics both --keep-checkpoints --parallel 2 --study "$transfer" --address "$address"
 with_steps=()
-if [[ ",$defaults," == *",$steps_default,"* && -n "$steps_other" ]]; then
+if [[ ",$defaults," == *",$steps_default,"* && -n "$steps_other" && "$steps_seeds" != 0 ]]; then
     stage "2/6 framework transfer at the published steps: $steps_default on tensorflow and $steps_other, native"
     $sensitivity transfer --frameworks "tensorflow,$steps_other" --datasets digits --defaults "$steps_default" \
         --budget steps --seeds "$steps_seeds" --semantics native --parallel 2 --study "$transfer_steps" \
