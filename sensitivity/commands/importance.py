@@ -21,6 +21,8 @@ def add_parsers(commands) -> None:
     p.add_argument("--storage")
     p.add_argument("--objective", help="the objective analysed (default: the study's first)")
     p.add_argument("--json", action="store_true", help="print JSON, not text")
+    p.add_argument("--within", metavar="PARAM=VALUE", help="importance among the trials with that value (e.g. "
+                   "optimizer=adam), per framework: fANOVA and PED-ANOVA (Sobol' indices cannot be conditioned)")
     p.add_argument("--out", help="also write the figure: one panel per framework, intervals drawn "
                                  "(.html, .png, .svg or .pdf)")
     p.set_defaults(handler=_cmd_importance)
@@ -37,13 +39,16 @@ def _cmd_importance(args) -> int:
     study = load_study("importance", args.study, args.storage)
     try:
         try:
+            if args.within:
+                raise NoDesign("--within")
             found = designed_importance(study, args.objective)
             record = importance_record(found)
             shown = text(found, record)
         except NoDesign:
             # lazy: optuna's importance, scikit-learn
-            from sensitivity.analysis.plain_importance import plain_importance, plain_text
-            record = plain_importance(study, args.objective)
+            from sensitivity.analysis.plain_importance import plain_importance, plain_text, within_of
+            within = within_of(args.within) if args.within else None
+            record = plain_importance(study, args.objective, within=within)
             shown = plain_text(study.study_name, record)
     except ValueError as exc:
         raise UsageError(f"sensitivity importance: {exc}")

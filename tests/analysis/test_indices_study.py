@@ -32,7 +32,8 @@ def planted_study(storage, design, worlds, name="ishigami", diverged=(), skip=()
     with pytest.warns(optuna.exceptions.ExperimentalWarning):
         study.set_metric_names(["y"])
     study.set_user_attr("design", design.attrs())
-    distributions = {p.name: optuna.distributions.FloatDistribution(p.low, p.high) for p in design.params}
+    distributions = {p.name: optuna.distributions.CategoricalDistribution(p.choices) if p.kind == "categorical" else
+                     optuna.distributions.FloatDistribution(p.low, p.high) for p in design.params}
     distributions["framework"] = optuna.distributions.CategoricalDistribution(tuple(worlds))
     trials = []
     for world, f in worlds.items():
@@ -143,6 +144,21 @@ def test_a_plain_optuna_study_is_one_group_with_its_own_parameters():
     with pytest.raises(NotEnoughData, match="none of these 1024 complete trials has") as caught:
         parameter_importance(trials_table(study))  # the report's section: not "needs at least 2 complete trials"
     assert "sensitivity importance STUDY" in str(caught.value)
+
+
+def test_within_a_level_of_a_categorical_gives_fanova_and_ped_anova_of_the_others():
+    params = PARAMS[:2] + (Param("opt", "categorical", choices=("adam", "sgd")),)
+    design = Design("sobol", 16, 0, params)  # y depends on x2 under adam only, on x1 under sgd only
+    study = planted_study(None, design, {"t": lambda c: math.sin(c["x2"] if c["opt"] == "adam" else c["x1"]) ** 2})
+    adam = plain_importance(study, within=("opt", "adam"))
+    sgd = plain_importance(study, within=("opt", "sgd"))
+    assert set(adam["parameters"]) == {"x1", "x2"} and adam["within"] == "opt=adam"
+    assert adam["parameters"]["x2"]["fanova"] > 0.8 and sgd["parameters"]["x1"]["fanova"] > 0.8
+    assert "cannot be conditioned" in adam["note"]
+    with pytest.raises(ValueError, match="allowed: adam, sgd"):
+        plain_importance(study, within=("opt", "rms"))
+    with pytest.raises(ValueError, match="not a parameter"):
+        plain_importance(study, within=("nope", "1"))
 
 
 def test_a_small_base_is_never_settled():
