@@ -161,6 +161,19 @@ def test_within_a_level_of_a_categorical_gives_fanova_and_ped_anova_of_the_other
         plain_importance(study, within=("nope", "1"))
 
 
+def test_seeds_of_a_point_are_averaged():
+    design = Design("sobol", 16, 0, PARAMS, seeds=2)
+    one = planted_study(None, Design("sobol", 16, 0, PARAMS), {"a": ishigami}, name="one")
+    two = planted_study(None, design, {"a": lambda c: ishigami(c) + 3 * c["x3"]}, name="two")
+    other = [optuna.trial.create_trial(params=t.params, distributions=t.distributions,
+                                       value=t.value - 6 * t.params["x3"], user_attrs={**t.user_attrs, "seed": 1})
+             for t in two.get_trials()]
+    two.add_trials(other)  # seed 0 at f + 3 x3, seed 1 at f - 3 x3: their mean is f, either alone is not
+    a = importance_record(designed_importance(one))["parameters"]
+    b = importance_record(designed_importance(two))["parameters"]
+    assert a == b
+
+
 def test_a_small_base_is_never_settled():
     design = Design("sobol", 2, 0, PARAMS)
     (world,) = designed_importance(planted_study(None, design, {"a": ishigami})).frameworks
