@@ -1,13 +1,15 @@
-"""The Ray Tune side: the trainable each Ray actor runs, keeping warm framework workers per actor.
+"""The Ray Tune side: the trainable each Ray actor runs, in a warm framework worker of its node's keeper.
 
-Actors are reused across trials (Tuner(reuse_actors=True)), and so are the framework worker processes each
-actor owns: one per framework (and backend), so a framework is imported once per actor and a trial's figures
-never depend on which frameworks ran before it in the same process. An actor is one trial slot; on a GPU
-its worker is limited to the trial's share of the GPU (`gpu.allocator_variables`), and a worker of another
-framework is ended first, so that no idle framework holds GPU memory. The trainable reports one Tune result
-per epoch and a final one carrying the whole TrialResult, whose spec is the one that ran (`device: gpu:N`,
-N the node's GPU Ray assigned); a trial stopped by a scheduler ends its worker. A metric without a value
-(a failed trial, a diverged epoch) is left out of the result, never reported as None.
+Actors are reused across trials (Tuner(reuse_actors=True)); the framework worker processes are not theirs but
+the keeper's (`sweep.keeper`), one detached actor per node, so that a worker outlives the command that started
+it and a framework is imported once per node and slot for as long as the cluster lives. A trial's figures never
+depend on which trials ran before it in a worker: each builds a fresh model and reseeds every generator. On a GPU
+the worker is limited to the trial's share of the GPU (`gpu.allocator_variables`), and idle workers of other
+frameworks on that GPU are ended first, so that no idle framework holds GPU memory. The trainable reports one
+Tune result per epoch and a final one carrying the whole TrialResult, whose spec is the one that ran (`device:
+gpu:N`, N the node's GPU Ray assigned) and whose env says whether the trial started its worker (`worker`); a
+trial stopped by a scheduler ends its worker. A metric without a value (a failed trial, a diverged epoch) is
+left out of the result, never reported as None.
 
 Ray Tune keeps every trial of a run in the driver's memory until the run ends (ray-project/ray#64231): its
 last result and statistics of each of its metrics. `ForgetFinished` drops both once a trial is told to the
@@ -17,30 +19,28 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 
 from ray.tune import Callback
 
 from sensitivity import frameworks
-from sensitivity.core.spec import TrialSpec
+from sensitivity.core.spec import TrialResult, TrialSpec
 from sensitivity.frameworks import gpu
-from sensitivity.trial.runner import Worker
+from sensitivity.sweep.keeper import keeper_here
 
-_WORKERS: dict = {}  # per actor process: (framework, start-up variables, visible GPUs) -> Worker
+INHERITED = ("OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES")  # what Ray sets per actor, which a worker inherited
 
 
-def _worker_for(spec: TrialSpec, gpu_share=None):
-    variables = frameworks.worker_variables(spec)
+def worker_setup(spec: TrialSpec, gpu_share=None) -> tuple:
+    """(environment, start-up variables) of the worker a trial of `spec` needs in this actor: the framework's
+    variables, the trial's threads and GPU share, and what Ray set for this actor's resources."""
+    variables = {k: os.environ[k] for k in INHERITED if k in os.environ}
+    variables.update(frameworks.worker_variables(spec))
     if spec.threads:  # OpenMP's pool is sized at import: a trial of N CPUs should not start more threads
         variables["OMP_NUM_THREADS"] = str(spec.threads)
     if gpu_share:
         variables.update(gpu.allocator_variables(gpu_share))
-    key = (spec.framework, tuple(sorted(variables.items())), os.environ.get("CUDA_VISIBLE_DEVICES"))
-    if gpu_share:  # a worker of another framework (or share) would hold GPU memory beside this trial's
-        for other in [k for k in _WORKERS if k != key]:
-            _WORKERS.pop(other).close()
-    if key not in _WORKERS:
-        _WORKERS[key] = Worker(frameworks.FRAMEWORKS[spec.framework].env, variables)
-    return _WORKERS[key]
+    return frameworks.FRAMEWORKS[spec.framework].env, variables
 
 
 def without_none(metrics: dict) -> dict:
@@ -56,7 +56,7 @@ def epoch_metrics(event: dict, elapsed: float) -> dict:
 
 
 def trainable(config: dict) -> None:
-    """Run one trial in this actor's warm worker; report each epoch, then the TrialResult."""
+    """Run one trial in a warm worker of this node's keeper; report each epoch, then the TrialResult."""
     # lazy: ray
     import ray
     from ray import tune
@@ -66,7 +66,7 @@ def trainable(config: dict) -> None:
     if gpu_ids:  # Ray made the assigned GPU the only visible one (the driver allows at most one per trial)
         spec = spec.model_copy(update={"device": "gpu:0"})
         share = tune.get_context().get_trial_resources().required_resources.get("GPU")
-    worker = _worker_for(spec, share)
+    env, variables = worker_setup(spec, share)
     node_id = ray.get_runtime_context().get_node_id()  # in each report: a lost node is then named
     elapsed = 0.0
     curve = []
@@ -81,14 +81,20 @@ def trainable(config: dict) -> None:
                 return  # the final report stands for the last epoch, so a scheduler cannot cut it off
             tune.report({**epoch_metrics(event, elapsed), "curve_json": json.dumps(curve), "ray_node_id": node_id})
 
-    finished = False
+    keeper, lease, payload = keeper_here(), uuid.uuid4().hex, None
     try:
-        result = worker.run(spec, on_event)
-        finished = True
+        for ref in keeper.run.remote(spec.model_dump_json(), env, variables, lease, os.getpid()):
+            event = ray.get(ref)
+            if event["event"] == "trial_result":
+                payload = event["result"]
+                payload["env"]["worker"] = event["worker"]
+            elif event["event"] == "trial_error":
+                payload = json.loads(TrialResult.failure("failed", event["error"], spec).to_json())
+            else:
+                on_event(event)
     finally:
-        if not finished:  # stopped by the scheduler (or the actor is ending): end the running trial too
-            worker.kill()
-    payload = json.loads(result.to_json())
+        if payload is None:  # stopped by the scheduler (or the actor is ending): end the running trial too
+            keeper.stop.remote(lease)
     payload["env"].update(ray_node_id=ray.get_runtime_context().get_node_id(), ray_actor_pid=os.getpid())
     if gpu_ids:  # the spec as it ran: the node's GPU, and the share of it the trial had
         if payload.get("spec") and str(gpu_ids[0]).isdigit():

@@ -64,6 +64,7 @@ class Worker:
         self.echo_stderr = echo_stderr
         self.proc: Optional[subprocess.Popen] = None
         self.info: Optional[dict] = None  # the worker's ready event: pid, python, numpy
+        self.start_s = 0.0  # seconds its last start took, to its ready event
         self.stderr_tail = collections.deque(maxlen=STDERR_TAIL_LINES)
         self._stderr_ends = 0  # end-of-request markers (worker.STDERR_END) read from the worker's stderr
         self._stderr_eof = False
@@ -80,6 +81,7 @@ class Worker:
     def start(self, deadline: Optional[float] = None) -> None:
         """Start the worker and wait until it is ready: READY_TIMEOUT_S at most, and never past `deadline`
         (a time.monotonic() value, the trial's), which raises WorkerStartTimeout."""
+        started = time.perf_counter()
         python = envs.interpreter(self.env)
         if not python.exists():
             raise WorkerError(f"environment {self.env!r} is missing: {python} does not exist "
@@ -105,6 +107,7 @@ class Worker:
             self.kill()
             raise WorkerError(f"worker of environment {self.env!r} did not start: {tail or event}")
         self.info = event
+        self.start_s = time.perf_counter() - started
 
     def run(self, spec: TrialSpec, on_event: Optional[Callable[[dict], None]] = None) -> TrialResult:
         """Run one trial to its end, whatever that end is. A trial that ended without the worker's full
