@@ -118,7 +118,7 @@ def designed_importance(study, objective: Optional[str] = None, seed: int = 0) -
         complete = int(np.isfinite(Y).sum())
         result, verdict, why = None, None, ""
         if complete < design.points:
-            why = f"{design.points - complete} of its {design.points} design points have no value (not run, failed)"
+            why = f"{design.points - complete} of its {design.points} design points have no complete value (not run yet, running, or failed)"
         else:
             try:
                 result = (indices.sobol_indices(problem, Y, seed=seed) if design.kind == "sobol" else
