@@ -3,11 +3,12 @@
 The study's user attribute `design` rebuilds the design's rows; each complete trial of a point (config_id
 design:FRAMEWORK:ROW) gives the objective there, the mean over its seeds. A diverged run keeps the accuracy of
 the model it left (chance level, as recorded; 1/classes where it recorded none) and is counted. Indices need
-every point of a framework's design: a framework with points missing or failed is reported, not estimated.
-Sobol' S1/ST/S2 on a Saltelli design, Morris mu*/sigma on a Morris design, each with SALib's bootstrap
-intervals (`analysis.indices`); a ranking is settled or not by `indices.settled`, and never below MIN_BASE
-base rows (MIN_TRAJECTORIES trajectories): a bootstrap over 1 or 2 rows has (nearly) no spread, and says so. Between two frameworks, the
-difference of an index has the interval est +/- sqrt(conf_a^2 + conf_b^2), their designs trained apart.
+every point of a framework's design: a framework with points missing or failed is reported, not estimated. Sobol'
+S1/ST/S2 on a Saltelli design, Morris mu*/sigma on a Morris design, each with SALib's bootstrap intervals
+(`analysis.indices`); a ranking is settled or not by `indices.settled`, and never below MIN_BASE base rows
+(MIN_TRAJECTORIES trajectories): a bootstrap over 1 or 2 rows has (nearly) no spread, and says so. Between two
+frameworks, the difference of an index has the interval est +/- sqrt(conf_a^2 + conf_b^2), their designs trained
+apart.
 """
 from __future__ import annotations
 
@@ -118,7 +119,8 @@ def designed_importance(study, objective: Optional[str] = None, seed: int = 0) -
         complete = int(np.isfinite(Y).sum())
         result, verdict, why = None, None, ""
         if complete < design.points:
-            why = f"{design.points - complete} of its {design.points} design points have no complete value (not run yet, running, or failed)"
+            why = (f"{design.points - complete} of its {design.points} design points have no complete value (not run "
+                   "yet, running, or failed)")
         else:
             try:
                 result = (indices.sobol_indices(problem, Y, seed=seed) if design.kind == "sobol" else

@@ -115,7 +115,8 @@ def plain_importance(study, objective: Optional[str] = None, seed: int = 0, with
     if within is not None:
         record["within"] = f"{within[0]}={within[1]}"
         record["note"] = (f"within {within[0]}={within[1]}: fANOVA and PED-ANOVA over the trials with that value "
-                          f"(Sobol' and Morris indices cannot be conditioned on a factor); point estimates, no intervals")
+                          "(Sobol' and Morris indices cannot be conditioned on a factor); point estimates, no "
+                          "intervals")
     if len(per) == 1:
         record["parameters"] = next(iter(per.values()))["parameters"]
     return record

@@ -192,4 +192,5 @@ def test_the_figure_draws_each_framework_s_indices_with_their_intervals():
     st = record["per_framework"]["weak"]["parameters"]["x2"]["total"]
     trace = fig.data[3]
     assert list(trace.x) == ["x1", "x2", "x3"] and trace.y[1] == st[0]
-    assert trace.error_y.array[1] == pytest.approx(st[2] - st[0]) and trace.error_y.arrayminus[1] == pytest.approx(st[0] - st[1])
+    assert trace.error_y.array[1] == pytest.approx(st[2] - st[0])
+    assert trace.error_y.arrayminus[1] == pytest.approx(st[0] - st[1])

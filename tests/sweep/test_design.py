@@ -92,7 +92,8 @@ def test_each_framework_gets_its_own_copy_of_the_design_with_unique_keys(tmp_pat
     assert {t.params["framework"] for t in plan} == {"torch", "tensorflow"}
     assert all(t.params["batch_size"] == 32 and t.planned is None for t in plan)
     distributions = space.distributions()
-    assert all(distributions[k]._contains(distributions[k].to_internal_repr(v)) for t in plan for k, v in t.params.items())
+    assert all(distributions[k]._contains(distributions[k].to_internal_repr(v))
+               for t in plan for k, v in t.params.items())
 
 
 def test_a_study_with_another_design_is_refused_and_a_larger_one_grows_it(tmp_path):
