@@ -14,7 +14,9 @@ process id (never `ray stop`, which would stop every Ray on the machine), and re
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 import shutil
 import signal
@@ -133,6 +135,47 @@ def _kill_all(processes: list) -> list:
         except psutil.NoSuchProcess:
             pass
     return list(targets)
+
+
+RAY_LISTENER = "ray_listen_error_messages"  # the driver thread that prints Ray's error messages to stdout
+
+
+class _Aside:
+    """A stream that passes all writes but those of Ray's error listener, which go to `path`."""
+
+    def __init__(self, stream, path: Path):
+        self.stream, self.path = stream, path
+
+    def write(self, text: str) -> int:
+        if threading.current_thread().name != RAY_LISTENER:
+            return self.stream.write(text)
+        with open(self.path, "a", encoding="utf-8", errors="backslashreplace") as aside:
+            return aside.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
+class _DropUnfinished(logging.Filter):
+    """Tune's closing "Trials did not complete: [...]": the searcher has told each of them, in one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Trials did not complete")
+
+
+@contextlib.contextmanager
+def ray_text_aside(path: Path):
+    """While a sweep runs: Ray's own messages about its workers ("(raylet) A worker died ...", which the driver
+    prints to stdout from a thread of its own) go to `path`, so that stdout holds the tool's output alone, and
+    Tune's list of unfinished trials is not logged (the study says what became of each)."""
+    streams, quiet = (sys.stdout, sys.stderr), _DropUnfinished()
+    sys.stdout, sys.stderr = _Aside(sys.stdout, path), _Aside(sys.stderr, path)
+    logging.getLogger("ray.tune.tune").addFilter(quiet)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = streams
+        logging.getLogger("ray.tune.tune").removeFilter(quiet)
 
 
 def started() -> bool:

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 import uuid
 from typing import Callable, Optional
 
@@ -43,6 +42,7 @@ from sensitivity.config.spaces import Space
 from sensitivity.core.spec import TrialSpec
 from sensitivity.studies import storage as storage_health
 from sensitivity.studies.records import QUEUED_ATTRS, counts_towards_target, driver_alive, heartbeats, result_fields
+from sensitivity.sweep import nodes
 from sensitivity.sweep.driver_storage import flush
 from sensitivity.sweep.recovery import STALE_AFTER_S, orphan_attrs, requeue_orphans
 from sensitivity.sweep.trial_log import log_trial
@@ -78,13 +78,14 @@ class StudySearcher(Searcher):
         self.on_change = on_change or (lambda: None)
         self.log_path = log_path  # the study's trial log (None: not logged)
         _STUDIES[driver_id] = (study, self.on_change)
+        nodes.register(driver_id, self)  # NodeOfTrial tells it where each trial runs
         self.pruning = pruning  # a scheduler may stop trials early
         self.distributions = space.distributions()
         self.single_objective = len(space.objectives) == 1
         self.live: dict = {}  # Tune trial id -> Optuna trial
         self.reported: dict = {}  # Optuna trial number -> {epoch: intermediate value recorded}
         self.last_curve: dict = {}
-        self.node_of: dict = {}  # Tune trial id -> the Ray node its epochs were reported from
+        self.node_of: dict = {}  # Tune trial id -> the Ray node it was placed on (else reported from)
         self.taken: Optional[int] = None  # trials counting towards N (final or running); None: not read yet
         self.waiting = 0  # trials waiting in the queue
         self.shared = False  # another live driver beat at the last ask: the counts are read before each ask
@@ -211,6 +212,19 @@ class StudySearcher(Searcher):
             self.waiting += 1
         return True
 
+    def placed(self, trial_id: str, node_id: str) -> None:
+        """The trial's actor runs on Ray node `node_id` (`NodeOfTrial`): recorded before its first report, so
+        that the node's loss at any moment makes it an orphan."""
+        self.node_of[trial_id] = node_id
+        trial = self.live.get(trial_id)
+        if trial is None:
+            return
+        try:
+            trial.set_user_attr("ray_node_id", node_id)
+            flush(self.study)
+        except Exception as exc:
+            self._storage_failed(exc, f"recording the node of trial {trial.number}")
+
     def on_trial_result(self, trial_id: str, result: dict) -> None:
         trial = self.live.get(trial_id)
         if trial is None or result.get("final"):
@@ -249,11 +263,15 @@ class StudySearcher(Searcher):
         curve = self.last_curve.pop(trial_id, None)
         node = self.node_of.pop(trial_id, None)
         try:
-            if error and node is not None and node_lost(node):  # no fault of the trial's: run it again
+            if error and node is not None and nodes.node_lost(node):  # no fault of the trial's: run it again
+                log.warning("trial %s: Ray node %s was lost while it ran; it runs again", trial.number, node)
                 self._orphan(trial, f"orphaned: Ray node {node} was lost while the trial ran")
                 requeue_orphans(self.study)
             else:
-                self._tell(trial, result, error, curve)
+                if error:
+                    log.warning("trial %s failed: its Ray actor died or raised on node %s, which is alive (Ray's "
+                                "logs: results/ray-tune)", trial.number, node or "unknown")
+                self._tell(trial, result, error, curve, node)
         except UpdateFinishedTrialError:  # finished by another driver that thought this one dead
             log.warning("trial %s was finished elsewhere; its result here is dropped", trial.number)
             self.taken = None
@@ -263,7 +281,7 @@ class StudySearcher(Searcher):
         if storage_health.lost_reason() is None:
             self.on_change()
 
-    def _tell(self, trial, result: Optional[dict], error: bool, curve) -> None:
+    def _tell(self, trial, result: Optional[dict], error: bool, curve, node: Optional[str] = None) -> None:
         if result and result.get("final"):
             payload = json.loads(result["result_json"])
             # the spec as it ran (device gpu:N), else as asked; per-sample correctness only where recorded
@@ -284,7 +302,9 @@ class StudySearcher(Searcher):
         elif result and not error:  # stopped, but by no scheduler: the run ended around it
             self._interrupt(trial, "interrupted: Tune stopped the trial before its end")
         else:
-            attrs = {"status": "failed", "reason": "the Ray trial raised an error (see Ray's logs)"}
+            where = f"on Ray node {node}, which is alive" if node else "on a Ray node not known"
+            attrs = {"status": "failed", "reason": f"the Ray trial's actor died or raised an error {where} (see Ray's "
+                                                   "logs in results/ray-tune)"}
             if curve:  # the epochs it reported before its actor died
                 attrs["curve"] = curve
             self._finish(trial, TrialState.FAIL, None, attrs)
@@ -345,21 +365,3 @@ class StudySearcher(Searcher):
         """One trial this driver asked no longer counts towards N (an orphan, a surplus)."""
         if self.taken is not None:
             self.taken -= 1
-
-
-def node_lost(node_id: str, wait_s: float = 30.0) -> bool:
-    """Whether Ray's node `node_id` is dead, waiting up to `wait_s` for Ray's health check to say so (an
-    actor's death can reach the driver before its node is marked dead)."""
-
-    # lazy: ray
-    import ray
-    deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            nodes = ray.nodes()
-        except Exception:  # Ray itself is gone (a local Ray's death ends the run by its own watch): no node loss
-            return False
-        alive = any(n.get("NodeID") == node_id and n.get("Alive") for n in nodes)
-        if not alive or time.monotonic() >= deadline:
-            return not alive
-        time.sleep(1.0)

@@ -153,6 +153,7 @@ def run_tune(study, space, options, driver_id: str, missing: int) -> None:
 
     # lazy: optuna, ray
     from sensitivity.sweep.dispatch import ForgetFinished, trainable
+    from sensitivity.sweep.nodes import NodeOfTrial
     from sensitivity.sweep.searcher import StopOnLostStorage, StudySearcher
 
     # a failed trial's result has no metric (never None, see dispatch): Tune must not insist on one
@@ -160,6 +161,8 @@ def run_tune(study, space, options, driver_id: str, missing: int) -> None:
     # the study is the record: of Tune's own loggers only the JSON one, which Tune reads back when fit()
     # ends; its TensorBoard logger imported tensorboardX, and so torch, into the driver
     os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
+    # a trial's error is the searcher's one line (its actor died, or its node was lost), not Ray's traceback
+    os.environ.setdefault("TUNE_PRINT_ALL_TRIAL_ERRORS", "0")
     stop_watching = ray_cluster.watch_local_ray() if not options.address else (lambda: None)
     searcher, started, reason = None, time.monotonic(), "the sweep was stopped"
     try:
@@ -181,11 +184,14 @@ def run_tune(study, space, options, driver_id: str, missing: int) -> None:
                                             reuse_actors=True, time_budget_s=options.time_budget),
                 run_config=tune.RunConfig(name=f"{study.study_name}-{driver_id}", verbose=0,
                                           storage_path=ray_cluster.tune_dir(), log_to_file=True,
-                                          callbacks=[JsonLoggerCallback(), ForgetFinished()], stop=StopOnLostStorage(),
+                                          callbacks=[JsonLoggerCallback(), ForgetFinished(), NodeOfTrial(driver_id)],
+                                          stop=StopOnLostStorage(),
                                           failure_config=tune.FailureConfig(max_failures=0)),
             )
             try:
-                tuner.fit()
+                aside = Path(ray_cluster.tune_dir()) / f"{study.study_name}-{driver_id}.ray.log"  # Ray's messages
+                with ray_cluster.ray_text_aside(aside):
+                    tuner.fit()
                 reason = "the sweep ended before the trial did"
             except KeyboardInterrupt:
                 reason = "the sweep was stopped (Ctrl-C)"

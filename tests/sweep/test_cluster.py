@@ -162,3 +162,53 @@ def test_a_node_lost_mid_trial_fails_that_trial_naming_the_node_and_runs_it_agai
     assert len(retried) == len(lost) and all(r.params == by_number[r.user_attrs["retry_of"]].params
                                             and r.user_attrs["attempt"] == 2 for r in retried)
     assert not [t for t in trials if t.state.name in ("RUNNING", "WAITING")]
+
+
+def test_a_one_epoch_trial_whose_node_dies_before_its_first_report_is_retried_to_exactly_n(cluster_nodes, tmp_path):
+    """A 1-epoch trial reports nothing before its end: its node is known from the moment Ray places it. Kill
+    the worker node's raylet once a trial is placed there: that trial is an orphan naming the node, judged at
+    once (no 30 s wait), retried on the head; exactly N final, nothing RUNNING."""
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token"}
+    address, worker = cluster_nodes
+    node_id, raylet = _worker_node(address, worker, env)
+    space = tmp_path / "s.yaml"  # one epoch of batch 1: a few seconds with the worker's start, no report before
+    space.write_text("study: first\ndataset: digits\nmodel: mlp\nframeworks: [torch]\n"
+                     "parameters: {lr: {type: float, low: 0.01, high: 0.1, log: true}}\n"
+                     "fixed: {epochs: 1, batch_size: 1}\nobjectives: [{metric: val_accuracy, direction: maximize}]\n")
+    log = (tmp_path / "driver.log").open("w")
+    err = (tmp_path / "driver.err").open("w")
+    driver = subprocess.Popen([sys.executable, "-m", "sensitivity.cli", "sweep", str(space), "--trials", "2",
+                               "--parallel", "2", "--address", address, "--no-progress"],
+                              cwd=tmp_path, stdout=log, stderr=err, env=env)
+    storage = f"sqlite:///{tmp_path}/results/optuna.db"
+    deadline = time.monotonic() + 300
+    placed = []
+    while time.monotonic() < deadline and not placed:
+        assert driver.poll() is None, (tmp_path / "driver.err").read_text()[-3000:]
+        try:
+            trials = optuna.load_study(study_name="first", storage=storage).trials
+        except Exception:  # the driver has not made the study yet
+            trials = []
+        placed = [t for t in trials if t.state.name == "RUNNING" and t.user_attrs.get("ray_node_id") == node_id]
+        time.sleep(0.05)
+    assert placed, "no trial was placed on the worker node: " + (tmp_path / "driver.err").read_text()[-3000:]
+    assert not placed[0].intermediate_values  # killed before its first (and only) report
+    raylet.kill()
+    killed = time.monotonic()
+    judged = None
+    while judged is None and time.monotonic() - killed < 120:
+        trial = optuna.load_study(study_name="first", storage=storage).trials[placed[0].number]
+        judged = time.monotonic() - killed if trial.state.name != "RUNNING" else None
+        time.sleep(0.1)
+    assert driver.wait(timeout=600) == 0, (tmp_path / "driver.err").read_text()[-3000:]
+    trials = optuna.load_study(study_name="first", storage=storage).trials
+    final = [t for t in trials if t.state.name in ("COMPLETE", "FAIL", "PRUNED") and not t.user_attrs.get("orphaned")]
+    lost = [t for t in trials if t.user_attrs.get("orphaned")]
+    retried = [t for t in trials if t.user_attrs.get("retry_of") in {t.number for t in lost}]
+    print(f"\nnode loss before the first report: {len(trials)} trials, {len(final)} final, {len(lost)} orphaned, "
+          f"{len(retried)} retried, judged {judged:.1f} s after the kill")
+    assert judged is not None and judged < 20, judged  # not the 30 s wait for Ray's health check on top
+    assert placed[0].number in {t.number for t in lost}
+    assert all(f"Ray node {node_id} was lost" in t.user_attrs["reason"] for t in lost)
+    assert len(final) == 2 and all(t.state.name == "COMPLETE" for t in final)
+    assert len(retried) == len(lost) and not [t for t in trials if t.state.name in ("RUNNING", "WAITING")]
