@@ -194,3 +194,7 @@ def test_the_figure_draws_each_framework_s_indices_with_their_intervals():
     assert list(trace.x) == ["x1", "x2", "x3"] and trace.y[1] == st[0]
     assert trace.error_y.array[1] == pytest.approx(st[2] - st[0])
     assert trace.error_y.arrayminus[1] == pytest.approx(st[0] - st[1])
+    wide = importance_record(designed_importance(planted_study(None, Design("sobol", 2, 1, PARAMS), {"a": ishigami},
+                                                               name="wide")))
+    cut = plot_indices(wide, "t")
+    assert tuple(cut.layout.yaxis.range) == (-0.25, 1.25) and "intervals cut" in cut.layout.title.text

@@ -43,4 +43,18 @@ def plot_indices(record: dict, title: str):
                                  legendgroup=label, showlegend=col == 1), row=1, col=col)
     fig.update_layout(title=title, barmode="group", yaxis_title="index (95% interval where drawn)",
                       template="plotly_white")
+    ends = [v for trace in fig.data for v in [*(trace.y or ()), *(_ends(trace))]]
+    if ends and (min(ends) < AXIS[0] or max(ends) > AXIS[1]):  # a share is in [0, 1]: wider intervals cut
+        fig.update_yaxes(range=list(AXIS))
+        fig.update_layout(title=f"{title} (intervals cut at {AXIS[0]} and {AXIS[1]})")
     return fig
+
+
+AXIS = (-0.25, 1.25)
+
+
+def _ends(trace) -> list:
+    error = trace.error_y
+    if error is None or error.array is None:
+        return []
+    return [y + up for y, up in zip(trace.y, error.array)] + [y - down for y, down in zip(trace.y, error.arrayminus)]
