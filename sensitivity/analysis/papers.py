@@ -122,12 +122,18 @@ def papers_html(sources: list) -> str:
 
 def measured_beside(forecast_attrs: dict, table) -> dict:
     """The forecast a study kept beside what its final trials measured: summed train time (a diverged run at
-    the time it stopped) and the ratio measured / forecast."""
+    the time it stopped) and the ratio measured / forecast; the wall time of its last run, where it ran every
+    trial the forecast was made for (a resumed run's wall is not the forecast's)."""
     final = table[table["state"].isin(("COMPLETE", "PRUNED"))] if "state" in table else table
     measured = float(final["train_time_s"].fillna(0).sum()) if "train_time_s" in final else 0.0
     forecast_s = forecast_attrs.get("train_s") or 0.0
+    run = (table.attrs.get("last_run") if hasattr(table, "attrs") else None) or {}
+    whole = run.get("trials") is not None and round(run["trials"]) == round(forecast_attrs.get("trials") or -1)
+    wall = run.get("wall_s") if whole else None
+    forecast_wall = forecast_attrs.get("wall_s")
     return {"forecast_train_s": forecast_s, "measured_train_s": measured, "trials": int(len(final)),
-            "ratio": measured / forecast_s if forecast_s else None, "sampled": forecast_attrs.get("sampled", False)}
+            "ratio": measured / forecast_s if forecast_s else None, "sampled": forecast_attrs.get("sampled", False),
+            "measured_wall_s": wall, "wall_ratio": wall / forecast_wall if wall and forecast_wall else None}
 
 
 def forecast_html(sources: list) -> str:
@@ -143,7 +149,8 @@ def forecast_html(sources: list) -> str:
                      "forecast train s (summed)": found["forecast_train_s"],
                      "measured train s (summed)": found["measured_train_s"],
                      "measured / forecast": found["ratio"],
-                     "forecast wall s": kept.get("wall_s"), "slots": kept.get("slots"),
+                     "forecast wall s": kept.get("wall_s"), "measured wall s": found["measured_wall_s"],
+                     "measured / forecast wall": found["wall_ratio"], "slots": kept.get("slots"),
                      "forecast from": "the space's distribution" if found["sampled"] else "the plan's trials"})
     if not rows:
         return missing_html("no study here kept a forecast: sensitivity reproduce makes one before it launches, and "

@@ -90,6 +90,7 @@ def _from_study(study) -> pd.DataFrame:
     frame.attrs.update(study=study.study_name, storage=storage_description(study), dataset=space.get("dataset"),
                        directions=[d.name.lower() for d in study.directions],
                        ablation=study.user_attrs.get("ablation"), forecast=study.user_attrs.get("forecast"),
+                       last_run=study.user_attrs.get("last_run"),
                        reproduce=study.user_attrs.get("reproduce"),
                        robustness={int(k.split(":", 1)[1]): v for k, v in study.user_attrs.items()
                                    if k.startswith("robustness:") and v is not None},

@@ -2,6 +2,13 @@
 compile beside it, summed per framework, dataset and device, and the run's core-hours, GPU-hours, energy
 (where the probe read a GPU's energy counter) and wall time on the slots the cluster gives.
 
+Wall time packs the trials onto the slots, longest first, each trial's train, evaluation and compile plus the
+per-trial overhead; on each slot the first trial of a framework also pays that framework's cold start (the
+probe's `cold_start_s`: its worker's interpreter and the framework's import), once per slot, since the keeper
+keeps workers warm (`sweep.keeper`). Before the trials come the command's start (its checks, a local Ray's start,
+the Tune run's) and each slot's actor. Those overheads are this host's, measured on its last sweep
+(`forecast.overhead`), or defaults until one has run, and the forecast says which.
+
 A planned trial's steps are known (`iterations`). A sampled sweep's are not: its trials are forecast from the
 space's distribution (SAMPLES draws, each weighed trials / SAMPLES), and the forecast says so. Diverged runs
 stop early: a forecast is of every run reaching its budget, an upper bound where some diverge.
@@ -14,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from sensitivity.forecast.overhead import DEFAULTS
 from sensitivity.forecast.probe import Cell
 
 SAMPLES = 2000  # draws of a sampled space's distribution
@@ -40,17 +48,20 @@ class Forecast:
     core_hours: float
     gpu_hours: float
     energy_kwh: object  # None where no GPU energy counter was read
-    wall_s: float  # the run's wall time on `slots` trials at once
+    wall_s: float  # the run's wall time on `slots` trials at once, start-ups and Ray's start included
     slots: int
     sampled: bool
     notes: list = field(default_factory=list)
+    startup_s: float = 0.0  # the workers' cold starts, summed over the slots
+    before_s: float = 0.0  # the command's start to its first trial's, and each slot's actor
 
     def attrs(self) -> dict:
         """What a study keeps of the forecast made before it ran."""
         return {"train_s": round(self.train_s, 3), "wall_s": round(self.wall_s, 3),
                 "core_hours": round(self.core_hours, 4), "gpu_hours": round(self.gpu_hours, 4),
                 "energy_kwh": None if self.energy_kwh is None else round(self.energy_kwh, 6),
-                "slots": self.slots, "sampled": self.sampled,
+                "slots": self.slots, "sampled": self.sampled, "startup_s": round(self.startup_s, 3),
+                "before_s": round(self.before_s, 3),
                 "trials": round(sum(r["trials"] for r in self.rows if r["status"] == "run"), 3)}
 
 
@@ -62,10 +73,13 @@ def trial_seconds(run: Run, figures: dict) -> tuple:
 
 
 def forecast(runs: list, figures: dict, slots: int, cpus_per_trial: float = 1, gpus_per_trial: float = 0,
-             sampled: bool = False) -> Forecast:
-    """The forecast of `runs` from the probe's `figures` ({cell: dict}) on `slots` trials at once."""
-    rows, walls, energy, has_energy = {}, [], 0.0, False
+             sampled: bool = False, local_ray: bool = True, overhead: tuple = None) -> Forecast:
+    """The forecast of `runs` from the probe's `figures` ({cell: dict}) on `slots` trials at once; `local_ray`:
+    the command starts a Ray of its own; `overhead`: (`forecast.overhead` figures, whether measured here)."""
+    costs, measured_here = overhead or (dict(DEFAULTS), False)
+    rows, jobs, energy, has_energy = {}, {}, 0.0, False
     train_total = wall_total = 0.0
+    cold = {}
     for run in runs:
         train, wall = trial_seconds(run, figures[run.cell])
         key = (run.cell.framework, run.dataset, run.cell.device, run.status)
@@ -79,26 +93,44 @@ def forecast(runs: list, figures: dict, slots: int, cpus_per_trial: float = 1, g
             continue
         train_total += train * run.count
         wall_total += wall * run.count
-        walls += [wall] * max(1, round(run.count)) if not sampled else []
+        framework = jobs.setdefault(run.cell.framework, {"walls": [], "count": 0.0, "seconds": 0.0})
+        framework["walls"] += [wall + costs["per_trial_s"]] * max(1, round(run.count))
+        framework["count"] += run.count
+        framework["seconds"] += (wall + costs["per_trial_s"]) * run.count
+        cold[run.cell.framework] = max(cold.get(run.cell.framework, 0.0), figures[run.cell].get("cold_start_s") or 0.0)
         joules = figures[run.cell].get("joules_per_step")
         if joules is not None:
             has_energy = True
             energy += joules * run.steps * run.count
-    if sampled:  # alike trials of the expected mean: the makespan of equal jobs
-        trials = sum(r.count for r in runs if r.status == "run")
-        mean = wall_total / trials if trials else 0.0
-        walls = [mean] * math.ceil(trials)
+    walls, startup = [], 0.0
+    for name, framework in jobs.items():
+        if sampled:  # alike trials of the framework's expected mean: the makespan of equal jobs
+            count = math.ceil(framework["count"])
+            framework["walls"] = [framework["seconds"] / framework["count"]] * count if count else []
+        starts = min(slots, len(framework["walls"]))
+        framework["walls"][:starts] = [w + cold[name] for w in framework["walls"][:starts]]
+        startup += starts * cold[name]
+        walls += framework["walls"]
     notes = []
     if sampled:
         notes.append(f"sampled: forecast from the space's distribution ({SAMPLES:,} draws), not from the "
                      "configurations the sampler will choose")
     if not has_energy:
         notes.append("energy: not forecast (no GPU energy counter was read by the probe; NVML is needed)")
+    if not local_ray and startup:
+        notes.append("start-ups counted cold: on a cluster whose workers are warm (an earlier command's) they are "
+                     "not paid")
+    notes.append("overheads: " + ("measured on this host's last sweep" if measured_here else
+                                  "defaults, until a sweep has run on this host")
+                 + f" ({costs['before_s']:.1f} s before the first trial, {costs['actor_s']:.1f} s each slot's actor, "
+                 f"{costs['per_trial_s']:.2f} s a trial)")
+    before = costs["before_s"] + costs["actor_s"] if walls else 0.0
     return Forecast(rows=[{**r, "epochs": sorted(r["epochs"])} for r in rows.values()], train_s=train_total,
                     wall_trial_s=wall_total, core_hours=wall_total * cpus_per_trial / 3600,
                     gpu_hours=wall_total * gpus_per_trial / 3600,
-                    energy_kwh=energy / 3.6e6 if has_energy else None, wall_s=makespan(walls, slots),
-                    slots=slots, sampled=sampled, notes=notes)
+                    energy_kwh=energy / 3.6e6 if has_energy else None,
+                    wall_s=makespan(walls, slots) + before, slots=slots, sampled=sampled, notes=notes,
+                    startup_s=startup, before_s=before)
 
 
 def makespan(seconds: list, slots: int) -> float:
@@ -126,7 +158,8 @@ def text(result: Forecast, heading: str) -> str:
     lines.append(f"total (runs): {sum(r['trials'] for r in run):.0f} trials, train {duration(result.train_s)} summed, "
                  f"{result.core_hours:.3g} core-hours, {result.gpu_hours:.3g} GPU-hours, "
                  f"energy {'not forecast' if result.energy_kwh is None else f'{result.energy_kwh:.3g} kWh'}, "
-                 f"wall {duration(result.wall_s)} on {result.slots} slot{'s' if result.slots != 1 else ''}")
+                 f"wall {duration(result.wall_s)} on {result.slots} slot{'s' if result.slots != 1 else ''} "
+                 f"(worker start-ups {duration(result.startup_s)} summed, {duration(result.before_s)} before the trials)")
     absent = [r for r in result.rows if r["status"] != "run"]
     if absent:
         lines.append(f"total (not run): {sum(r['trials'] for r in absent):.0f} trials, train "
@@ -137,9 +170,9 @@ def text(result: Forecast, heading: str) -> str:
 
 
 def duration(seconds: float) -> str:
-    """"42 s", "13 min", "5.2 h", "31 d"."""
+    """"4.2 s", "13 min", "5.2 h", "31 d"."""
     if seconds < 120:
-        return f"{seconds:.0f} s"
+        return f"{seconds:.1f} s"
     if seconds < 7200:
         return f"{seconds / 60:.0f} min"
     if seconds < 3 * 86400:

@@ -2,7 +2,9 @@
 slots of the machine or cluster, and the estimate."""
 from __future__ import annotations
 
-from sensitivity.forecast import throughput
+import os
+
+from sensitivity.forecast import overhead, throughput
 from sensitivity.forecast.estimate import Forecast, forecast
 from sensitivity.forecast.probe import STEPS
 from sensitivity.forecast.runs import cluster_resources, runs_of_plan, runs_of_space, trial_slots
@@ -70,7 +72,9 @@ def forecast_of(runs: list, options, sampled: bool = False, probe: bool = True, 
         figures = throughput.cached(cells)
         if len(figures) < len(cells):
             return None
-    return forecast(runs, figures, found_slots, options.cpus_per_trial, options.gpus_per_trial, sampled)
+    local_ray = not (options.address or os.environ.get("RAY_ADDRESS"))
+    return forecast(runs, figures, found_slots, options.cpus_per_trial, options.gpus_per_trial, sampled, local_ray,
+                    overhead.read(local_ray))
 
 
 __all__ = ["Forecast", "ForecastError", "forecast_of", "slots", "sweep_runs"]

@@ -1,7 +1,9 @@
 """The throughput probe: a few hundred training steps of one framework, model, input shape, batch size and
 device, on random data of the dataset's shape, through the adapter's own `train_epoch` (the step every trial
 times as its train time). Start-up (import, build) and compile are timed apart from the steps, and so is one
-pass of evaluation (`predict`, which every epoch runs over the validation and test sets).
+pass of evaluation (`predict`, which every epoch runs over the validation and test sets). `cold_start_s` is what
+a trial's worker of that framework pays once: the interpreter's start to the probe's first line, and the
+framework's import.
 
 It runs inside the framework's environment and imports neither Ray nor Optuna, so that it also runs on a bare
 GPU machine: `python -m sensitivity.forecast.probe < cells.json` prints one JSON line per cell.
@@ -15,6 +17,7 @@ import time
 from dataclasses import asdict, dataclass
 
 import numpy as np
+import psutil
 
 from sensitivity import frameworks
 from sensitivity.core import semantics
@@ -52,11 +55,18 @@ class Cell:
         return cls(**{**fields, "input_shape": tuple(fields["input_shape"])})
 
 
-def measure(cell: Cell, steps: int = STEPS) -> dict:
+_IMPORTS: dict = {}  # framework -> seconds its adapter's import took in this process
+
+
+def measure(cell: Cell, steps: int = STEPS, process_s: float = 0.0) -> dict:
     """Time one cell in this process: start-up, compile, `steps` training steps after a warm-up, and one
-    evaluation pass. Seconds per step and samples per second of each."""
+    evaluation pass. Seconds per step and samples per second of each; `process_s`, the interpreter's start,
+    makes `cold_start_s` with the framework's import."""
 
     started = time.perf_counter()
+    if cell.framework not in _IMPORTS:
+        frameworks.load_adapter(cell.framework)
+        _IMPORTS[cell.framework] = time.perf_counter() - started
     spec = TrialSpec(framework=cell.framework, dataset="probe", model=cell.model, batch_size=cell.batch_size,
                      optimizer=cell.optimizer, semantics=cell.semantics, device=cell.device, threads=cell.threads,
                      lr=1e-4, iterations=WARMUP_STEPS + steps, backend=cell.backend or None)
@@ -96,7 +106,8 @@ def measure(cell: Cell, steps: int = STEPS) -> dict:
     adapter.predict(x[:EVAL_SAMPLES])
     eval_s = time.perf_counter() - tick
     return {"cell": cell.key(), "framework_version": adapter.version(), "startup_s": startup,
-            "compile_s": compile_s, "requested_steps": steps, "steps": done, "step_s": seconds / done,
+            "cold_start_s": process_s + _IMPORTS[cell.framework], "compile_s": compile_s, "requested_steps": steps,
+            "steps": done, "step_s": seconds / done,
             "samples_per_s": done * cell.batch_size / seconds, "eval_samples_per_s": EVAL_SAMPLES / eval_s,
             "joules_per_step": joules}
 
@@ -125,10 +136,11 @@ def _steps(adapter, order: np.ndarray, rates: np.ndarray) -> None:
 def main() -> int:
     """Read {"cells": [...keys], "steps": N} on stdin; print one JSON line per cell (its figures, or its
     error)."""
+    process_s = time.time() - psutil.Process().create_time()
     request = json.load(sys.stdin)
     for key in request["cells"]:
         try:
-            line = measure(Cell.from_key(key), request.get("steps", STEPS))
+            line = measure(Cell.from_key(key), request.get("steps", STEPS), process_s)
         except Exception as exc:  # one cell's failure is reported, the next is still measured
             line = {"cell": key, "error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"}
         print(json.dumps(line), flush=True)

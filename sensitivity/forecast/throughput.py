@@ -57,10 +57,12 @@ def _write_cache(entries: dict, host: str = None) -> None:
 
 
 def cached(cells, steps: int = 1) -> dict:
-    """The cached figures of those `cells` the cache holds from a probe of `steps` steps or more, by cell."""
+    """The cached figures of those `cells` the cache holds from a probe of `steps` steps or more, by cell (an
+    entry from before the probe timed cold starts is probed again)."""
     entries = read_cache()
     found = {cell: entries.get(_entry_key(cell)) for cell in cells}
-    return {cell: entry for cell, entry in found.items() if entry and entry.get("requested_steps", 0) >= steps}
+    return {cell: entry for cell, entry in found.items()
+            if entry and entry.get("requested_steps", 0) >= steps and "cold_start_s" in entry}
 
 
 def measured(cells, address=None, gpus=0.0, steps: int = STEPS, log=None) -> dict:

@@ -30,6 +30,7 @@ from sensitivity.config.defaults import Cut
 from sensitivity.config.spaces import Space, load_space
 from sensitivity.core.paths import UnsafeName, check_name, check_results_folder, check_results_link
 from sensitivity.forecast.launch import ForecastError, forecast_of, sweep_runs
+from sensitivity.forecast.overhead import keep_run
 from sensitivity.frameworks import gpu
 from sensitivity.studies import storage as st
 from sensitivity.studies.records import SPACE_HASH, beat, count_final, counts_towards_target, is_final
@@ -140,6 +141,7 @@ def run_space(space: Space, options: SweepOptions, plan: list = (), keep_ray: bo
                     from sensitivity.sweep.driver_storage import flush
                     run_tune(study, space, options, driver_id, missing)
                     flush(study)  # what the last seconds held
+                    keep_run(study, driver_id, missing, not (options.address or os.environ.get("RAY_ADDRESS")))
                 budget_out = options.time_budget is not None and time.monotonic() - started >= options.time_budget
                 summary["final_trials"] = _check_final(study, options.trials, url, driver_id, budget_out)
                 return summary

@@ -17,7 +17,8 @@ def _table(scale=0.02):
                                              "frameworks": ["tensorflow", "torch"], "device": "cpu",
                                              "datasets": {"mnist": "run on mnist5k (stand-in)",
                                                           "cifar10": "not run: files absent"}},
-                       forecast={"train_s": 40.0, "wall_s": 30.0, "slots": 2, "sampled": False})
+                       forecast={"train_s": 40.0, "wall_s": 30.0, "slots": 2, "sampled": False, "trials": 4},
+                       last_run={"wall_s": 36.0, "trials": 4})
     return table
 
 
@@ -51,3 +52,12 @@ def _full(table):
 def test_the_forecast_stands_beside_the_measured_train_time():
     html = forecast_html([_table()])
     assert "40" in html and "43" in html and "1.075" in html  # 10 + 11 + 12 + the diverged run's 10
+    assert "measured wall s" in html and "36" in html and "1.2" in html  # the last run's wall, 36 / 30
+
+
+def test_a_resumed_run_has_no_measured_wall_beside_the_forecast():
+    from sensitivity.analysis.papers import measured_beside
+    table = _table()
+    table.attrs["last_run"] = {"wall_s": 5.0, "trials": 1}  # a rerun that ran 1 of the forecast's 4
+    found = measured_beside(table.attrs["forecast"], table)
+    assert found["measured_wall_s"] is None and found["wall_ratio"] is None

@@ -9,7 +9,9 @@ from sensitivity.forecast.runs import trial_slots
 from sensitivity.config.spaces import load_space
 
 CELL = Cell("torch", "mlp", (1, 8, 8), 10, 32)
-FIGURES = {CELL: {"step_s": 0.01, "eval_samples_per_s": 1000.0, "compile_s": 0.5}}
+FIGURES = {CELL: {"step_s": 0.01, "eval_samples_per_s": 1000.0, "compile_s": 0.5, "cold_start_s": 2.0}}
+COSTS = ({"before_s": 3.0, "actor_s": 1.5, "per_trial_s": 0.4}, True)  # as `forecast.overhead.read` gives them
+TRIAL_OVERHEAD_S = COSTS[0]["per_trial_s"]
 
 
 @pytest.mark.portable
@@ -23,16 +25,32 @@ def test_makespan_takes_the_longest_first_on_the_first_free_slot():
 def test_forecast_sums_train_evaluation_and_compile_of_the_runs_that_run():
     runs = [Run(CELL, "digits", steps=100, epochs=2, eval_samples=500, count=3),
             Run(CELL, "cifar10", steps=10_000, epochs=5, eval_samples=500, status="not run: files absent")]
-    found = forecast(runs, FIGURES, slots=2, cpus_per_trial=2)
+    found = forecast(runs, FIGURES, slots=2, cpus_per_trial=2, local_ray=False, overhead=COSTS)
     assert found.train_s == pytest.approx(3 * 100 * 0.01)
     assert found.wall_trial_s == pytest.approx(3 * (1.0 + 2 * 500 / 1000 + 0.5))
-    assert found.wall_s == pytest.approx(2 * 2.5)  # three trials of 2.5 s on two slots
+    # three trials of 2.5 s and the overhead on two slots, the first on each slot starting its worker (2 s)
+    trial = 2.5 + TRIAL_OVERHEAD_S
+    assert found.wall_s == pytest.approx(3.0 + 1.5 + 2 + trial + trial) and found.startup_s == pytest.approx(2 * 2.0)
     assert found.core_hours == pytest.approx(found.wall_trial_s * 2 / 3600)
     assert found.energy_kwh is None and any("energy" in n for n in found.notes)
     absent = next(r for r in found.rows if r["status"] != "run")
     assert absent["train_s"] == pytest.approx(100.0)  # forecast, never summed with what runs
     printed = text(found, "plan")
-    assert "not run: files absent" in printed and "wall 5 s on 2 slots" in printed
+    assert "not run: files absent" in printed and f"wall {4.5 + 2 + 2 * trial:.1f} s on 2 slots" in printed
+    assert any("start-ups counted cold" in n for n in found.notes)
+    assert any("measured on this host's last sweep" in n for n in found.notes)
+    assert any("defaults, until a sweep" in n for n in forecast(runs, FIGURES, slots=2).notes)
+
+
+@pytest.mark.portable
+def test_each_slot_starts_a_framework_once():
+    other = Cell("jax", "mlp", (1, 8, 8), 10, 32)
+    figures = {**FIGURES, other: {**FIGURES[CELL], "cold_start_s": 5.0}}
+    runs = [Run(CELL, "digits", steps=100, epochs=2, eval_samples=500, count=6),
+            Run(other, "digits", steps=100, epochs=2, eval_samples=500, count=1)]
+    found, trial = forecast(runs, figures, slots=2, local_ray=False, overhead=COSTS), 2.5 + TRIAL_OVERHEAD_S
+    assert found.startup_s == pytest.approx(2 * 2.0 + 1 * 5.0)  # torch on both slots, jax on one
+    assert found.wall_s == pytest.approx(4.5 + makespan([2 + trial] * 2 + [trial] * 4 + [5 + trial], 2))
 
 
 @pytest.mark.portable
@@ -68,3 +86,33 @@ def test_cells_not_run_are_totalled_apart():
     printed = text(forecast(runs, FIGURES, slots=1), "plan")
     assert "total (runs): 0 trials" in printed
     assert "total (not run): 2 trials, train 2.0 h summed" in printed
+
+
+def test_a_runs_overheads_are_measured_from_its_trials_and_kept_for_the_next_forecast(tmp_path, monkeypatch):
+    """Two slots, three trials each: the first trial of a slot pays its actor, the later ones the per-trial
+    overhead and the gap before them; the figures are kept per host and read back for the next forecast."""
+    import datetime
+
+    import optuna
+
+    from sensitivity.forecast import overhead
+
+    monkeypatch.setenv("SENSITIVITY_CACHE_DIR", str(tmp_path))
+    start, trials = datetime.datetime(2026, 1, 1, 12, 0, 0), []
+    for slot in (1, 2):
+        at = start
+        for i, (span, worker) in enumerate([(9.0, 4.0), (1.5, 1.0), (1.6, 1.0)]):  # outside the worker: 5, .5, .6
+            trial = optuna.trial.create_trial(value=0.9, user_attrs={
+                "driver": "d", "env": {"ray_actor_pid": slot, "worker": {"span_s": worker}}})
+            at = at + datetime.timedelta(seconds=0.2 if i else 0)  # the gap after the trial before
+            trial.datetime_start, trial.datetime_complete = at, at + datetime.timedelta(seconds=span)
+            at = trial.datetime_complete
+            trials.append(trial)
+    figures = overhead.measured(trials, start.timestamp() - 7.0)
+    assert figures["before_s"] == pytest.approx(7.0)
+    assert figures["actor_s"] == pytest.approx(5.0)
+    assert figures["per_trial_s"] == pytest.approx(0.75)  # median of 0.7 and 0.8 (0.5 + 0.2, 0.6 + 0.2)
+    assert overhead.read(local_ray=True) == (overhead.DEFAULTS, False)
+    overhead.record(figures, local_ray=True)
+    assert overhead.read(local_ray=True) == ({k: round(v, 3) for k, v in figures.items()}, True)
+    assert overhead.read(local_ray=False) == (overhead.DEFAULTS, False)  # a cluster's are its own
