@@ -20,6 +20,7 @@ import logging
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -203,6 +204,41 @@ def watch_local_ray(interval_s: float = 2.0):
 
     if core:
         threading.Thread(target=watch, daemon=True, name="ray-watch").start()
+    return stop.set
+
+
+def watch_cluster_head(on_lost, interval_s: float = 2.0, misses: int = 4):
+    """End this driver, with one line, once the cluster's head (its GCS) has not answered a TCP connection
+    `misses` times in a row: Ray's own end comes 60 s later, with a C++ line, leaving the trials RUNNING.
+    `on_lost()` runs first (the searcher fails its live trials as orphans and queues them again). Returns a
+    function that stops the watch."""
+    # lazy: ray
+    import ray
+
+    host, _, port = ray.get_runtime_context().gcs_address.rpartition(":")
+    stop = threading.Event()
+
+    def answers() -> bool:
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=interval_s):
+                return True
+        except (OSError, ValueError):
+            return False
+
+    def watch() -> None:
+        missed = 0
+        while not stop.wait(interval_s):
+            missed = 0 if answers() else missed + 1
+            if missed >= misses and not stop.is_set():
+                try:
+                    on_lost()
+                finally:
+                    print(f"sensitivity: the Ray cluster's head at {host}:{port} stopped answering; finished trials "
+                          "are in the study and the running ones are queued again: restart the head (ray start "
+                          "--head) and its nodes, then run the same command again", file=sys.stderr, flush=True)
+                    os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="ray-head-watch").start()
     return stop.set
 
 

@@ -163,8 +163,14 @@ def run_tune(study, space, options, driver_id: str, missing: int) -> None:
     os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
     # a trial's error is the searcher's one line (its actor died, or its node was lost), not Ray's traceback
     os.environ.setdefault("TUNE_PRINT_ALL_TRIAL_ERRORS", "0")
-    stop_watching = ray_cluster.watch_local_ray() if not options.address else (lambda: None)
     searcher, started, reason = None, time.monotonic(), "the sweep was stopped"
+
+    def head_lost() -> None:  # its live trials become orphans, queued again, before the driver ends
+        if searcher is not None:
+            searcher.interrupt_live("interrupted: the Ray cluster's head was lost")
+
+    joined = options.address or os.environ.get("RAY_ADDRESS")
+    stop_watching = ray_cluster.watch_cluster_head(head_lost) if joined else ray_cluster.watch_local_ray()
     try:
         run_options = {"timeout": options.timeout_per_trial, "deterministic": options.deterministic or None}
         if "threads" not in space.fixed:

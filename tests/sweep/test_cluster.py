@@ -212,3 +212,55 @@ def test_a_one_epoch_trial_whose_node_dies_before_its_first_report_is_retried_to
     assert all(f"Ray node {node_id} was lost" in t.user_attrs["reason"] for t in lost)
     assert len(final) == 2 and all(t.state.name == "COMPLETE" for t in final)
     assert len(retried) == len(lost) and not [t for t in trials if t.state.name in ("RUNNING", "WAITING")]
+
+
+def test_the_head_lost_mid_sweep_is_the_tools_one_line_and_leaves_nothing_running(cluster_nodes, tmp_path):
+    """Kill the head's GCS while two trials run: within seconds (not Ray's 60 s) the driver ends with exit 1
+    and the tool's one line naming what to do; its trials are orphans queued again, none RUNNING, and a rerun
+    (here on a local Ray) reaches N."""
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token"}
+    address, _ = cluster_nodes
+    port = address.rpartition(":")[2]
+    space = space_file(tmp_path, "head", epochs=400)
+    err = (tmp_path / "driver.err").open("w")
+    driver = subprocess.Popen([sys.executable, "-m", "sensitivity.cli", "sweep", str(space), "--trials", "2",
+                               "--parallel", "2", "--address", address, "--no-progress"],
+                              cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=err, env=env)
+    storage = f"sqlite:///{tmp_path}/results/optuna.db"
+    deadline, running = time.monotonic() + 300, []
+    while time.monotonic() < deadline and not running:
+        assert driver.poll() is None, (tmp_path / "driver.err").read_text()[-3000:]
+        try:
+            trials = optuna.load_study(study_name="head", storage=storage).trials
+        except Exception:  # the driver has not made the study yet
+            trials = []
+        running = [t for t in trials if t.state.name == "RUNNING" and t.intermediate_values]
+        time.sleep(0.2)
+    assert running, (tmp_path / "driver.err").read_text()[-3000:]
+    gcs = [p for p in psutil.process_iter(["name", "cmdline"]) if p.info["name"] == "gcs_server"
+           and any(f"gcs_server_port={port}" in arg for arg in p.info["cmdline"] or [])]
+    assert len(gcs) == 1, gcs
+    gcs[0].kill()
+    killed = time.monotonic()
+    code = driver.wait(timeout=120)
+    ended = time.monotonic() - killed
+    stderr = (tmp_path / "driver.err").read_text()
+    trials = optuna.load_study(study_name="head", storage=storage).trials
+    orphans = sum(bool(t.user_attrs.get("orphaned")) for t in trials)
+    print(f"\nhead lost: the driver ended {ended:.1f} s after the kill, exit {code}; "
+          f"{sum(t.state.name == 'RUNNING' for t in trials)} RUNNING, {orphans} orphaned")
+    assert code == 1 and ended < 30, (code, ended, stderr[-3000:])
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith("sensitivity: the Ray cluster's head at ") and f":{port} stopped answering" in last \
+        and "run the same command again" in last, stderr[-3000:]
+    assert "Traceback" not in stderr and "gcs" not in stderr.lower(), stderr[-3000:]  # no Ray C++ line
+    assert not [t for t in trials if t.state.name == "RUNNING"]
+    assert {t.number for t in running} <= {t.number for t in trials if t.user_attrs.get("orphaned")}
+    rerun = subprocess.run([sys.executable, "-m", "sensitivity.cli", "sweep", str(space_file(tmp_path, "head", 1)),
+                            "--trials", "2", "--parallel", "2", "--no-progress", "--allow-space-change"],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    trials = optuna.load_study(study_name="head", storage=storage).trials
+    final = [t for t in trials if not t.user_attrs.get("orphaned")]
+    assert len(final) == 2 and all(t.state.name == "COMPLETE" for t in final)
+    assert not [t for t in trials if t.state.name in ("RUNNING", "WAITING")]
