@@ -3,7 +3,8 @@
 A local Ray listens on the loopback interface only: its node address is 127.0.0.1, so its GCS, raylet,
 workers, runtime-env agent and autoscaler metrics bind there (README, "Sweeps", lists them); the dashboard is
 off. It keeps its files in a temporary folder of its own (/tmp/ray-XXXX/r, which Ray makes world-writable,
-inside /tmp/ray-XXXX at 0700, which no one else can enter), removed when it stops.
+inside /tmp/ray-XXXX at 0700, which no one else can enter; the folders Ray has made when it is up lose
+their group and other write bits too), removed when it stops.
 
 A driver killed with SIGKILL cannot stop the local Ray it started (raylet, GCS, agents, workers, and the
 framework workers of its trials). A reaper process, started with the local Ray in a session of its own,
@@ -69,7 +70,20 @@ def init_ray(address=None) -> None:
     except BaseException:
         stopped()
         raise
+    tighten(temp_dir)
     _record_own(temp_dir)
+
+
+def tighten(root: str) -> None:
+    """Take the write permission of group and others off every folder under `root`: Ray makes its folders
+    0777 (no sticky bit), which the 0700 `root` already keeps others out of; this keeps them out of each."""
+    for folder, _, _ in os.walk(root):
+        try:
+            mode = os.lstat(folder).st_mode
+            if mode & 0o022:
+                os.chmod(folder, mode & ~0o022 & 0o7777)
+        except OSError:  # a folder Ray removed meanwhile
+            pass
 
 
 def joined(address: str):

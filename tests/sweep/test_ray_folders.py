@@ -56,7 +56,7 @@ def test_no_folder_of_a_local_rays_session_can_be_written_by_another_user(tmp_pa
         assert sessions and any((s / "sockets").is_dir() for s in sessions), folders  # Ray's files are in there
         print(f"{len(folders)} folders under {temp_dir} ({stat.filemode(temp_dir.stat().st_mode)}); "
               f"{len(world_writable(temp_dir))} world-writable, {len(exposed(temp_dir))} reachable by others")
-        assert not exposed(temp_dir)
+        assert not exposed(temp_dir) and not world_writable(temp_dir), world_writable(temp_dir)
         assert stat.S_IMODE(temp_dir.stat().st_mode) == 0o700
     finally:
         driver.stdin.close()
