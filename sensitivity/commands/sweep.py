@@ -242,7 +242,7 @@ def _cmd_sweep(args) -> int:
     overrides = dict(frameworks=names, seeds=args.seeds, semantics=args.semantics, dataset=args.dataset,
                      model=args.model)
     if args.design:
-        from sensitivity.commands.designed import designed_sweep  # it imports this module's helpers
+        from sensitivity.commands.designed import designed_sweep  # lazy: it imports this module (a cycle)
         return designed_sweep(args, overrides)
     if args.dry_run:
         return _dry_run_sweep(args, overrides)
