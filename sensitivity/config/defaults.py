@@ -201,7 +201,8 @@ def load_table(path: Optional[Path] = None) -> list:
     return entries
 
 
-NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+# ASCII digits only (re.ASCII): a source's "٠.٠١" or "５" is no number
+NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?", re.ASCII)
 # how a source words an optimizer or a learning-rate policy
 WORDS = {"adam": r"adam", "sgd": r"sgd|gradientdescent|- learning_rate \* grad", "momentum": r"sgd|momentum",
          "inv": r'"inv"', "step": r"staircase", "fixed": r'"fixed"'}

@@ -5,7 +5,7 @@ import pytest
 from fuzz_runner import check
 
 from fuzz_cases import NET, SOLVER
-from sensitivity.config import prototxt
+from sensitivity.config import defaults, prototxt
 
 DIGITS = {"arabic-indic": "\u0660.\u0660\u0661", "fullwidth": "\uff10.\uff10\uff11", "devanagari": "\u0966.\u0966\u0967",
           "mixed": "0.0\u0661", "exponent": "1e-\u0662", "bengali": "\u09e6.\u09e6\u09e7"}
@@ -32,3 +32,11 @@ def test_the_tokenizer_reads_ascii_numbers_only():
     for text in DIGITS.values():
         with pytest.raises(prototxt.PrototxtError):
             prototxt.parse(f"base_lr: {text}\n", "s")
+
+
+def test_the_defaults_table_reads_ascii_numbers_only_from_its_sources():
+    """`checked_against` quotes are matched for numbers with `defaults.NUMBER`: Unicode digits are none."""
+    assert defaults.quoted_numbers("lr 1e-4, batch 50, 55,000 steps, .05") == [1e-4, 50.0, 55000.0, 0.05]
+    for text in DIGITS.values():
+        assert defaults.quoted_numbers(f"lr {text}") in ([], [0.0], [1.0]), text  # only its ASCII part, if any
+    assert defaults.quoted_numbers("batch \u0665\u0660") == []
