@@ -7,17 +7,20 @@ from fuzz_runner import check
 from fuzz_cases import NET, SOLVER
 from sensitivity.config import defaults, prototxt
 
-DIGITS = {"arabic-indic": "\u0660.\u0660\u0661", "fullwidth": "\uff10.\uff10\uff11", "devanagari": "\u0966.\u0966\u0967",
+DIGITS = {"arabic-indic": "\u0660.\u0660\u0661", "fullwidth": "\uff10.\uff10\uff11",
+          "devanagari": "\u0966.\u0966\u0967",
           "mixed": "0.0\u0661", "exponent": "1e-\u0662", "bengali": "\u09e6.\u09e6\u09e7"}
 SPACES = {"no-break space": "\u00a0", "em space": "\u2003", "ideographic space": "\u3000"}
 
 CASES = [(f"solver base_lr {what}", SOLVER.replace("base_lr: 0.01", f"base_lr: {text}"), NET)
          for what, text in DIGITS.items()]
+OUTPUTS = {"arabic-indic": "\u0662\u0660", "fullwidth": "\uff12\uff10", "thai": "\u0e52\u0e50"}
 CASES += [(f"net num_output {what}", SOLVER, NET.replace("num_output: 20", f"num_output: {text}"))
-          for what, text in {"arabic-indic": "\u0662\u0660", "fullwidth": "\uff12\uff10", "thai": "\u0e52\u0e50"}.items()]
+          for what, text in OUTPUTS.items()]
 CASES += [(f"solver {what} between tokens", SOLVER.replace("momentum: 0.9", f"momentum:{space}0.9"), NET)
           for what, space in SPACES.items()]
-CASES += [("net layer name of non-ASCII letters", SOLVER, NET.replace('name: "LeNet"', "name: \u0644\u064a\u0646\u062a"))]
+CASES += [("net layer name of non-ASCII letters", SOLVER,
+           NET.replace('name: "LeNet"', "name: \u0644\u064a\u0646\u062a"))]
 
 
 @pytest.mark.parametrize("name,solver,net", CASES, ids=[c[0] for c in CASES])
