@@ -202,6 +202,7 @@ def test_the_shipped_protocol_is_the_pre_registered_grid():
 
     protocol, record = robustness_protocol.load()
     assert protocol.grid("digits") == (0.0, 0.04, 0.09, 0.13, 0.19)  # scripts/robustness_pilot.py digits
+    assert protocol.grid("mnist5k") == (0.0, 0.05, 0.1, 0.14, 0.21)
     assert protocol.grid("mnist1d") == (0.0, 0.05, 0.1, 0.2, 0.3)  # no pilot: the common grid
     assert protocol.surrogate.model == "mlp128" and protocol.surrogate.framework == "torch"
     assert record["file"].endswith("search_spaces/robustness.yaml") and len(record["sha256"]) == 64
