@@ -9,17 +9,19 @@ import math
 import numpy as np
 import pandas as pd
 
+from sensitivity.analysis.budgets import BUDGET_WORDS, BUDGETS
 from sensitivity.analysis.crossover import crossover_comparisons
 from sensitivity.analysis.frontier import runtime_accuracy_frontier
 from sensitivity.analysis.intervals import difference, ratio
 from sensitivity.analysis.robustness_pairs import robustness_comparisons
 from sensitivity.analysis.seeds import best_configurations
 from sensitivity.analysis.table import REGIME, NotEnoughData, trained
-from sensitivity.analysis.transfer import richest_transfer, transfer_comparisons
+from sensitivity.analysis.transfer import transfer_comparisons, transfer_source
 
 TRANSFER = ("dataset transfer", "framework transfer")
 ENTRY = [REGIME, "claim", "role", "label", "subject", "reference", "estimate", "low", "high", "unit", "p", "n_a",
-         "n_b", "sd", "se", "df", "test", "p_floor", "df_max", "test_var", "budget_scale", "compared", "detail"]
+         "n_b", "sd", "se", "df", "test", "p_floor", "df_max", "test_var", "budget_scale", "budget", "converged",
+         "compared", "detail"]
 
 
 def gather(sources: list) -> list:
@@ -33,13 +35,16 @@ def none_if_missing(value):
 
 
 def _entry(regime, claim, label, subject, reference, diff, unit, budget=None, compared=True, detail=None,
-           role="comparison") -> dict:
+           role="comparison", definition=None, settled=None) -> dict:
+    """A comparison's entry; `budget` is its budget scale, `definition` its budget's definition (transfer claims:
+    "epochs" or "steps") and `settled` whether its runs converged (True, False, None: unknown)."""
     return {REGIME: regime, "claim": claim, "role": role, "label": label, "subject": subject, "reference": reference,
             "estimate": diff["estimate"], "unit": unit, "n_a": int(diff["n_a"]), "n_b": int(diff["n_b"]),
             **{k: none_if_missing(diff.get(k))
                for k in ("low", "high", "p", "sd", "se", "df", "test_var", "p_floor", "df_max")},
             "test": diff.get("test") or "none",
-            "budget_scale": none_if_missing(budget), "compared": compared, "detail": detail}
+            "budget_scale": none_if_missing(budget), "budget": definition, "converged": settled,
+            "compared": compared, "detail": detail}
 
 
 def _crossover_entries(sources: list) -> list:
@@ -52,22 +57,30 @@ def _crossover_entries(sources: list) -> list:
         for row in rows.to_dict("records"):
             kind = "placebo" if row["placebo"] else "comparison"
             label = (f"{'placebo, ' if row['placebo'] else ''}{row['framework']}: {row['dataset_a']} x "
-                     f"{row['dataset_b']}" + (f" ({row['model']})" if row.get("model") else ""))
+                     f"{row['dataset_b']}" + (f" ({row['model']})" if row.get("model") else "")
+                     + ("" if row["budget"] == "epochs" else f", {BUDGET_WORDS.get(row['budget'], row['budget'])}"))
             out.append(_entry(row[REGIME], "dataset transfer", label, row["config_a"], row["config_b"], row,
-                              "home advantage", row["budget_scale"], detail=row, role=kind))
+                              "home advantage", row["budget_scale"], detail=row, role=kind, definition=row["budget"],
+                              settled=row["converged"]))
     return out
 
 
 def _transfer_entries(sources: list) -> list:
-    try:
-        source, _ = richest_transfer(sources)
-    except NotEnoughData:
-        return []
+    """Framework transfer's pairs under each budget definition, each from the study that ran the most of them
+    (`transfer.transfer_source`: the main job runs the published steps as a study of its own)."""
     out = []
-    for row in transfer_comparisons(source).to_dict("records"):
-        label = f"{row['dataset']}: {row['source_framework']}'s {row['default']} on {row['framework']} vs at home"
-        out.append(_entry(row[REGIME], "framework transfer", label, row["subject"], row["reference"], row,
-                          "accuracy", row["budget_scale"], detail=row))
+    for budget in BUDGETS:
+        source = transfer_source(sources, budget)
+        if source is None:
+            continue
+        for row in transfer_comparisons(source).to_dict("records"):
+            if row["budget"] != budget:
+                continue
+            label = (f"{row['dataset']}: {row['source_framework']}'s {row['default']} on {row['framework']} vs at "
+                     f"home" + ("" if budget == "epochs" else f", {BUDGET_WORDS[budget]}"))
+            out.append(_entry(row[REGIME], "framework transfer", label, row["subject"], row["reference"], row,
+                              "accuracy", row["budget_scale"], detail=row, definition=budget,
+                              settled=row["converged"]))
     return out
 
 

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from sensitivity.analysis.arms import runs_of
+from sensitivity.analysis.budgets import budget_of, converged, converged_all
 from sensitivity.analysis.intervals import Arm, contrast, divergence, interval_text, mean_interval
 from sensitivity.analysis.table import REGIME, NotEnoughData, derived, regime_sorted, trained, trials_table
 
@@ -35,7 +36,7 @@ COLUMNS = [REGIME, "crossover", "framework", "model", "dataset_a", "dataset_b", 
            "config_b", "estimate", "low", "high", "p", "se", "df", "test", "p_floor", "test_var", "sd", "method", "n_a",
            "n_b",
            "budget_scale", "time_ratio", "time_low", "time_high", "cells", "diverged", "divergence", "sides", "summed",
-           "carried_by", "df_max"]
+           "carried_by", "df_max", "budget", "converged"]
 NEEDS = ("dataset transfer needs a crossover: sensitivity crossover --framework F --datasets A,B (a published default "
          "or --tuned DATASET=SWEEP_STUDY for each side)")
 
@@ -51,14 +52,17 @@ def _crossovers(table: pd.DataFrame) -> pd.DataFrame:
         raise NotEnoughData(NEEDS)
     rows = trained(table)
     rows = rows[rows["crossover"].notna()]
+    rows = rows.assign(budget=budget_of(rows))
     out = []
-    for (regime, name), part in rows.groupby([REGIME, "crossover"], sort=True):
+    for (regime, name, budget), part in rows.groupby([REGIME, "crossover", "budget"], sort=True):
         row = _one(regime, name, part)
         if row is not None:
-            out.append(row)
+            cells = [converged(part[part["tuned_for"].eq(t) & part["dataset"].eq(on)])
+                     for t in part["tuned_for"].unique() for on in part["dataset"].unique()]
+            out.append({**row, "budget": budget, "converged": converged_all(cells)})
     if not out:
         raise NotEnoughData("the crossover's trials have not finished: " + NEEDS)
-    return regime_sorted(pd.DataFrame(out, columns=COLUMNS), [REGIME, "placebo", "crossover"])
+    return regime_sorted(pd.DataFrame(out, columns=COLUMNS), [REGIME, "placebo", "crossover", "budget"])
 
 
 def _one(regime: str, name: str, part: pd.DataFrame):

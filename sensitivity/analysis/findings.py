@@ -27,7 +27,10 @@ an exact one over the seeds, and a comparison whose exact test cannot reach ALPH
 "not testable" (`decidable`), with the seeds that could (`seeds_to_test`). Each claim has a one-line `headline`
 (verdict, effect [interval], seeds, budget, control) beside its full `sentence`.
 
-The transfer claims are tested on runs at the published budget only: a comparison whose runs were cut
+The transfer claims are judged at each definition of the published budget apart, the source's epochs and its
+steps (Holm within each), then combined (`budget_verdicts`): "supported" only where the claim holds under both,
+on converged runs; `by_budget` holds each definition's verdict, or the command that runs it.
+They are tested on runs at the published budget only: a comparison whose runs were cut
 (budget_scale < 1) is "cut budget", and a claim with nothing else is "not tested at the published budget".
 Their verdict rests on the summary of the claim's comparisons (`intervals.summary`, random effects): "not
 supported" where it is equivalent to 0 within the margin (TOST) and no comparison differs in the claimed
@@ -63,10 +66,10 @@ ANCHORS = {"dataset transfer": "transfer", "framework transfer": "transfer", "ro
            "runtime-accuracy": "frontier"}
 COMPARISONS = [REGIME, "claim", "role", "label", "subject", "reference", "verdict", "estimate", "low", "high", "unit",
                "p", "p_holm", "p_tost", "test", "df", "df_max", "p_floor", "n_a", "n_b", "seeds_needed",
-               "seeds_for_observed", "budget_scale", "anchor", "sentence"]
+               "seeds_for_observed", "budget_scale", "budget", "converged", "anchor", "sentence"]
 CLAIM_COLUMNS = [REGIME, "claim", "verdict", "estimate", "low", "high", "unit", "p", "p_holm", "p_tost", "margin",
                  "n_a", "n_b", "n_trials", "n_comparisons", "n_tested", "n_differ", "budget_scale", "seeds_needed",
-                 "budgets", "kernel_warning", "control", "anchor", "headline", "sentence"]
+                 "budgets", "by_budget", "kernel_warning", "control", "anchor", "headline", "sentence"]
 
 
 class Findings(NamedTuple):
@@ -211,22 +214,24 @@ def _ablation_note(sources: list) -> str:
 
 
 def compare(sources: list, effect: float = EFFECT) -> pd.DataFrame:
-    """Every comparison of the claims, Holm-corrected within each claim, with verdicts and sentences."""
+    """Every comparison of the claims, Holm-corrected within each claim and budget definition, with verdicts and
+    sentences."""
     entries = gather(sources)
     frame = pd.DataFrame(entries, columns=ENTRY)
+    frame["family"] = frame["claim"] + "|" + frame["budget"].fillna("").astype(str)  # Holm's family
     frame["anchor"] = frame["claim"].map(ANCHORS)
     frame["counted"] = frame["compared"] & frame["role"].eq("comparison") & ~_cut(frame)
     frame["p_holm"] = None
     frame["p_tost"] = [tost(e, se, margin_of(c, effect, d), df) if ok else None for e, se, c, df, ok, d in zip(
         frame["estimate"], frame["se"], frame["claim"], frame["df"], frame["compared"], frame["detail"])]
-    for claim, part in frame[frame["counted"]].groupby("claim"):
+    for family, part in frame[frame["counted"]].groupby("family"):
         frame.loc[part.index, "p_holm"] = pd.Series(holm([none_if_missing(p) for p in part["p"]]), index=part.index,
                                                     dtype=object)
-    tests = frame[frame["p_holm"].notna()].groupby("claim").size().to_dict()
-    frame["verdict"] = [_verdict(row, tests.get(row["claim"], 1)) for row in frame.to_dict("records")]
+    tests = frame[frame["p_holm"].notna()].groupby("family").size().to_dict()
+    frame["verdict"] = [_verdict(row, tests.get(row["family"], 1)) for row in frame.to_dict("records")]
     needed, observed = [], []
     for row in frame.to_dict("records"):
-        alpha = ALPHA / max(1, tests.get(row["claim"], 1))
+        alpha = ALPHA / max(1, tests.get(row["family"], 1))
         if row["verdict"] == "not testable":
             needed.append(seeds_to_test(row["test"], alpha))
             observed.append(None)
@@ -297,7 +302,7 @@ def _claim(regime: str, claim: str, rows: pd.DataFrame, every_regime: pd.DataFra
     base = {REGIME: regime, "claim": claim, "anchor": ANCHORS[claim], "n_comparisons": len(rows), "n_trials": 0,
             "estimate": np.nan, "low": None, "high": None, "unit": "", "p": None, "p_holm": None, "p_tost": None,
             "margin": margin_of(claim, effect), "n_a": 0, "n_b": 0, "n_tested": 0, "n_differ": 0,
-            "budget_scale": None, "seeds_needed": None, "budgets": None, "control": None}
+            "budget_scale": None, "seeds_needed": None, "budgets": None, "by_budget": None, "control": None}
     if claim == "runtime-accuracy":
         return {**base, **_runtime_claim(regime, rows, effect, timing.get(regime, timing.get("", "")))}
     if claim in TRANSFER:

@@ -11,6 +11,9 @@ test set's sampling error included where the trials recorded per-sample correctn
 converged runs, the diverged counted apart with Fisher's exact test). Caffe's and DLBench's defaults have no
 home framework here and take no part. `plot_transfer` draws the matrix as heatmaps; every title names the
 budget scale where it is below 1.
+Each run records its budget's definition (`budgets`: the source's epochs, or its steps); pairs are formed within
+one definition, each with `converged` (`budgets.converged`), and the matrix shows the published epochs where any
+ran. `transfer_source` picks the study that ran a definition (the main job runs the steps as a study of its own).
 """
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from sensitivity.analysis.arms import runs_of
+from sensitivity.analysis.budgets import budget_of, converged
 from sensitivity.analysis.intervals import contrast, divergence, group_intervals, interval_text, mean_interval
 from sensitivity.analysis.table import REGIME, NotEnoughData, derived, regime_sorted, trained, trials_table
 
@@ -29,6 +33,7 @@ COMPARISON_COLUMNS = [REGIME, "question", "dataset", "framework", "default", "so
                       "n_a", "n_b", "sd", "se", "df", "test", "p_floor", "test_var", "method", "budget_scale",
                       "subject_text", "reference_text", "diverged_a", "runs_a", "diverged_b", "runs_b", "p_diverged",
                       "df_max"]
+BUDGET_COLUMNS = ["budget", "converged_a", "converged_b", "converged"]  # the budget's definition; convergence
 
 
 def transfer_matrix(table) -> pd.DataFrame:
@@ -38,6 +43,8 @@ def transfer_matrix(table) -> pd.DataFrame:
 
 def _transfer_matrix(table: pd.DataFrame) -> pd.DataFrame:
     runs = _default_runs(table)
+    shown = "epochs" if runs["budget"].eq("epochs").any() else "steps"  # one definition: one value a cell
+    runs = runs[runs["budget"].eq(shown)]
     # diverged runs are counted apart, unless every run of the cell diverged (`arms`)
     converged = runs["outcome"].eq("ok").groupby([runs[k].fillna("") for k in KEYS]).transform("any")
     runs = runs.assign(accuracy=runs["accuracy"].where(runs["outcome"].eq("ok") | ~converged))
@@ -47,6 +54,7 @@ def _transfer_matrix(table: pd.DataFrame) -> pd.DataFrame:
                   budget_scale=("budget_scale", "min"))
              .reset_index())
     cells["divergence_rate"] = cells["diverged"] / cells["n_seeds"]
+    cells["budget"] = shown
     spread = group_intervals(runs, KEYS, "accuracy").drop(columns=["accuracy_mean", "accuracy_n"])
     cells = cells.merge(spread, on=KEYS, how="left")
     cells = _with_test_set_error(cells, runs)
@@ -76,6 +84,25 @@ def _with_test_set_error(cells: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFram
         if interval.low is not None and interval.method == "welch+test-set":
             lows[index[key]], highs[index[key]] = max(0.0, interval.low), min(1.0, interval.high)
     return cells.assign(accuracy_low=lows, accuracy_high=highs)
+
+
+def transfer_source(sources, budget: str):
+    """The study among `sources` whose framework-transfer runs at `budget` ("epochs": `richest_transfer`; "steps":
+    the one with the most runs at the published steps), or None."""
+    if budget == "epochs":
+        try:
+            return richest_transfer(sources)[0]
+        except NotEnoughData:
+            return None
+    counts = []
+    for k, source in enumerate(sources):
+        try:
+            runs = _default_runs(trials_table(source))
+        except NotEnoughData:
+            continue
+        if runs["budget"].eq(budget).any():
+            counts.append((int(runs["budget"].eq(budget).sum()), -k, source))
+    return max(counts, key=lambda c: c[:2])[2] if counts else None
 
 
 def richest_transfer(sources) -> tuple:
@@ -110,6 +137,7 @@ def _default_runs(table: pd.DataFrame) -> pd.DataFrame:
     # a default's trial written before budgets were recorded ran its published steps
     scales = pd.to_numeric(runs["budget_scale"], errors="coerce") if "budget_scale" in runs else np.nan
     runs["budget_scale"] = pd.Series(scales, index=runs.index).fillna(1.0)
+    runs["budget"] = budget_of(runs)
     return runs
 
 
@@ -135,19 +163,24 @@ def transfer_comparisons(table) -> pd.DataFrame:
 def _transfer_comparisons(table: pd.DataFrame) -> pd.DataFrame:
     runs = _default_runs(table)
     frameworks = set(runs["framework"])
-    groups = runs.groupby([REGIME, "dataset", "default", "framework"], sort=True)
-    cells = {key: runs_of(part, key[1]) for key, part in groups}
-    firsts = runs.groupby([REGIME, "dataset", "default"])[["default_source", "source_dataset"]].first()
     out = []
-    for (regime, dataset, default), (home, source_dataset) in firsts.iterrows():
-        at_home = cells.get((regime, dataset, default, home))
-        if home not in frameworks or at_home is None:
-            continue  # Caffe's or DLBench's defaults have no home framework here
-        for target in sorted(f for (r, d, n, f) in cells if (r, d, n) == (regime, dataset, default) and f != home):
-            moved = cells[(regime, dataset, default, target)]
-            out.append(_row(regime, dataset, target, default, home, source_dataset, moved, at_home))
-    frame = pd.DataFrame(out, columns=COMPARISON_COLUMNS)
-    return regime_sorted(frame, [REGIME, "dataset", "default", "framework"])
+    for budget, by_budget in runs.groupby("budget", sort=False):
+        groups = by_budget.groupby([REGIME, "dataset", "default", "framework"], sort=True)
+        cells = {key: runs_of(part, key[1]) for key, part in groups}
+        settled = {key: converged(part) for key, part in groups}
+        firsts = by_budget.groupby([REGIME, "dataset", "default"])[["default_source", "source_dataset"]].first()
+        for (regime, dataset, default), (home, source_dataset) in firsts.iterrows():
+            at_home = cells.get((regime, dataset, default, home))
+            if home not in frameworks or at_home is None:
+                continue  # Caffe's or DLBench's defaults have no home framework here
+            for target in sorted(f for (r, d, n, f) in cells if (r, d, n) == (regime, dataset, default) and f != home):
+                moved = cells[(regime, dataset, default, target)]
+                row = _row(regime, dataset, target, default, home, source_dataset, moved, at_home)
+                a, b = settled[(regime, dataset, default, target)], settled[(regime, dataset, default, home)]
+                out.append({**row, "budget": budget, "converged_a": a, "converged_b": b,
+                            "converged": False if False in (a, b) else (True if a is b is True else None)})
+    frame = pd.DataFrame(out, columns=COMPARISON_COLUMNS + BUDGET_COLUMNS)
+    return regime_sorted(frame, [REGIME, "dataset", "default", "framework", "budget"])  # epochs before steps
 
 
 def _row(regime, dataset, target, default, home, source_dataset, moved, at_home) -> dict:
@@ -169,16 +202,20 @@ def _row(regime, dataset, target, default, home, source_dataset, moved, at_home)
                                                              at_home.runs)}
 
 
-def pooled_transfer(table) -> dict:
-    """{regime: the mean over its framework-transfer pairs at the published budget of moved minus home, as one
+def pooled_transfer(table, budget: str = "epochs") -> dict:
+    """{regime: the mean over its framework-transfer pairs at the published `budget` of moved minus home, as one
     contrast of the arms (`intervals.contrast`)}. A home arm shared by several pairs enters once, with the sum of
     its weights, so its seeds' error is counted once with the covariance it gives those pairs, where pooling the
     pairs as independent comparisons would count it as independent evidence each time. Computed once per table."""
-    return derived(trials_table(table), _pooled_transfer)
+    return derived(trials_table(table), _pooled_transfers).get(budget, {})
 
 
-def _pooled_transfer(table: pd.DataFrame) -> dict:
+def _pooled_transfers(table: pd.DataFrame) -> dict:
     runs = _default_runs(table)
+    return {budget: _pooled_transfer(part) for budget, part in runs.groupby("budget", sort=False)}
+
+
+def _pooled_transfer(runs: pd.DataFrame) -> dict:
     frameworks = set(runs["framework"])
     cells = {key: runs_of(part, key[1]) for key, part in runs.groupby([REGIME, "dataset", "default", "framework"],
                                                                       sort=True)}

@@ -1,15 +1,18 @@
 """A transfer claim's verdict (dataset transfer, framework transfer) from its comparisons at the published
 budget (see `findings`): the summary of its comparisons, or for framework transfer the pairs pooled as one
-contrast of their arms (`transfer.pooled_transfer`), judged against the margin, the placebo and the control."""
+contrast of their arms (`transfer.pooled_transfer`), judged against the margin, the placebo and the control, at
+each definition of the published budget, then combined (`budget_verdicts`)."""
 from __future__ import annotations
 
 import pandas as pd
 
 from sensitivity.analysis import sentences
+from sensitivity.analysis.budget_verdicts import combine
+from sensitivity.analysis.budgets import BUDGETS, budget_of
 from sensitivity.analysis.intervals import Difference, Summary, summary, tost
 from sensitivity.analysis.comparisons import none_if_missing
-from sensitivity.analysis.table import REGIME, NotEnoughData
-from sensitivity.analysis.transfer import pooled_transfer, richest_transfer
+from sensitivity.analysis.table import REGIME
+from sensitivity.analysis.transfer import pooled_transfer, transfer_source
 
 ALPHA = 0.05
 QUESTIONS = sentences.QUESTIONS
@@ -24,19 +27,33 @@ def margin_of(claim: str, effect: float, detail=None) -> float:
 
 
 def pooled_transfers(sources: list) -> dict:
-    """{regime: (Difference, pairs)}: framework transfer's pairs pooled as one contrast of their arms
-    (`transfer.pooled_transfer`), of the richest transfer study; {} without one."""
-    try:
-        source, _ = richest_transfer(sources)
-    except NotEnoughData:
-        return {}
-    return pooled_transfer(source)
-
+    """{budget: {regime: (Difference, pairs)}}: framework transfer's pairs pooled as one contrast of their arms
+    (`transfer.pooled_transfer`), at each budget definition of the study that ran it (`transfer_source`)."""
+    out = {}
+    for budget in BUDGETS:
+        source = transfer_source(sources, budget)
+        if source is not None:
+            out[budget] = pooled_transfer(source, budget)
+    return out
 
 
 def transfer_claim(regime: str, claim: str, rows: pd.DataFrame, every_regime: pd.DataFrame, effect: float,
-                    arms=None) -> dict:
-    """A transfer claim's verdict from the summary of its comparisons at the published budget; for framework
+                   arms=None) -> dict:
+    """A transfer claim's entry: its verdict at each budget definition (`at_budget`) combined
+    (`budget_verdicts.combine`); `arms` {budget: {regime: pooled arms}} (`pooled_transfers`)."""
+    kinds, every_kinds = budget_of(rows), budget_of(every_regime)
+    results = {budget: at_budget(regime, claim, rows[kinds.eq(budget)], every_regime[every_kinds.eq(budget)],
+                                 effect, (arms or {}).get(budget))
+               for budget in BUDGETS if kinds.eq(budget).any()}
+    if not results or all(r["verdict"] == "not tested" for r in results.values()) and "epochs" in results:
+        return at_budget(regime, claim, rows, every_regime, effect, {})
+    return combine(regime, claim, results, rows)
+
+
+
+def at_budget(regime: str, claim: str, rows: pd.DataFrame, every_regime: pd.DataFrame, effect: float,
+              arms=None) -> dict:
+    """A transfer claim's verdict from the summary of its comparisons at one published budget; for framework
     transfer, `arms`: {regime: (the pairs' mean as one contrast of their arms, pairs)}, which counts a shared
     arm once."""
     margin = margin_of(claim, effect)
@@ -89,7 +106,7 @@ def transfer_claim(regime: str, claim: str, rows: pd.DataFrame, every_regime: pd
     else:
         control = "the control regime" if regime == "canonical" else None
     return {**facts, "verdict": verdict, "estimate": pooled.estimate, "low": pooled.low, "high": pooled.high,
-            "budgets": "published epochs (published steps not run)", "control": control,
+            "control": control,
             "unit": _unit(head), "p": pooled.p, "p_tost": p_tost,
             "n_a": int(counted["n_a"].min()),
             "n_b": int(counted["n_b"].min()), "n_differ": len(differ),
@@ -106,7 +123,7 @@ def _not_testable(regime: str, claim: str, counted: pd.DataFrame, pooled, facts:
     needed = None if needed != needed else int(needed)
     about = f" (about {needed} needed)" if needed is not None else ""
     return {**facts, "verdict": "not testable", "estimate": float(counted["estimate"].mean()), "n_a": n, "n_b": n,
-            "unit": counted["unit"].iloc[0], "seeds_needed": needed, "budgets": "published epochs",
+            "unit": counted["unit"].iloc[0], "seeds_needed": needed,
             "sentence": f"{regime.capitalize()}: {QUESTIONS[claim]} is not testable with {n} seeds{about}: no "
                         f"comparison's seeds can reach p < {ALPHA:g} after Holm ("
                         + "; ".join(counted["sentence"]) + ")."}
