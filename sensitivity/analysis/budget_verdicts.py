@@ -64,7 +64,8 @@ def budgets_text(by_budget: dict) -> str:
         if "not_run" in record:
             parts.append(f"{BUDGET_WORDS[budget]} not run")
         else:
-            some = f", {record['n_tested']} pairs" if record.get("left_out") else ""
+            some = (f", {record['n_tested']} of {record['n_tested'] + len(record['left_out'])} comparisons"
+                    if record.get("left_out") else "")
             parts.append(f"{BUDGET_WORDS[budget]}: {record['verdict']}{some}, {converged_text(record['converged'])}")
     return "; ".join(parts)
 

@@ -118,6 +118,7 @@ def test_steps_run_for_some_pairs_name_those_left_out():
     assert steps["n_tested"] == 4 and len(steps["left_out"]) == 8
     assert "--defaults jax-default,torch-default" in steps["left_out_command"]
     assert "8 comparisons were left out" in row["sentence"]
+    assert "published steps: not supported, 4 of 12 comparisons, converged" in row["headline"]
 
 
 def test_each_definitions_pooled_interval_covers_its_planted_mean():
