@@ -45,7 +45,7 @@ from sensitivity.core import semantics
 from sensitivity.core.models import (Conv, Dense, Dropout, Flatten, ModelSpec, Pool, ReLU, ceil_padding, from_nhwc,
                                      neutral_kernel, nhwc_kernel, to_nhwc)
 from sensitivity.core.optim import rule_update, slot_names
-from sensitivity.frameworks.backends.jax import gpu_peak_mb, gpu_placement, gpu_setup
+from sensitivity.frameworks.backends.jax import gpu_peak_mb, gpu_placement, gpu_setup, use_compilation_cache
 from sensitivity.frameworks.backends.jax import numerics as jax_numerics
 from sensitivity.frameworks.base import EpochStats
 
@@ -87,6 +87,7 @@ class JaxAdapter:
         return f"{jax.__version__} (flax {flax.__version__}, {jax.default_backend()})"
 
     def setup(self, threads: int, device: str, seed: int) -> None:
+        use_compilation_cache()
         self.device = jax.devices("cpu")[0] if device == "cpu" else gpu_setup("jax", device)
         self.seed, self.key = seed, jax.random.PRNGKey(seed)
         self.epochs_done = 0

@@ -78,6 +78,8 @@ class KerasAdapter:
                 import torch
                 torch.set_num_threads(threads)
                 torch.manual_seed(seed)
+            if BACKEND == "jax":
+                backend_helpers.use_compilation_cache()
         self.seed = seed
         if gpu.deterministic():
             backend_helpers.deterministic_flags()
