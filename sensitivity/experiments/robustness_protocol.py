@@ -15,10 +15,11 @@ from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from sensitivity import datasets
+from sensitivity import datasets, frameworks
 from sensitivity.config.files import read_mapping
 from sensitivity.core import envs
 from sensitivity.core.attacks import ATTACKS
+from sensitivity.core.spec import OPTIMIZERS
 
 PROTOCOL = envs.REPO_ROOT / "search_spaces" / "robustness.yaml"
 
@@ -82,8 +83,6 @@ class Surrogate(_Strict):
     @field_validator("framework")
     @classmethod
     def _framework(cls, value):
-        from sensitivity import frameworks
-
         if value not in frameworks.FRAMEWORKS:
             raise ValueError(f"{value}: unknown framework; allowed: {', '.join(frameworks.FRAMEWORKS)}")
         return value
@@ -91,8 +90,6 @@ class Surrogate(_Strict):
     @field_validator("optimizer")
     @classmethod
     def _optimizer(cls, value):
-        from sensitivity.core.spec import OPTIMIZERS
-
         if value not in OPTIMIZERS:
             raise ValueError(f"{value}: unknown optimizer; allowed: {', '.join(OPTIMIZERS)}")
         return value
@@ -194,8 +191,6 @@ ALLOWED = {"eps": GRID_ALLOWED, "eps_by_dataset": "a mapping of dataset names to
 
 def _installed(path: Path, surrogate: Surrogate) -> None:
     """A ProtocolError where the surrogate's framework is not usable here."""
-    from sensitivity import frameworks
-
     version, usable, why = frameworks.probe(surrogate.framework)
     if not usable:
         usable_here = [n for n, info in frameworks.FRAMEWORKS.items() if envs.is_available(info.env)]
