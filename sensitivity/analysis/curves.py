@@ -13,9 +13,9 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
-from sensitivity.analysis.table import (PARAM, REGIME, NotEnoughData, bin_parameter, defaults_of, is_categorical,
-                                        is_numeric_choice, parameter_distributions, parse_curves, trained,
-                                        trials_table)
+from sensitivity.analysis.parameter_values import (bin_parameter, is_categorical, is_numeric_choice,
+                                                   parameter_distributions)
+from sensitivity.analysis.table import PARAM, REGIME, NotEnoughData, defaults_of, parse_curves, trained, trials_table
 
 CURVE_FIELDS = ("train_loss", "val_accuracy", "test_accuracy", "seconds")
 DRAWN_FIELDS = ("val_accuracy", "test_accuracy")  # what the figure draws (`curve_metric`): the others stay unread

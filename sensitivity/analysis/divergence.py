@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from sensitivity.analysis.table import (BY_FRAMEWORK, PARAM, NotEnoughData, bin_parameter, grouped,
-                                        parameter_distributions, trials_table)
+from sensitivity.analysis.parameter_values import bin_parameter, parameter_distributions
+from sensitivity.analysis.table import BY_FRAMEWORK, PARAM, NotEnoughData, grouped, trials_table
 
 COUNTED = ("ok", "diverged", "failed")
 

@@ -39,9 +39,9 @@ from optuna.trial import FrozenTrial, TrialState
 
 from sensitivity import private_apis
 from sensitivity.analysis.intervals import group_intervals
-from sensitivity.analysis.table import (PARAM, REGIME, NotEnoughData, defaults_of, format_value,
-                                        parameter_distributions, planned_of, regime_sorted, regimes_of, trained,
-                                        trials_table)
+from sensitivity.analysis.parameter_values import format_value, parameter_distributions
+from sensitivity.analysis.table import (PARAM, REGIME, NotEnoughData, defaults_of, planned_of, regime_sorted,
+                                        regimes_of, trained, trials_table)
 
 EVALUATORS = ("ped_anova", "fanova")
 LABELS = {"ped_anova": "PED-ANOVA", "fanova": "fANOVA"}

@@ -10,8 +10,8 @@ from __future__ import annotations
 import pandas as pd
 
 from sensitivity.analysis.seeds import seed_intervals
-from sensitivity.analysis.table import (BY_FRAMEWORK, PARAM, NotEnoughData, bin_parameter, configuration_label,
-                                        parameter_distributions, regime_sorted, trials_table)
+from sensitivity.analysis.parameter_values import bin_parameter, configuration_label, parameter_distributions
+from sensitivity.analysis.table import BY_FRAMEWORK, PARAM, NotEnoughData, regime_sorted, trials_table
 
 COLUMNS = ["parameter", "value", "order", "centre", *BY_FRAMEWORK, "best_accuracy", "n_configs", "n_seeds",
            "config_id", "nuisance", "default_accuracy"]

@@ -10,9 +10,9 @@ from __future__ import annotations
 import pandas as pd
 
 from sensitivity.analysis.intervals import CONFIDENCE, group_intervals, interval_text
-from sensitivity.analysis.table import (BY_FRAMEWORK, PARAM, REGIME, NotEnoughData, configuration_label, derived,
-                                        grouped, numeric_sort_key, parameter_names, regime_sorted, trained,
-                                        trials_table)
+from sensitivity.analysis.parameter_values import configuration_label, numeric_sort_key
+from sensitivity.analysis.table import (BY_FRAMEWORK, PARAM, REGIME, NotEnoughData, derived, grouped, parameter_names,
+                                        regime_sorted, trained, trials_table)
 
 METRICS = ("accuracy", "train_time_s")
 NEEDS_SEEDS = "seed intervals need 2 or more seeds per configuration"

@@ -8,7 +8,8 @@ from analysis_data import frame
 
 from sensitivity.analysis.importance import (FANOVA_DEPTH, FANOVA_TREES, importance_warnings, make_evaluator,
                                              parameter_importance, planned_trials)
-from sensitivity.analysis.table import NotEnoughData, parameter_distributions, trials_table
+from sensitivity.analysis.parameter_values import parameter_distributions
+from sensitivity.analysis.table import NotEnoughData, trials_table
 
 
 def synthetic_study(n_trials=120, crash=False):

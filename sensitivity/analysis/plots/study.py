@@ -25,7 +25,8 @@ from sensitivity.analysis.resources import DEFAULTS, UNITS
 from sensitivity.analysis.seeds import framework_comparisons
 from sensitivity.analysis.style import (add_default_marks, colours, dash, finish, framework_label, go, make_subplots,
                                         regime_title, series_name, symbol)
-from sensitivity.analysis.table import REGIME, format_value, numeric_sort_key, regime_position, regimes_of
+from sensitivity.analysis.parameter_values import format_value, numeric_sort_key
+from sensitivity.analysis.table import REGIME, regime_position, regimes_of
 
 
 POINTS_MAX, CURVES_MAX = 3_000, 300
