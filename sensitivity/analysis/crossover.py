@@ -29,7 +29,8 @@ import pandas as pd
 
 from sensitivity.analysis.arms import runs_of
 from sensitivity.analysis.budgets import budget_of, converged, converged_all
-from sensitivity.analysis.intervals import Arm, contrast, divergence, interval_text, mean_interval
+from sensitivity.analysis.intervals import Arm, contrast, interval_text, mean_interval
+from sensitivity.analysis.significance import divergence
 from sensitivity.analysis.table import REGIME, NotEnoughData, derived, regime_sorted, trained, trials_table
 
 COLUMNS = [REGIME, "crossover", "framework", "model", "dataset_a", "dataset_b", "placebo", "vacuous", "config_a",

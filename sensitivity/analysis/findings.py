@@ -53,7 +53,7 @@ from sensitivity.analysis import sentences
 from sensitivity.analysis.ablation import ablation_path
 from sensitivity.analysis.comparisons import ENTRY, TRANSFER, gather, none_if_missing
 from sensitivity.analysis.findings_records import cache_name
-from sensitivity.analysis.intervals import MIN_FOR_INTERVAL, holm, min_permutation_p, sd_upper, seeds_needed, tost
+from sensitivity.analysis.significance import MIN_FOR_INTERVAL, holm, min_permutation_p, sd_upper, seeds_needed, tost
 from sensitivity.analysis.robustness_claim import robustness_claim
 from sensitivity.analysis.transfer_claim import margin_of, pooled_transfers, transfer_claim
 from sensitivity.analysis.runtime import first_same_configuration_times, parallel_ratios, ratios_text

@@ -22,7 +22,7 @@ import pandas as pd
 
 from sensitivity.analysis import sentences
 from sensitivity.analysis.comparisons import none_if_missing
-from sensitivity.analysis.intervals import holm, tost
+from sensitivity.analysis.significance import holm, tost
 
 ALPHA = 0.05
 CLAIM = "robustness"

@@ -28,7 +28,7 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
-from sensitivity.analysis.intervals import MIN_FOR_INTERVAL
+from sensitivity.analysis.significance import MIN_FOR_INTERVAL
 from sensitivity.core.correctness import unpack
 
 SURROGATE = "surrogate"  # the transfer source's key in a state (sensitivity.experiments.robustness.SURROGATE)

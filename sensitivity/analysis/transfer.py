@@ -24,7 +24,8 @@ import pandas as pd
 
 from sensitivity.analysis.arms import runs_of
 from sensitivity.analysis.budgets import budget_of, converged
-from sensitivity.analysis.intervals import contrast, divergence, group_intervals, interval_text, mean_interval
+from sensitivity.analysis.intervals import contrast, group_intervals, interval_text, mean_interval
+from sensitivity.analysis.significance import divergence
 from sensitivity.analysis.table import REGIME, NotEnoughData, derived, regime_sorted, trained, trials_table
 
 KEYS = ["default", "default_source", "source_dataset", "framework", "dataset", REGIME]

@@ -9,7 +9,8 @@ import pandas as pd
 from sensitivity.analysis import sentences
 from sensitivity.analysis.budget_verdicts import combine
 from sensitivity.analysis.budgets import BUDGETS, budget_of
-from sensitivity.analysis.intervals import Difference, Summary, summary, tost
+from sensitivity.analysis.intervals import Difference, Summary, summary
+from sensitivity.analysis.significance import tost
 from sensitivity.analysis.comparisons import none_if_missing
 from sensitivity.analysis.table import REGIME
 from sensitivity.analysis.transfer import pooled_transfer, transfer_source

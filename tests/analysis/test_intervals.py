@@ -9,8 +9,8 @@ import pytest
 from analysis_data import frame
 from scipy import stats
 
-from sensitivity.analysis.intervals import (difference, group_intervals, holm, interval_text, mean_interval, ratio,
-                                            seeds_needed)
+from sensitivity.analysis.intervals import difference, group_intervals, interval_text, mean_interval, ratio
+from sensitivity.analysis.significance import holm, seeds_needed
 from sensitivity.analysis.seeds import seed_intervals
 from sensitivity.analysis.table import trials_table
 
@@ -93,7 +93,7 @@ def test_welch_difference_and_ratio_are_scipys():
 def test_an_exact_permutation_test_is_scipys_and_bottoms_out_at_its_seeds():
     rng = np.random.default_rng(3)
     a, b = rng.normal(0.9, 0.01, 5), rng.normal(0.88, 0.01, 4)
-    from sensitivity.analysis.intervals import exact_permutation, min_permutation_p
+    from sensitivity.analysis.significance import exact_permutation, min_permutation_p
 
     ours, floor = exact_permutation([(1, a), (-1, b)])
     assert floor == pytest.approx(min_permutation_p(5, 4))
@@ -158,7 +158,8 @@ def test_contrast_adds_the_test_sets_error_and_without_correctness_is_welch():
 def test_summary_tost_fisher_and_the_sds_upper_bound():
     from scipy import stats
 
-    from sensitivity.analysis.intervals import divergence, sd_upper, summary, tost
+    from sensitivity.analysis.intervals import summary
+    from sensitivity.analysis.significance import divergence, sd_upper, tost
 
     same = [difference([0.90, 0.91, 0.92, 0.905], [0.90, 0.915, 0.91, 0.90])] * 2
     pooled = summary(same)

@@ -104,7 +104,7 @@ def test_seeds_needed_leaves_scipy_stats_unimported():
     import subprocess
     import sys
 
-    code = ("import sys; from sensitivity.analysis.intervals import seeds_needed, difference; "
+    code = ("import sys; from sensitivity.analysis.intervals import difference; from sensitivity.analysis.significance import seeds_needed; "
             "print(seeds_needed(0.02, 0.015), difference([1, 2, 3], [2, 3, 5]).p is not None, "
             "'scipy.stats' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
