@@ -65,7 +65,7 @@ def open_study(url: str, name: str, size: int, sampler: str, folder: Path):
 
     from sensitivity.config.spaces import Space
     from benchmarks import synthetic
-    from sensitivity.sweep.driver import make_sampler
+    from sensitivity.sweep.samplers import make_sampler
     from sensitivity.sweep.driver_storage import driver_view
     from sensitivity.studies.storage import open_storage
 

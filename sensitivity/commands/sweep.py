@@ -23,9 +23,9 @@ from sensitivity.studies import catalog
 from sensitivity.studies.storage import StorageError, StorageLost, default_url, describe, is_storage_error, reason
 from sensitivity.sweep import trial_log
 from sensitivity.sweep.crossover import CrossoverError, crossover_plan, resolve
-from sensitivity.sweep.driver import (PRUNERS, SAMPLERS, SweepError, SweepFailed, SweepOptions, check_inputs, run_space,
-                                      run_sweep, sweep_plan)
+from sensitivity.sweep.driver import SweepError, SweepFailed, SweepOptions, check_inputs, run_space, run_sweep, sweep_plan
 from sensitivity.sweep.plans import default_plan, defaults_space
+from sensitivity.sweep.samplers import PRUNERS, SAMPLERS
 from sensitivity.sweep.tuning import stop_ray
 
 MAX_PARALLEL = 1_024

@@ -23,8 +23,6 @@ import warnings
 from dataclasses import dataclass
 from typing import Optional
 
-import numpy as np
-
 from sensitivity import datasets, frameworks, ray_cluster
 from sensitivity.config.defaults import Cut
 from sensitivity.config.spaces import Space, load_space
@@ -37,11 +35,10 @@ from sensitivity.studies.records import SPACE_HASH, beat, count_final, counts_to
 from sensitivity.studies.storage import StorageLost, default_url, describe, open_storage
 from sensitivity.sweep.plans import default_plan, enqueue_plan
 from sensitivity.sweep.recovery import recover
+from sensitivity.sweep.samplers import PRUNERS, SAMPLERS, make_sampler
 from sensitivity.sweep.trial_log import log_path, log_study
 from sensitivity.sweep.tuning import ResourceError, check_address, check_open_files, run_tune, start_ray, stop_ray
 
-SAMPLERS = ("tpe", "random", "grid", "qmc", "nsga2")
-PRUNERS = ("none", "asha", "hyperband")
 HEARTBEAT_S = 5.0
 HEARTBEAT_FAILURES = 3
 log = logging.getLogger(__name__)
@@ -338,36 +335,6 @@ def _open_study(space: Space, storage, options: SweepOptions):
                              f"{space.fingerprint()}); resume with --allow-space-change, or name a new --study")
         study.set_user_attr(SPACE_HASH, space.fingerprint())
     return study
-
-
-def make_sampler(name: str, space: Space, seed: Optional[int]):
-    # lazy: optuna
-    import optuna
-    import optuna.samplers as s
-    # multivariate TPE is marked experimental; it is the better choice for correlated hyper-parameters
-    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
-    if name == "random":
-        return s.RandomSampler(seed=seed)
-    if name == "qmc":
-        return s.QMCSampler(seed=seed, warn_independent_sampling=False)
-    if name == "nsga2":
-        return s.NSGAIISampler(seed=seed)
-    if name == "grid":
-        return s.GridSampler(_grid(space), seed=seed)
-    from sensitivity.sweep.windowed_tpe import WindowedTPESampler  # lazy: optuna
-    return WindowedTPESampler(seed=seed, multivariate=True)
-
-
-def _grid(space: Space) -> dict:
-    grid = {"framework": list(space.frameworks)}
-    for name, p in space.parameters.items():
-        if p.type == "categorical":
-            grid[name] = list(p.choices)
-        elif p.type == "int":
-            grid[name] = list(range(p.low, p.high + 1, p.step))
-        else:
-            grid[name] = [float(v) for v in np.arange(p.low, p.high + p.step / 2, p.step)]
-    return grid
 
 
 def _start_heartbeat(study, driver_id: str, url: str):

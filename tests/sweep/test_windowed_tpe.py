@@ -25,7 +25,7 @@ def test_tpe_models_only_the_window_of_recent_trials(window, near_one):
 
 
 def test_the_default_sampler_is_the_windowed_tpe():
-    from sensitivity.sweep.driver import make_sampler
+    from sensitivity.sweep.samplers import make_sampler
     from sensitivity.sweep.windowed_tpe import WINDOW
     sampler = make_sampler("tpe", None, 0)
     assert isinstance(sampler, WindowedTPESampler) and sampler.window == WINDOW
