@@ -30,7 +30,8 @@ from sensitivity.analysis.robustness import robustness_curves
 from sensitivity.analysis.runtime import first_same_configuration_times, parallel_ratios, ratios_text
 from sensitivity.analysis.seeds import NEEDS_SEEDS, has_intervals, seed_intervals
 from sensitivity.analysis.summary import framework_summary
-from sensitivity.analysis.table import OUTCOMES, REGIME, NotEnoughData, regime_sorted, regimes_of, trials_table
+from sensitivity.analysis.table import (OUTCOMES, REGIME, UNFRAMED, NotEnoughData, regime_sorted, regimes_of,
+                                        trials_table, unframed)
 from sensitivity.core.attacks import PGD_STEPS
 
 ENVIRONMENT = (("host", "env_host"), ("CPU", "env_cpu"), ("GPU", "gpu_name"), ("device", "env_device"),
@@ -59,6 +60,7 @@ SECTIONS = (("findings", "Findings"), ("study", "Study"), ("environment", "Envir
             ("transfer", "Transfer of defaults"), ("robustness", "Robustness"),
             ("ablation", "Ablation path between set-ups"), ("papers", "The study's numbers beside ours"),
             ("forecast", "Forecast beside measured"))  # the page's order
+UNFRAMED_SECTIONS = ("study", "environment", "importance")  # a study without frameworks: no groups to invent
 
 
 def render_report(table: pd.DataFrame, others=()) -> str:
@@ -68,10 +70,11 @@ def render_report(table: pd.DataFrame, others=()) -> str:
 
     name = table.attrs.get("study", "trial table")
     sections = _sections(table, list(others))
-    drawn = {anchor: sections[anchor]() for anchor, _ in SECTIONS}
-    nav = " ".join(f'<a href="#{anchor}">{html.escape(title)}</a>' for anchor, title in SECTIONS)
+    shown = [s for s in SECTIONS if s[0] in UNFRAMED_SECTIONS] if unframed(table) else SECTIONS
+    drawn = {anchor: sections[anchor]() for anchor, _ in shown}
+    nav = " ".join(f'<a href="#{anchor}">{html.escape(title)}</a>' for anchor, title in shown)
     body = "\n".join(f'<section id="{anchor}"><h2>{html.escape(title)}</h2>\n{drawn[anchor]}\n</section>'
-                     for anchor, title in SECTIONS)
+                     for anchor, title in shown)
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>sensitivity report: '
             f'{html.escape(name)}</title>\n<style>{STYLE}</style>\n<script type="text/javascript">{get_plotlyjs()}'
             f'</script></head>\n<body><h1>sensitivity report: {html.escape(name)}</h1>\n<nav>{nav}</nav>\n{body}\n'
@@ -106,6 +109,7 @@ def study_section(table: pd.DataFrame, others=()) -> str:
             ("objectives", ", ".join(attrs.get("directions") or []) or "unknown"),
             ("final trials", f"{len(table)}: " + ", ".join(f"{counts.get(o, 0)} {o}" for o in OUTCOMES)),
             ("regimes", regime_counts(table)),
+            *([("framework", UNFRAMED)] if unframed(table) else []),
             ("report written", datetime.datetime.now().isoformat(" ", "seconds"))]
     rows += [("with study", f"{o.attrs.get('study', 'a trial table')}: {len(o)} final trials ({regime_counts(o)}; "
                             "transfer, robustness)") for o in others]
@@ -115,7 +119,8 @@ def study_section(table: pd.DataFrame, others=()) -> str:
 def regime_counts(table: pd.DataFrame) -> str:
     """"native: 38 trials; canonical: 12 trials": the final trials of each regime, native first."""
     counts = table[REGIME].value_counts() if REGIME in table else pd.Series(dtype=int)
-    return "; ".join(f"{r}: {counts[r]} trial{'' if counts[r] == 1 else 's'}" for r in regimes_of(table)) or "none"
+    return "; ".join(f"{r}: {counts[r]} trial{'' if counts[r] == 1 else 's'}"
+                     for r in regimes_of(table)) or "none recorded"
 
 
 def environment(table: pd.DataFrame) -> pd.DataFrame:

@@ -4,7 +4,8 @@ values: `sensitivity.analysis.parameter_values`).
 `trials_table` gives one row per final trial (orphans and surplus trials left out) with an `outcome`:
 `ok` and `diverged` (Optuna COMPLETE; a diverged trial keeps its measured, chance-level accuracy),
 `pruned` (kept apart: never on a frontier) and `failed` (FAIL, timeouts included: counted, never scored).
-Parameters keep Optuna's `param_` prefix; `framework` repeats `param_framework`; `curve` is the JSON text
+Parameters keep Optuna's `param_` prefix; `framework` repeats `param_framework` (missing, and
+the regime with it, where none is recorded: `unframed`); `curve` is the JSON text
 of the trial's per-epoch curve as stored, "[]" where none (`parse_curves` gives the lists: the learning curves
 alone read them, and parsing every curve was a sixth of the table's build); `gpu_*` and `env_*` flatten the
 result's `gpu` and `env` records (`env_semantics` is the dict a result records of its regime: regime, knobs,
@@ -174,7 +175,7 @@ def _normalise(frame: pd.DataFrame) -> pd.DataFrame:
     if PARAM + "framework" in frame:
         frame["framework"] = frame[PARAM + "framework"].astype(str)
     elif "framework" not in frame:
-        frame["framework"] = "unknown"
+        frame["framework"] = None  # a study another program wrote: no framework, none invented (unframed)
     dataset = frame["dataset"] if "dataset" in frame else pd.Series(None, index=frame.index, dtype=object)
     frame["dataset"] = dataset.where(dataset.notna(), attrs.get("dataset") or "unknown")
     frame["semantics"] = _regimes(frame)
@@ -196,12 +197,23 @@ def _normalise(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _regimes(frame: pd.DataFrame) -> pd.Series:
-    """Each trial's semantics: recorded with its spec, else its parameter; a trial with neither ran before
-    regimes existed, under the canonical formulas."""
+    """Each trial's semantics: recorded with its spec, else its parameter; a trial with neither but with a
+    framework ran before regimes existed, under the canonical formulas; one without a framework has none."""
     regime = frame["semantics"] if "semantics" in frame else pd.Series(None, index=frame.index, dtype=object)
     if PARAM + "semantics" in frame:
         regime = regime.where(regime.notna(), frame[PARAM + "semantics"])
-    return regime.where(regime.notna(), "canonical").astype(str)
+    regime = regime.where(regime.notna(), "canonical").astype(str)
+    return regime.where(frame["framework"].notna(), None)
+
+
+UNFRAMED = ("not a sensitivity study: no framework recorded (a study another program wrote?), so no framework, "
+            "regime or comparison is shown; sensitivity importance STUDY gives fANOVA and PED-ANOVA of its "
+            "parameters on its own objective")
+
+
+def unframed(table: pd.DataFrame) -> bool:
+    """No trial of `table` records a framework (nor so a regime): a study another program wrote."""
+    return "framework" not in table or not table["framework"].notna().any()
 
 
 def _outcomes(frame: pd.DataFrame) -> pd.Series:

@@ -29,13 +29,18 @@ def add_parsers(commands) -> None:
 def _cmd_findings(args) -> int:
     # lazy: pandas
     from sensitivity.analysis.findings import study_findings_records
+    from sensitivity.analysis.table import UNFRAMED, trials_table, unframed
 
     study = load_study("findings", args.study, args.storage)
     others = [load_study("findings", name, args.storage) for name in args.with_study]
     found = study_findings_records(study, others, effect=args.effect)
+    note = {"note": UNFRAMED} if all(unframed(trials_table(s)) for s in [study, *others]) else {}
     if args.json:
-        print(json.dumps({"study": args.study, "with": args.with_study, "effect": args.effect, **found}, indent=2))
+        print(json.dumps({"study": args.study, "with": args.with_study, "effect": args.effect, **found, **note},
+                         indent=2))
     else:
         heading = f"Findings of {args.study}" + (f" with {', '.join(args.with_study)}" if args.with_study else "")
         print(findings_text(found, heading, args.effect, every=args.all, verbose=args.verbose))
+        if note:
+            print(f"{args.study}: {UNFRAMED}")
     return EXIT_OK
