@@ -53,3 +53,8 @@ def test_a_plain_optuna_study_is_said_to_have_no_framework_and_no_group_is_inven
     assert main(["findings", "ishigami", "--storage", storage, "--json"]) == 0
     record = json.loads(capsys.readouterr().out)
     assert record["note"] == UNFRAMED and record["claims"] == [] and record["comparisons"] == []
+
+    for kind in ("seeds", "divergence", "isolation"):  # seeds raised IndexError over no groups
+        assert main(["plot", "ishigami", "--storage", storage, "--kind", kind, "--out", tmp_path / "f.html"]) == 1
+        assert capsys.readouterr().err.strip() == f"sensitivity plot: {kind}: {UNFRAMED}"
+    assert not (tmp_path / "f.html").exists()

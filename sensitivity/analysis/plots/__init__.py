@@ -24,7 +24,7 @@ from sensitivity.analysis.plots.study import (CURVES_MAX, POINTS_MAX, drawn, plo
 from sensitivity.analysis.resources import resource_use
 from sensitivity.analysis.robustness import robustness_curves
 from sensitivity.analysis.seeds import seed_intervals
-from sensitivity.analysis.table import trials_table
+from sensitivity.analysis.table import UNFRAMED, NotEnoughData, trials_table, unframed
 from sensitivity.analysis.transfer import transfer_matrix
 
 
@@ -64,7 +64,10 @@ def figure(study_or_frame, kind: str, **options):
     if unknown:
         allowed = ", ".join(sorted(computing | plotting)) or "none"
         raise ValueError(f"unknown option {unknown[0]!r} for {kind}; allowed: {allowed}")
-    data = compute(trials_table(study_or_frame), **{k: v for k, v in options.items() if k in computing})
+    table = trials_table(study_or_frame)
+    if kind != "importance" and unframed(table):  # importance says itself what it reads and what to run
+        raise NotEnoughData(UNFRAMED)
+    data = compute(table, **{k: v for k, v in options.items() if k in computing})
     return plot(data, **{k: v for k, v in options.items() if k in plotting})
 
 
