@@ -22,9 +22,11 @@ def timing_plan(sweep, configs: int) -> tuple:
     dataset)."""
     # lazy: pandas
     from sensitivity.analysis.seeds import seed_intervals
-    from sensitivity.analysis.table import REGIME, trials_table
+    from sensitivity.analysis.table import REGIME, UNFRAMED, trials_table, unframed
 
     table = trials_table(sweep)
+    if unframed(table):
+        raise TimingError(f"study {sweep.study_name}: {UNFRAMED}")
     ok = table[table["outcome"].eq("ok") & table["config_id"].notna()]
     if "planned" in ok:
         ok = ok[~ok["planned"].fillna(False).astype(bool)]

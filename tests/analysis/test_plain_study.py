@@ -58,3 +58,5 @@ def test_a_plain_optuna_study_is_said_to_have_no_framework_and_no_group_is_inven
         assert main(["plot", "ishigami", "--storage", storage, "--kind", kind, "--out", tmp_path / "f.html"]) == 1
         assert capsys.readouterr().err.strip() == f"sensitivity plot: {kind}: {UNFRAMED}"
     assert not (tmp_path / "f.html").exists()
+    assert main(["timing", "ishigami", "--storage", storage]) == 2  # was a KeyError on the trials' spec
+    assert capsys.readouterr().err.strip() == f"sensitivity timing: study ishigami: {UNFRAMED}"
