@@ -45,7 +45,7 @@ class Keeper:
         self._lent: dict = {}  # lease -> Worker
         self._stopped: set = set()
         self._lock = threading.Lock()
-        self.started = 0  # workers started by this keeper, for the benches and the tests
+        self.started = 0  # workers started by this keeper (`counts`)
         threading.Thread(target=self._reap, daemon=True).start()
 
     def run(self, spec_json: str, env: str, variables: dict, lease: str, caller_pid: int):
@@ -168,15 +168,3 @@ def keeper_here():
         name=KEEPER_NAME + node, namespace=NAMESPACE, lifetime="detached", get_if_exists=True, num_cpus=0,
         max_concurrency=256, scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False))
     return actor.remote(idle_s)
-
-
-def keeper_counts() -> dict:
-    """{node id: the keeper's counts} of every keeper of the cluster this process has joined."""
-    # lazy: ray
-    import ray
-    from ray.util import list_named_actors
-
-    names = [a["name"] for a in list_named_actors(all_namespaces=True)
-             if a.get("namespace") == NAMESPACE and a["name"].startswith(KEEPER_NAME)]
-    return {name[len(KEEPER_NAME):]: ray.get(ray.get_actor(name, namespace=NAMESPACE).counts.remote())
-            for name in names}
