@@ -212,8 +212,9 @@ UNFRAMED = ("not a sensitivity study: no framework recorded (a study another pro
 
 
 def unframed(table: pd.DataFrame) -> bool:
-    """No trial of `table` records a framework (nor so a regime): a study another program wrote."""
-    return "framework" not in table or not table["framework"].notna().any()
+    """`table` has trials and none records a framework (nor so a regime): a study another program wrote. An empty
+    study is not one: it has nothing to say yet."""
+    return len(table) > 0 and ("framework" not in table or not table["framework"].notna().any())
 
 
 def _outcomes(frame: pd.DataFrame) -> pd.Series:
