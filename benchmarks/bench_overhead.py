@@ -119,14 +119,19 @@ def main_job_starts(db: str) -> dict:
     return starts
 
 
-def main() -> int:
+def stop_head(head) -> None:
+    """End the Ray head and everything it started (its own process group)."""
+    subprocess.run(["kill", "-9", f"-{head.pid}"], capture_output=True)
+
+
+def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frameworks", default="torch,tensorflow,mxnet")
     parser.add_argument("--trials", type=int, default=6)
     parser.add_argument("--parallel", type=int, default=2)
     parser.add_argument("--main-db", help="a storage holding the main job's studies")
     parser.add_argument("--main-slots", type=int, default=2, help="the main job's trial slots (its --parallel)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     misses = []
     with tempfile.TemporaryDirectory(prefix="bench-overhead-") as tmp:
         folder = Path(tmp)
@@ -136,7 +141,7 @@ def main() -> int:
             db = f"sqlite:///{folder}/s.db"
             print(f"{'framework':<11} {'cold start':>10} {'colds':>5} {'steady/trial':>12} {'between':>8} "
                   f"{'2nd sweep starts':>16} {'sweeps (s)':>14}")
-            for framework in args.frameworks.split(","):
+            for framework in [f for f in args.frameworks.split(",") if f]:
                 walls = [sweep(folder, framework, f"{framework}-{i}", address, db, args.trials, args.parallel)
                          for i in (1, 2)]
                 f = figures(db, [f"{framework}-1", f"{framework}-2"])
@@ -149,7 +154,7 @@ def main() -> int:
                 if target is not None and (f["steady_s"] is None or f["steady_s"] > target):
                     misses.append(f"{framework}: steady overhead {show(f['steady_s'])} s a trial; target {target} s")
         finally:
-            subprocess.run(["kill", "-9", f"-{head.pid}"], capture_output=True)
+            stop_head(head)
     if args.main_db:
         for framework, starts in sorted(main_job_starts(args.main_db).items()):
             print(f"main job, {framework}: {starts} cold start(s) on {args.main_slots} slot(s)")

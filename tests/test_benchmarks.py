@@ -25,7 +25,20 @@ def script(name: str):
 
 def test_every_bench_script_is_covered_here():
     assert {p.stem for p in SCRIPTS.glob("bench_*.py")} == {"bench_adapters", "bench_analysis", "bench_dispatch",
-                                                            "bench_long_sweep", "bench_scale"}
+                                                            "bench_long_sweep", "bench_overhead", "bench_scale"}
+
+
+@pytest.mark.parametrize("second_starts, steady, main_starts, code",
+                         [(0, 0.1, 2, 0), (1, 0.1, 2, 1), (0, 0.3, 2, 1), (0, 0.1, 3, 1)])
+def test_bench_overhead_exits_1_on_a_missed_target(monkeypatch, tmp_path, second_starts, steady, main_starts, code):
+    bench = script("bench_overhead")
+    monkeypatch.setattr(bench, "start_head", lambda folder: (None, "127.0.0.1:1"))
+    monkeypatch.setattr(bench, "stop_head", lambda head: None)
+    monkeypatch.setattr(bench, "sweep", lambda *args: 30.0)
+    monkeypatch.setattr(bench, "figures", lambda db, studies: {"cold_s": 10.0, "colds": 2, "steady_s": steady,
+                                                               "between_s": 0.05, "second_starts": second_starts})
+    monkeypatch.setattr(bench, "main_job_starts", lambda db: {"torch": main_starts})
+    assert bench.main(["--frameworks", "torch", "--main-db", "sqlite:///x.db"]) == code
 
 
 @pytest.mark.parametrize("gap, speedup, code", [(0.1, 1.9, 0), (0.5, 1.9, 1), (0.1, 1.5, 1)])
