@@ -83,12 +83,14 @@ def test_the_main_jobs_comparisons_take_their_df_from_the_seeds():
     from sensitivity.studies import catalog
 
     url = f"sqlite:///{MAIN_JOB}"
-    names = [s["study"] for s in catalog.list_studies(url) if s["study"].startswith("main-sweep-")
-             and not s["study"].endswith("-alone")]
+    stored = {s["study"] for s in catalog.list_studies(url)}
+    names = sorted(s for s in stored if s.startswith("main-sweep-") and not s.endswith("-alone"))
     if not names:
         pytest.skip("no main job in results/optuna.db")
     tag = names[0].removeprefix("main-sweep-")
-    others = [catalog.load(f"main-{kind}-{tag}", url) for kind in ("transfer", "crossover", "placebo")]
+    kinds = ("transfer", "transfer-steps", "crossover", "placebo", "sweep-alone")  # as scripts/main_job.sh names them
+    wanted = [f"main-{kind}-{tag}" if kind != "sweep-alone" else f"main-sweep-{tag}-alone" for kind in kinds]
+    others = [catalog.load(name, url) for name in wanted if name in stored]
     found = findings(catalog.load(names[0], url), others)
     checked = check_seeds_bound(found.comparisons)
     REPORTED.append(f"seeds as the unit, main job {tag}: {checked} tested comparisons within their seeds' bounds")
