@@ -98,6 +98,13 @@ objectives: [{{metric: val_accuracy, direction: maximize}}]
     return space
 
 
+def outcomes(trials) -> tuple:
+    """(final trials, orphans failed naming their node, trials run again in their place)."""
+    final = [t for t in trials if t.state.name in ("COMPLETE", "FAIL", "PRUNED") and not t.user_attrs.get("orphaned")]
+    lost = [t for t in trials if t.user_attrs.get("orphaned")]
+    return final, lost, [t for t in trials if t.user_attrs.get("retry_of") in {t.number for t in lost}]
+
+
 def test_sweep_on_a_two_node_cluster_uses_both_nodes(two_node_cluster, tmp_path):
     space = space_file(tmp_path, "cluster", epochs=3)
     proc = subprocess.run([sys.executable, "-m", "sensitivity.cli", "sweep", str(space), "--trials", "4",
@@ -150,9 +157,7 @@ def test_a_node_lost_mid_trial_fails_that_trial_naming_the_node_and_runs_it_agai
     raylet.kill()
     assert driver.wait(timeout=600) == 0, (tmp_path / "driver.log").read_text()[-3000:]
     trials = optuna.load_study(study_name="lost", storage=storage).trials
-    final = [t for t in trials if t.state.name in ("COMPLETE", "FAIL", "PRUNED") and not t.user_attrs.get("orphaned")]
-    lost = [t for t in trials if t.user_attrs.get("orphaned")]
-    retried = [t for t in trials if t.user_attrs.get("retry_of") in {l.number for l in lost}]
+    final, lost, retried = outcomes(trials)
     print(f"\nnode loss: {len(trials)} trials, {len(final)} final, {len(lost)} failed naming the node, "
           f"{len(retried)} retried, {sum(t.state.name == 'RUNNING' for t in trials)} RUNNING")
     assert len(final) == 2 and all(t.state.name == "COMPLETE" for t in final)
@@ -202,9 +207,7 @@ def test_a_one_epoch_trial_whose_node_dies_before_its_first_report_is_retried_to
         time.sleep(0.1)
     assert driver.wait(timeout=600) == 0, (tmp_path / "driver.err").read_text()[-3000:]
     trials = optuna.load_study(study_name="first", storage=storage).trials
-    final = [t for t in trials if t.state.name in ("COMPLETE", "FAIL", "PRUNED") and not t.user_attrs.get("orphaned")]
-    lost = [t for t in trials if t.user_attrs.get("orphaned")]
-    retried = [t for t in trials if t.user_attrs.get("retry_of") in {t.number for t in lost}]
+    final, lost, retried = outcomes(trials)
     print(f"\nnode loss before the first report: {len(trials)} trials, {len(final)} final, {len(lost)} orphaned, "
           f"{len(retried)} retried, judged {judged:.1f} s after the kill")
     assert judged is not None and judged < 20, judged  # not the 30 s wait for Ray's health check on top
