@@ -45,7 +45,7 @@ def main(argv=None) -> int:
     parser.add_argument("--points", type=int, default=4)
     parser.add_argument("--samples", type=int, help="attack the first N test samples (default: all)")
     args = parser.parse_args(argv)
-    from sensitivity import datasets, frameworks
+    from sensitivity import datasets
     from sensitivity.config.defaults import load_table
     from sensitivity.core.spec import TrialSpec
     from sensitivity.trial.runner import Worker
@@ -65,7 +65,7 @@ def main(argv=None) -> int:
     curves = {"pgd": [], "fgsm": []}
     with tempfile.TemporaryDirectory() as tmp:
         spec0 = TrialSpec(framework=args.framework, dataset=args.dataset, epochs=args.epochs, **config)
-        worker = Worker(frameworks.FRAMEWORKS[args.framework].env, frameworks.worker_variables(spec0))
+        worker = Worker.for_spec(spec0)
         try:
             for seed in seeds:
                 weights = str(Path(tmp) / f"pilot-{seed}.npz")

@@ -28,7 +28,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Optional
 
-from sensitivity import datasets, frameworks
+from sensitivity import datasets
 from sensitivity.core import paths
 from sensitivity.analysis.robustness import PREFIX, PROTOCOL_ATTR
 from sensitivity.analysis.robustness_pairs import SURROGATE  # the transfer source's key in a state
@@ -36,7 +36,7 @@ from sensitivity.experiments.robustness_protocol import ProtocolError, load
 from sensitivity.core.spec import TrialSpec
 from sensitivity.studies.specs import trial_spec
 from sensitivity.trial.loop import checkpoint_path
-from sensitivity.trial.runner import Worker, WorkerError
+from sensitivity.trial.runner import Worker, WorkerError, worker_setup
 
 ATTACK_TIMEOUT_S = 3600.0
 
@@ -271,8 +271,9 @@ def _request(spec: TrialSpec, trial, epoch, attacks, eps, samples) -> dict:
 
 
 def _worker(workers: dict, spec: TrialSpec):
-    variables = frameworks.worker_variables(spec)
-    key = (frameworks.FRAMEWORKS[spec.framework].env, tuple(sorted(variables.items())))
+    """The worker of `spec`'s set-up (`worker_setup`: the training's threads and variables), one per set-up."""
+    env, variables = worker_setup(spec)
+    key = (env, tuple(sorted(variables.items())))
     if key not in workers:
-        workers[key] = Worker(key[0], variables)
+        workers[key] = Worker(env, variables)
     return workers[key]

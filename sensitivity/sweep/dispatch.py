@@ -23,24 +23,9 @@ import uuid
 
 from ray.tune import Callback
 
-from sensitivity import frameworks
 from sensitivity.core.spec import TrialResult, TrialSpec
-from sensitivity.frameworks import gpu
 from sensitivity.sweep.keeper import keeper_here
-
-INHERITED = ("OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES")  # what Ray sets per actor, which a worker inherited
-
-
-def worker_setup(spec: TrialSpec, gpu_share=None) -> tuple:
-    """(environment, start-up variables) of the worker a trial of `spec` needs in this actor: the framework's
-    variables, the trial's threads and GPU share, and what Ray set for this actor's resources."""
-    variables = {k: os.environ[k] for k in INHERITED if k in os.environ}
-    variables.update(frameworks.worker_variables(spec))
-    if spec.threads:  # OpenMP's pool is sized at import: a trial of N CPUs should not start more threads
-        variables["OMP_NUM_THREADS"] = str(spec.threads)
-    if gpu_share:
-        variables.update(gpu.allocator_variables(gpu_share))
-    return frameworks.FRAMEWORKS[spec.framework].env, variables
+from sensitivity.trial.runner import worker_setup
 
 
 def without_none(metrics: dict) -> dict:

@@ -22,6 +22,7 @@ from typing import Callable, Optional
 from sensitivity import datasets, frameworks
 from sensitivity.core import envs
 from sensitivity.core.spec import TrialResult, TrialSpec
+from sensitivity.frameworks import gpu
 from sensitivity.trial import environment
 from sensitivity.trial.worker import STDERR_END
 
@@ -29,6 +30,21 @@ STDERR_TAIL_LINES = 40
 READY_TIMEOUT_S = 120.0  # the worker imports only numpy, pydantic and psutil before it is ready
 STDERR_WAIT_S = 5.0  # how long a result waits for the worker's stderr to catch up with it
 TEST_WORKER = "SENSITIVITY_TEST_WORKER"  # names a test worker in tests/ (`worker_command`)
+INHERITED = ("OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES")  # what Ray sets per actor, which a worker inherits
+
+
+def worker_setup(spec: TrialSpec, gpu_share=None) -> tuple:
+    """(environment, start-up variables) of the worker that runs `spec`, the one recipe of every path that
+    starts one (a trial, the sweep, robustness, timing, the forecast's probe): what Ray set for this process's
+    resources, the framework's variables (a backend chosen before import, determinism), the trial's threads
+    and its GPU share."""
+    variables = {k: os.environ[k] for k in INHERITED if k in os.environ}
+    variables.update(frameworks.worker_variables(spec))
+    if spec.threads:  # OpenMP's pool is sized at import: a trial of N CPUs should not start more threads
+        variables["OMP_NUM_THREADS"] = str(spec.threads)
+    if gpu_share:
+        variables.update(gpu.allocator_variables(gpu_share))
+    return frameworks.FRAMEWORKS[spec.framework].env, variables
 
 
 class WorkerError(Exception):
@@ -70,6 +86,12 @@ class Worker:
         self._stderr_eof = False
         self._stderr_seen = threading.Condition()
         self._stderr_reader: Optional[threading.Thread] = None
+
+    @classmethod
+    def for_spec(cls, spec: TrialSpec, gpu_share=None, echo_stderr: bool = False) -> "Worker":
+        """A worker (not yet started) set up to run `spec` (`worker_setup`)."""
+        env, variables = worker_setup(spec, gpu_share)
+        return cls(env, variables, echo_stderr)
 
     @property
     def pid(self) -> Optional[int]:
@@ -278,8 +300,7 @@ class Worker:
 
 def run_trial(spec: TrialSpec, on_event=None, echo_stderr: bool = False) -> TrialResult:
     """One trial in a fresh worker of its framework's environment."""
-    worker = Worker(frameworks.FRAMEWORKS[spec.framework].env, frameworks.worker_variables(spec),
-                    echo_stderr=echo_stderr)
+    worker = Worker.for_spec(spec, echo_stderr=echo_stderr)
     try:
         return worker.run(spec, on_event)
     finally:
