@@ -20,7 +20,8 @@ from sensitivity.core.spec import MAX_SEED, MAX_THREADS, MAX_TIMEOUT_S
 from sensitivity.forecast.estimate import text
 from sensitivity.forecast.launch import ForecastError, forecast_of, sweep_runs
 from sensitivity.studies import catalog
-from sensitivity.studies.storage import StorageError, StorageLost, default_url, describe, is_storage_error, reason
+from sensitivity.studies.redaction import describe, reason
+from sensitivity.studies.storage import StorageError, StorageLost, default_url, is_storage_error
 from sensitivity.sweep import trial_log
 from sensitivity.sweep.crossover import CrossoverError, crossover_plan, resolve
 from sensitivity.sweep.driver import SweepError, SweepFailed, SweepOptions, check_inputs, run_space, run_sweep, sweep_plan

@@ -2,39 +2,30 @@
 
 `open_storage` fails early, with one line, when a storage cannot be reached or an SQLite file is not a
 sound Optuna database (corrupt, another program's, an unknown schema), before Ray starts or anything is
-written. `describe` gives a URL safe to print or put in a report: no password, in the user part or the
-query string, and never an exception for a malformed URL.
+written. Every message names the storage without its password (`redaction`).
 
 The storage URL comes from `--storage`, else the environment's `SENSITIVITY_STORAGE`, else
 results/optuna.db. A PostgreSQL URL needs no password: libpq reads `PGPASSWORD` or ~/.pgpass.
 
-Every call on an RDB storage is retried with backoff for `RETRY_WINDOW_S` seconds (a database server
-restarting, a locked SQLite file): a short outage only delays the driver, and trials finishing during it
-are written after. Beyond the window the error is raised. An SQLite file deleted or replaced while a
-driver has it open (writes would go to the deleted file) is detected by `check_intact`.
+Every call on an RDB storage is retried with backoff through a short outage (`storage_health.retried`).
+An SQLite file deleted or replaced while a driver has it open (writes would go to the deleted file) is
+detected by `check_intact`.
 """
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
-import re
 import sqlite3
-import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from sensitivity import private_apis
 from sensitivity.studies import torn
-
-if TYPE_CHECKING:  # annotations only: tenacity is imported where a retry is made (`retried`)
-    import tenacity
+from sensitivity.studies.redaction import describe, reason
+from sensitivity.studies.storage_health import retried
 
 DEFAULT_DB = Path("results") / "optuna.db"
 ENV_STORAGE = "SENSITIVITY_STORAGE"
-RETRY_WINDOW_S = 60.0
-log = logging.getLogger(__name__)
 
 
 class StorageError(Exception):
@@ -47,27 +38,6 @@ class StorageLost(StorageError):
 
 def default_url() -> str:
     return os.environ.get(ENV_STORAGE) or f"sqlite:///{DEFAULT_DB.resolve()}"
-
-
-# a password-like parameter's value, to the next parameter (a value may hold an unencoded '#', '@' or '/')
-_SECRET_KEY = r"[^=&;]*(?:password|passwd|pwd|secret|token)[^=&;]*="
-_SECRET_QUERY = re.compile(rf"((?:^|[?&;]){_SECRET_KEY})[^&;]*", re.I)
-_SECRET_PARAM = re.compile(rf"([?&;]{_SECRET_KEY})[^&;]*", re.I)  # in a URL: only after its '?', '&' or ';'
-
-
-def describe(url: str) -> str:
-    """The URL without its password: any password-like parameter's value, and in the user part everything
-    from the first ':' after `scheme://` to the LAST '@' (a password may hold an unencoded '@', '/', '?' or
-    '#'). Parsed by hand, so a malformed URL (`postgresql://u:p@[::1`) is masked all the same and never raises;
-    where the URL is ambiguous, more is masked, never less."""
-    scheme, sep, rest = str(url).partition("://")
-    if not sep:
-        return _SECRET_QUERY.sub(r"\1***", str(url))
-    rest = _SECRET_PARAM.sub(r"\1***", rest)  # first, so that an '@' in a parameter's value is not the host's
-    user, at, host = rest.rpartition("@")
-    if at and ":" in user and not rest.startswith("/"):  # `scheme:///...`: no user part at all
-        rest = user.split(":", 1)[0] + ":***@" + host
-    return f"{scheme}://{rest}"
 
 
 def _write_ahead_log(engine) -> None:
@@ -222,30 +192,6 @@ def open_storage(url: str | None = None, must_exist: bool = False):
         raise StorageError(f"storage {describe(url)} cannot be opened: {reason(exc)}") from None
 
 
-def reason(exc: BaseException) -> str:
-    """The first line of an exception's message (of its cause, for Optuna's storage error, whose own message
-    guesses at invalid data), its password masked (drivers quote the URL)."""
-    # lazy: optuna
-    import optuna
-    if isinstance(exc, optuna.exceptions.StorageInternalError) and exc.__cause__ is not None:
-        exc = exc.__cause__
-    text = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return _masked(text)
-
-
-def _masked(text: str) -> str:
-    """`text` with every password masked: password-like parameters, each URL in it (`describe`), and in any
-    other word what precedes its last '@' (a URL split at a password's unencoded '@' gives the driver a host
-    holding the password's tail: "failed to resolve host 'tail@h'")."""
-    def word(match: re.Match) -> str:
-        found = match.group()
-        if "://" in found:
-            return describe(found)
-        return "***@" + found.rpartition("@")[2] if "@" in found else found
-
-    return re.sub(r"[^\s'\"]+", word, _SECRET_QUERY.sub(r"\1***", text))
-
-
 def check_sqlite_file(url: str) -> None:
     """An existing SQLite file must be a sound Optuna database: readable (not corrupt), with Optuna's
     tables (not another program's database, to which Optuna would add its tables) and a schema version
@@ -295,6 +241,8 @@ def _file_of(url: str):
     return None
 
 
+# Health during a sweep --------------------------------------------------------------------------------
+
 _IDENTITY: dict = {}  # SQLite file -> (device, inode) when this process opened it
 
 
@@ -318,25 +266,6 @@ def check_intact(url: str | None) -> None:
         raise StorageLost(f"storage {describe(url)}: the file was deleted or replaced during the sweep")
 
 
-# Health during a sweep --------------------------------------------------------------------------------
-
-_LOST: list = []  # why this process's storage was declared lost during the sweep
-
-
-def mark_lost(why: str) -> None:
-    if not _LOST:
-        _LOST.append(why)
-
-
-def lost_reason():
-    """Why the storage was declared lost in this process (the heartbeat or a write), or None."""
-    return _LOST[0] if _LOST else None
-
-
-def reset_lost() -> None:
-    _LOST.clear()
-
-
 def is_storage_error(exc: BaseException) -> bool:
     """An exception of the storage itself (as opposed to a bug): SQLAlchemy's, Optuna's storage error,
     SQLite's, or ours."""
@@ -345,64 +274,6 @@ def is_storage_error(exc: BaseException) -> bool:
     import sqlalchemy.exc
     return isinstance(exc, (sqlalchemy.exc.SQLAlchemyError, optuna.exceptions.StorageInternalError, sqlite3.Error,
                             StorageError))
-
-
-# Retries -----------------------------------------------------------------------------------------------
-
-_attempts = threading.local()  # per thread: whether storage calls get one attempt only
-
-
-@contextlib.contextmanager
-def single_attempt():
-    """Calls on an RDB storage in this block (this thread) are tried once, without the retry window:
-    for the heartbeat, which counts its own failures."""
-    _attempts.once = True
-    try:
-        yield
-    finally:
-        _attempts.once = False
-
-
-def _transient(exc: BaseException) -> bool:
-    """A database that cannot be reached or is busy now: a connection error, a locked file, a write
-    that failed with the server (Optuna wraps those in StorageInternalError)."""
-    # lazy: optuna, sqlalchemy
-    import optuna
-    import sqlalchemy.exc
-    return isinstance(exc, (sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError,
-                            sqlalchemy.exc.DisconnectionError, sqlalchemy.exc.PendingRollbackError,
-                            optuna.exceptions.StorageInternalError)) \
-        or (isinstance(exc, sqlalchemy.exc.DBAPIError) and exc.connection_invalidated)
-
-
-def _retry_now(exc: BaseException) -> bool:
-    return not getattr(_attempts, "once", False) and _transient(exc)
-
-
-def _backoff(state: tenacity.RetryCallState) -> float:
-    """0.5 s before the second attempt, doubling, at most 8 s."""
-    return min(0.5 * 2 ** (state.attempt_number - 1), 8.0)
-
-
-def _past_window(state: tenacity.RetryCallState) -> bool:
-    """The next attempt would start past RETRY_WINDOW_S (read at each call: tests shorten it)."""
-    return state.seconds_since_start + _backoff(state) > RETRY_WINDOW_S
-
-
-def _warn_once(state: tenacity.RetryCallState) -> None:
-    if state.attempt_number == 1:  # once per call
-        storage = state.args[0]
-        log.warning("storage %s: %s; retrying for up to %.0f s", describe(storage.url),
-                    reason(state.outcome.exception()), RETRY_WINDOW_S)
-
-
-def retried(method):
-    """A method of a storage (with a `url`), retried with backoff through RETRY_WINDOW_S while its error is
-    transient; raised at once in `single_attempt`, or when not transient."""
-    import tenacity  # lazy: the sweep extra's; the legacy environment, which imports this module, lacks it
-
-    return tenacity.retry(retry=tenacity.retry_if_exception(_retry_now), wait=_backoff, stop=_past_window,
-                          before_sleep=_warn_once, reraise=True)(method)
 
 
 _JOURNAL = []
@@ -433,7 +304,7 @@ _RETRYING = []
 
 
 def _retrying_rdb():
-    """RDBStorage whose every storage call retries through RETRY_WINDOW_S."""
+    """RDBStorage whose every storage call retries through `storage_health.RETRY_WINDOW_S`."""
     if not _RETRYING:
         _RETRYING.append(private_apis.rdb_storage_class(retried, "RetryingRDBStorage"))
     return _RETRYING[0]

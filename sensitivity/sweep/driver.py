@@ -31,8 +31,10 @@ from sensitivity.forecast.launch import ForecastError, forecast_of, sweep_runs
 from sensitivity.forecast.overhead import keep_run
 from sensitivity.frameworks import gpu
 from sensitivity.studies import storage as st
+from sensitivity.studies import storage_health
 from sensitivity.studies.records import SPACE_HASH, beat, count_final, counts_towards_target, is_final
-from sensitivity.studies.storage import StorageLost, default_url, describe, open_storage
+from sensitivity.studies.redaction import describe, reason
+from sensitivity.studies.storage import StorageLost, default_url, open_storage
 from sensitivity.sweep.plans import default_plan, enqueue_plan
 from sensitivity.sweep.recovery import recover
 from sensitivity.sweep.samplers import PRUNERS, SAMPLERS, make_sampler
@@ -118,7 +120,7 @@ def run_space(space: Space, options: SweepOptions, plan: list = (), keep_ray: bo
             raise SweepError(str(exc)) from None
     try:
         with _storage_failures(url, options.study or space.study):
-            st.reset_lost()
+            storage_health.reset_lost()
             study = _open_study(space, storage, options)
             log_study(study)
             driver_id = uuid.uuid4().hex[:12]
@@ -165,7 +167,7 @@ def _storage_failures(url: str, study_name: str):
         except Exception as exc:
             if not st.is_storage_error(exc):
                 raise
-            raise StorageLost(f"storage {describe(url)} failed: {st.reason(exc)}{hint}") from None
+            raise StorageLost(f"storage {describe(url)} failed: {reason(exc)}{hint}") from None
     return mapping()
 
 
@@ -177,8 +179,8 @@ def _check_final(study, target: int, url: str, driver_id: str, budget_out: bool)
     from optuna.trial import TrialState
 
     st.check_intact(url)
-    if st.lost_reason() is not None:
-        raise StorageLost(f"storage {describe(url)} failed during the sweep ({st.lost_reason()})")
+    if storage_health.lost_reason() is not None:
+        raise StorageLost(f"storage {describe(url)} failed during the sweep ({storage_health.lost_reason()})")
     trials = study.get_trials(deepcopy=False)
     final = sum(is_final(t) for t in trials)
     running = [t.number for t in trials if t.state == TrialState.RUNNING and t.user_attrs.get("driver") == driver_id]
@@ -350,22 +352,22 @@ def _start_heartbeat(study, driver_id: str, url: str):
         while not stop.wait(HEARTBEAT_S):
             try:
                 st.check_intact(url)
-                with st.single_attempt():
+                with storage_health.single_attempt():
                     beat(study, driver_id)
                     flush(study)  # the intermediate values held since the last write
                 if failures:
                     log.warning("storage %s: heartbeat written again after %d failures", describe(url), failures)
                 failures, last_ok = 0, time.monotonic()
             except StorageLost as exc:  # the run ends with this line
-                st.mark_lost(str(exc))
+                storage_health.mark_lost(str(exc))
                 return
             except Exception as exc:
                 failures += 1
                 down = time.monotonic() - last_ok
                 log.warning("storage %s: heartbeat failed (%d in a row, %.0f s): %s", describe(url), failures, down,
-                            st.reason(exc))
-                if failures >= HEARTBEAT_FAILURES and down > st.RETRY_WINDOW_S:
-                    st.mark_lost(f"no heartbeat written for {down:.0f} s: {st.reason(exc)}")
+                            reason(exc))
+                if failures >= HEARTBEAT_FAILURES and down > storage_health.RETRY_WINDOW_S:
+                    storage_health.mark_lost(f"no heartbeat written for {down:.0f} s: {reason(exc)}")
                     return
 
     threading.Thread(target=loop, daemon=True, name="heartbeat").start()

@@ -42,7 +42,7 @@ from optuna.exceptions import UpdateFinishedTrialError
 from optuna.trial import TrialState
 
 from sensitivity import private_apis
-from sensitivity.studies.storage import retried
+from sensitivity.studies.storage_health import retried
 
 FLUSH_EVERY_S = 1.0
 SHARED_ATTRS = ("env",)  # user attributes equal across most trials: one object in memory for each value

@@ -40,7 +40,7 @@ from ray.tune.search import Searcher
 from sensitivity import private_apis
 from sensitivity.config.spaces import Space
 from sensitivity.core.spec import TrialSpec
-from sensitivity.studies import storage as storage_health
+from sensitivity.studies import redaction, storage, storage_health
 from sensitivity.studies.records import QUEUED_ATTRS, counts_towards_target, driver_alive, heartbeats, result_fields
 from sensitivity.sweep import nodes
 from sensitivity.sweep.driver_storage import flush
@@ -131,9 +131,9 @@ class StudySearcher(Searcher):
 
     def _storage_failed(self, exc: Exception, doing: str) -> None:
         """A storage call failed beyond the retry window: the storage is lost (else the error is a bug)."""
-        if not storage_health.is_storage_error(exc):
+        if not storage.is_storage_error(exc):
             raise exc
-        reason = f"{doing}: {storage_health.reason(exc)}"
+        reason = f"{doing}: {redaction.reason(exc)}"
         log.warning("the storage failed %s; stopping the sweep", reason)
         storage_health.mark_lost(reason)
 

@@ -24,7 +24,8 @@ from pathlib import Path
 
 from sensitivity.core.paths import RESULTS, UnsafeName, check_name, under
 from sensitivity.studies import torn
-from sensitivity.studies.storage import check_url, default_url, describe, open_storage
+from sensitivity.studies.redaction import describe
+from sensitivity.studies.storage import check_url, default_url, open_storage
 
 MAX_LOG_BYTES = 2**30  # 1 GiB: a million trials of about 1 KiB each
 OPENING = b'{"kind": '  # how each line starts (json.dumps)

@@ -5,7 +5,8 @@ import itertools
 
 import pytest
 
-from sensitivity.studies.storage import StorageError, describe, open_storage, reason
+from sensitivity.studies.redaction import describe, reason
+from sensitivity.studies.storage import StorageError, open_storage
 
 PIECES = ("Qk7x", "Zr9w", "Vm3q")  # a password's parts, each distinctive enough to be found if shown
 

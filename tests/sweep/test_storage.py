@@ -16,7 +16,8 @@ from optuna.trial import TrialState
 from sensitivity import frameworks
 from sensitivity.studies import records
 from sensitivity.sweep.recovery import MAX_ATTEMPTS, recover
-from sensitivity.studies.storage import StorageError, describe, open_storage
+from sensitivity.studies.redaction import describe
+from sensitivity.studies.storage import StorageError, open_storage
 
 POSTGRES = os.environ.get("SENSITIVITY_TEST_POSTGRES_URL")
 
@@ -199,7 +200,7 @@ def _locked():
 
 
 def test_a_transient_error_is_retried_with_backoff_and_one_warning(caplog):
-    from sensitivity.studies.storage import retried
+    from sensitivity.studies.storage_health import retried
 
     flaky = FlakyStorage(2, _locked())
     started = time.monotonic()
@@ -210,20 +211,20 @@ def test_a_transient_error_is_retried_with_backoff_and_one_warning(caplog):
 
 
 def test_past_the_window_a_non_transient_error_or_a_single_attempt_raise(monkeypatch):
-    from sensitivity.studies import storage
+    from sensitivity.studies import storage_health
 
-    monkeypatch.setattr(storage, "RETRY_WINDOW_S", 1.2)  # 0.5 s fits, then 0.5 + 1 s would end past it
+    monkeypatch.setattr(storage_health, "RETRY_WINDOW_S", 1.2)  # 0.5 s fits, then 0.5 + 1 s would end past it
     flaky = FlakyStorage(5, _locked())
     with pytest.raises(type(_locked())):
-        storage.retried(FlakyStorage.call)(flaky)
+        storage_health.retried(FlakyStorage.call)(flaky)
     assert flaky.calls == 2
     bug = FlakyStorage(5, KeyError("not a storage error"))
     with pytest.raises(KeyError):
-        storage.retried(FlakyStorage.call)(bug)
+        storage_health.retried(FlakyStorage.call)(bug)
     assert bug.calls == 1
     once = FlakyStorage(5, _locked())
-    with storage.single_attempt(), pytest.raises(type(_locked())):
-        storage.retried(FlakyStorage.call)(once)
+    with storage_health.single_attempt(), pytest.raises(type(_locked())):
+        storage_health.retried(FlakyStorage.call)(once)
     assert once.calls == 1
 
 

@@ -18,7 +18,8 @@ import pytest
 from optuna.trial import TrialState
 
 from sensitivity import frameworks
-from sensitivity.studies.storage import StorageError, describe, open_storage, reason
+from sensitivity.studies.redaction import describe, reason
+from sensitivity.studies.storage import StorageError, open_storage
 from test_sweep import SLOW_EPOCHS
 from test_sweep_faults import cli, write
 
@@ -354,25 +355,26 @@ def test_a_trial_killed_before_its_driver_was_recorded_is_an_orphan_unless_a_liv
 def test_heartbeat_failures_are_logged_and_declare_the_storage_lost_past_the_window(tmp_path, monkeypatch, caplog):
     import sqlalchemy.exc
 
-    from sensitivity.studies import storage
+    from sensitivity.studies import storage_health
     from sensitivity.sweep import driver
     study = optuna.create_study(study_name="h", storage=open_storage(f"sqlite:///{tmp_path}/h.db"))
     monkeypatch.setattr(driver, "HEARTBEAT_S", 0.05)
-    monkeypatch.setattr(storage, "RETRY_WINDOW_S", 0.3)
-    storage.reset_lost()
+    monkeypatch.setattr(storage_health, "RETRY_WINDOW_S", 0.3)
+    storage_health.reset_lost()
     stop = driver._start_heartbeat(study, "me", f"sqlite:///{tmp_path}/h.db")
 
     def down(*_):
         raise sqlalchemy.exc.OperationalError("INSERT", {}, Exception("server closed the connection"))
     monkeypatch.setattr(driver, "beat", down)
     deadline = time.monotonic() + 10
-    while storage.lost_reason() is None and time.monotonic() < deadline:
+    while storage_health.lost_reason() is None and time.monotonic() < deadline:
         time.sleep(0.05)
     stop()
-    assert "no heartbeat written for" in storage.lost_reason() and "server closed the connection" in storage.lost_reason()
+    lost = storage_health.lost_reason()
+    assert "no heartbeat written for" in lost and "server closed the connection" in lost
     failures = [r for r in caplog.records if "heartbeat failed" in r.getMessage()]
     assert len(failures) >= driver.HEARTBEAT_FAILURES
-    storage.reset_lost()
+    storage_health.reset_lost()
 
 
 def test_the_final_count_refuses_fewer_than_n_or_a_trial_left_running(tmp_path):
