@@ -28,7 +28,7 @@ import pandas as pd
 from sensitivity.private_apis import storage_location
 from sensitivity.studies.catalog import FRAME_ATTRS, TEXT_ATTRS, trials_frame
 from sensitivity.studies.records import FINAL_STATES
-from sensitivity.studies.storage import describe
+from sensitivity.studies.redaction import describe
 from sensitivity.studies.trial_rows import cached_frame, trial_records
 
 OUTCOMES = ("ok", "diverged", "pruned", "failed")
