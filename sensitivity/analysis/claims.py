@@ -8,6 +8,7 @@ import html
 import pandas as pd
 
 from sensitivity.analysis.crossover import NEEDS, crossover_comparisons
+from sensitivity.analysis.figure_results import Importance, Robustness, Transfer
 from sensitivity.analysis.findings import ALPHA, EFFECT, findings
 from sensitivity.analysis.importance import (ALL as ALL_TRIALS, LABELS, TRIALS_PER_PARAMETER, parameter_importance,
                                              planned_trials)
@@ -111,7 +112,7 @@ def importance_html(table: pd.DataFrame) -> str:
 
 
 def _plot_importance(importance):
-    return plot_importance(importance)
+    return plot_importance(Importance.of(importance))
 
 
 def transfer_html(sources: list) -> str:
@@ -176,7 +177,7 @@ def _frameworks_html(sources: list) -> str:
     if budget:
         parts.append(warning_html(budget.strip(" ()").capitalize() + ": these numbers measure early learning, not "
                                   "the defaults as published."))
-    parts.append(figure_html(plot_transfer(cells), "transfer"))
+    parts.append(figure_html(plot_transfer(Transfer.of(cells)), "transfer"))
     rows = transfer_comparisons(source)
     shown = pd.DataFrame({REGIME: rows[REGIME], "subject": rows["subject"], "accuracy": rows["subject_text"],
                           "against": rows["reference"], "its accuracy": rows["reference_text"],
@@ -230,7 +231,7 @@ def robustness_html(curves: pd.DataFrame, source: pd.DataFrame, pgd_steps: int) 
         "model as trained; the comparison is the area under the robust-accuracy curve on the samples both models "
         "classify correctly, under the examples the set's other frameworks made (transfer), with a paired bootstrap "
         "over seeds and samples. Examples made on a model of one regime are not tested on a model of the other.")
-    parts = [regime_html(curves), note, method, figure_html(plot_robustness(curves), "robustness")]
+    parts = [regime_html(curves), note, method, figure_html(plot_robustness(Robustness(curves)), "robustness")]
     parts += [f"<h3>{title}</h3>" + table_html(regime_sorted(frame.rename(columns=lambda e: f"eps {e:g}")
                                                              .rename_axis(columns=None).reset_index(),
                                                              frame.index.names))

@@ -73,8 +73,12 @@ CLAIM_COLUMNS = [REGIME, "claim", "verdict", "estimate", "low", "high", "unit", 
 
 
 class Findings(NamedTuple):
-    claims: pd.DataFrame  # one row per regime and claim (CLAIM_COLUMNS)
-    comparisons: pd.DataFrame  # one row per comparison (COMPARISONS, then `detail`: its own record)
+    """Fields:
+    - claims: one row per regime and claim (CLAIM_COLUMNS)
+    - comparisons: one row per comparison (COMPARISONS, then `detail`: its own record)
+    """
+    claims: pd.DataFrame
+    comparisons: pd.DataFrame
 
 
 def findings(table, others=(), effect: float = EFFECT) -> Findings:

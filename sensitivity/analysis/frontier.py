@@ -27,9 +27,14 @@ ALL = "all"
 
 
 class Frontier(NamedTuple):
-    points: pd.DataFrame  # trained trials: number, framework, semantics, accuracy, train_time_s, outcome, ...
-    summary: pd.DataFrame  # one row per regime and scope ("all", then each framework): counts, hypervolume
-    reference_point: tuple  # (accuracy, train_time_s)
+    """Fields:
+    - points: trained trials: number, framework, semantics, accuracy, train_time_s, outcome, ...
+    - summary: one row per regime and scope ("all", then each framework): counts, hypervolume
+    - reference_point: (accuracy, train_time_s)
+    """
+    points: pd.DataFrame
+    summary: pd.DataFrame
+    reference_point: tuple
 
 
 def pareto_mask(accuracy: np.ndarray, train_time: np.ndarray) -> np.ndarray:

@@ -20,6 +20,7 @@ import pandas as pd
 from sensitivity.analysis.ablation import ablation_path
 from sensitivity.analysis.claims import findings_html, importance_html, robustness_html, transfer_html
 from sensitivity.analysis.curves import DRAWN_FIELDS
+from sensitivity.analysis.figure_results import Ablation, Resources, Seeds
 from sensitivity.analysis.frontier import runtime_accuracy_frontier
 from sensitivity.analysis.intervals import Interval
 from sensitivity.analysis.pages import STYLE, figure_html, guarded, missing_html, note_html, regime_html, table_html
@@ -168,7 +169,7 @@ def _figure_section(table: pd.DataFrame, kind: str) -> str:
 
     def build():
         data = compute(table, **DRAWN.get(kind, {}))
-        return regime_html(data) + figure_html(plot(data), kind)
+        return regime_html(data.rows) + figure_html(plot(data), kind)
     return guarded(build)
 
 
@@ -220,12 +221,12 @@ def _seeds(table: pd.DataFrame) -> str:
     columns = ["framework", REGIME, "configuration", "n_seeds", "accuracy_mean", "accuracy_low", "accuracy_high",
                "train_time_s_mean", "train_time_s_low", "train_time_s_high"]
     shown = intervals.sort_values("accuracy_mean", ascending=False).head(30)[columns]
-    return regime_html(intervals) + note + figure_html(plot_seeds(intervals), "seeds") + table_html(shown)
+    return regime_html(intervals) + note + figure_html(plot_seeds(Seeds.of(intervals)), "seeds") + table_html(shown)
 
 
 def _resources(table: pd.DataFrame) -> str:
     usage = resource_use(table)
-    return regime_html(usage) + figure_html(plot_resources(usage), "resources") + table_html(usage)
+    return regime_html(usage) + figure_html(plot_resources(Resources.of(usage)), "resources") + table_html(usage)
 
 
 def _first_of(sources, compute, section, missing: str) -> str:
@@ -265,7 +266,7 @@ def _ablation(path: pd.DataFrame, source=None) -> str:
         shown[label] = [Interval(r[f"{metric}_mean"], r[f"{metric}_low"], r[f"{metric}_high"], r["n"],
                                  r[f"{metric}_method"]).text() for _, r in path.iterrows()]
     shown["change of validation accuracy"] = path["delta"]
-    return note + figure_html(plot_ablation(path), "ablation") + table_html(shown)
+    return note + figure_html(plot_ablation(Ablation.of(path)), "ablation") + table_html(shown)
 
 
 def _robustness(curves: pd.DataFrame, source: pd.DataFrame) -> str:

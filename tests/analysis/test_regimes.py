@@ -19,6 +19,7 @@ from sensitivity.analysis.robustness import robustness_curves
 from sensitivity.analysis.seeds import seed_intervals
 from sensitivity.analysis.summary import framework_summary
 from sensitivity.analysis.table import grouped, parameter_names, regime_note, trials_table
+from sensitivity.analysis.figure_results import transfer_data
 from sensitivity.analysis.plots import plot_transfer
 from sensitivity.analysis.transfer import transfer_matrix
 
@@ -144,7 +145,7 @@ def test_transfer_cells_are_per_regime_and_relative_to_the_same_regimes_own_defa
 
 
 def test_transfer_figure_puts_the_regimes_side_by_side_native_first():
-    fig = plot_transfer(transfer_matrix(transfer_rows()))
+    fig = plot_transfer(transfer_data(transfer_rows()))
     titles = [a.text for a in fig.layout.annotations]
     assert titles[:2] == ["Across datasets within a framework (native):<br>accuracy of its defaults",
                           "Across datasets within a framework (canonical):<br>accuracy of its defaults"]

@@ -8,7 +8,7 @@ from analysis_data import frame
 from sensitivity.analysis import importance as importance_module
 from sensitivity.analysis.plots import study as plots  # where the caps live and the study figures read them
 from sensitivity.analysis.claims import importance_html
-from sensitivity.analysis.curves import learning_curves, slice_points
+from sensitivity.analysis.figure_results import curves_data, slice_data
 from sensitivity.analysis.frontier import runtime_accuracy_frontier
 from sensitivity.analysis.table import trials_table
 
@@ -65,16 +65,16 @@ def test_frontier_figure_draws_a_capped_cloud_but_every_frontier_point(monkeypat
 
 def test_slice_draws_at_most_the_cap_and_counts_every_trial(monkeypatch):
     monkeypatch.setattr(plots, "POINTS_MAX", 40)
-    fig = plots.plot_slice(slice_points(large_table()))
+    fig = plots.plot_slice(slice_data(large_table()))
     assert fig.data and all(len(t.x) <= 40 for t in fig.data if t.mode == "markers" and "default" not in t.name)
     assert any("n=200 trials; drawn: 40 of 200" in t.name for t in fig.data)
 
 
 def test_curves_draw_a_capped_number_but_the_median_is_of_every_trial(monkeypatch):
     monkeypatch.setattr(plots, "CURVES_MAX", 10)
-    curves = learning_curves(large_table())
+    curves = curves_data(large_table())
     fig = plots.plot_curves(curves)
-    for framework, rows in curves.groupby("framework"):
+    for framework, rows in curves.rows.groupby("framework"):
         faint = next(t for t in fig.data if t.name.startswith(framework) and "curves drawn" in t.name)
         assert np.isnan(faint.x).sum() == 9  # 10 curves, 9 gaps between them
         assert "n=200 trials" in faint.name and "curves drawn: 10 of 200" in faint.name

@@ -6,15 +6,16 @@ import pandas as pd
 
 from sensitivity.analysis.arms import runs_of
 from sensitivity.analysis.crossover import NEEDS
+from sensitivity.analysis.figure_results import Ablation, Robustness, Transfer
 from sensitivity.analysis.findings import CLAIMS, EFFECT, UNITS, Findings, margin_of
 from sensitivity.analysis.intervals import mean_interval
 from sensitivity.analysis.style import colours, dash, finish, go, make_subplots, regime_title, series_name, symbol
 from sensitivity.analysis.table import REGIME, NotEnoughData, regimes_of, trained, trials_table
-from sensitivity.analysis.transfer import budget_note
 
 
-def plot_ablation(path: pd.DataFrame):
+def plot_ablation(result: Ablation):
     """Validation and test accuracy (top) and train time (bottom) along the path, each with its interval."""
+    path = result.rows
 
     labels = [f"{i}. {c}" for i, c in zip(path["step"], path["change"])]
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
@@ -27,8 +28,8 @@ def plot_ablation(path: pd.DataFrame):
                                               array=(path[f"{metric}_high"] - mean).fillna(0),
                                               arrayminus=(mean - path[f"{metric}_low"]).fillna(0)),
                                  text=[f"n={n}" for n in path["n"]]), row=row, col=1)
-    inert = path.attrs.get("inert") or []
-    title = f"Ablation path: {path.attrs.get('source')} to {path.attrs.get('target')}, n={path.attrs.get('seeds')} seeds"
+    inert = result.inert
+    title = f"Ablation path: {result.source} to {result.target}, n={result.seeds} seeds"
     fig.update_layout(title=title + (f" (no effect here: {', '.join(inert)})" if inert else ""), height=640,
                       margin=dict(b=160))
     fig.update_xaxes(tickangle=-25, row=2, col=1)
@@ -113,13 +114,14 @@ def plot_findings(found: Findings):
     return fig.update_layout(margin=dict(t=130))
 
 
-def plot_robustness(curves: pd.DataFrame):
+def plot_robustness(result: Robustness):
     """One row per dataset, configuration (default) and regime, under the strongest attack (PGD where it ran):
     the states the verdict compares (each configuration's models at matched clean accuracy where they have
     checkpoints, else as trained; never several defaults pooled). White-box accuracy against eps per framework
     (mean and interval, n and clean accuracy in the legend), the same relative to each model's clean accuracy,
     and at the largest eps the accuracy of each framework's models (column) on the examples made on the seed's
     surrogate (row) beside the white-box diagonal."""
+    curves = result.rows
     regimes = regimes_of(curves)
     attack = "pgd" if curves["attack"].eq("pgd").any() else curves["attack"].iloc[0]
     curves = curves[curves["attack"].eq(attack)]
@@ -152,14 +154,14 @@ def plot_robustness(curves: pd.DataFrame):
     return fig.update_layout(legend=dict(orientation="h", y=-0.08 / max(1, len(panels)) - 0.04))
 
 
-def plot_transfer(cells: pd.DataFrame):
+def plot_transfer(result: Transfer):
     """Per regime (a column, native first), two kinds of heatmap: accuracy of each framework's own defaults
     across datasets; accuracy relative to the target's own default across frameworks, one panel per
     dataset. Each cell's text gives n seeds; the titles name the budget scale where it is below 1."""
 
+    cells, budget = result.rows, result.budget
     regimes = regimes_of(cells)
     datasets = sorted(cells["target_dataset"].unique())
-    budget = budget_note(cells["budget_scale"]) if "budget_scale" in cells else ""
     short = " (cut budget)" if budget else ""
     titles = [title for kind in ["within"] + datasets for regime in regimes for title in [
         f"Across datasets within a framework ({regime}){short}:<br>accuracy of its defaults" if kind == "within" else

@@ -16,12 +16,13 @@ import math
 import numpy as np
 import pandas as pd
 
-from sensitivity.analysis.curves import curve_metric
+from sensitivity.analysis.figure_results import (Contour, Curves, Divergence, Importance, Isolation, Resources, Seeds,
+                                                 Slice)
 from sensitivity.analysis.frontier import ALL, Frontier
 from sensitivity.analysis.intervals import interval_text
 from sensitivity.analysis.importance import ALL as ALL_TRIALS
 from sensitivity.analysis.importance import LABELS
-from sensitivity.analysis.resources import DEFAULTS, UNITS
+from sensitivity.analysis.resources import DEFAULTS
 from sensitivity.analysis.seeds import framework_comparisons
 from sensitivity.analysis.style import (add_default_marks, colours, dash, finish, framework_label, go, make_subplots,
                                         regime_title, series_name, symbol)
@@ -107,13 +108,14 @@ def plot_frontier(frontier: Frontier):
                                     regimes), 560)
 
 
-def plot_importance(importance: pd.DataFrame):
+def plot_importance(result: Importance):
     """One panel per block (each regime, then "all" where the regime is a parameter): horizontal bars per
     evaluator with their bootstrap intervals; parameter names on the axis (never on the bars), the framework
     defaults' values in the hover text."""
+    importance = result.rows
     blocks = list(dict.fromkeys(importance[REGIME]))
     sizes = importance.groupby(REGIME)["n_trials"].max()
-    rho = {record[REGIME]: record["spearman"] for record in importance.attrs.get("agreement") or []}
+    rho = {record[REGIME]: record["spearman"] for record in result.agreement.to_dict("records")}
 
     def title(block):
         name = "all trials, the regime a parameter" if block == ALL_TRIALS else block
@@ -175,7 +177,9 @@ def _per_parameter(data: pd.DataFrame, y: str, hover, title: str, y_title: str, 
     return finish(fig, regime_title(title, regimes), height)
 
 
-def plot_isolation(data: pd.DataFrame):
+def plot_isolation(result: Isolation):
+    data = result.rows
+
     def hover(rows):
         return (rows["framework"] + " (" + rows[REGIME] + ") " + rows["parameter"] + " " + rows["value"]
                 + ": best accuracy " + rows["best_accuracy"].round(4).astype(str) + " (n="
@@ -188,7 +192,9 @@ def plot_isolation(data: pd.DataFrame):
                                                                     line["n_seeds"].max(), "configurations"))
 
 
-def plot_divergence(data: pd.DataFrame):
+def plot_divergence(result: Divergence):
+    data = result.rows
+
     def hover(rows):
         return (rows["framework"] + " (" + rows[REGIME] + ") " + rows["parameter"] + " " + rows["value"] + ": "
                 + rows["n_diverged"].astype(str) + " diverged, " + rows["n_failed"].astype(str) + " failed of n="
@@ -200,7 +206,8 @@ def plot_divergence(data: pd.DataFrame):
     return fig.update_yaxes(range=[-0.03, 1.03])  # a rate: never below 0 or above 1, even when all are 0
 
 
-def plot_slice(points: pd.DataFrame):
+def plot_slice(result: Slice):
+    points = result.rows
     names = list(points["parameter"].unique())  # in order of appearance
     fig, positions, height = _grid(names)
     palette, regimes = colours(points["framework"]), regimes_of(points)
@@ -235,9 +242,10 @@ def plot_slice(points: pd.DataFrame):
     return finish(fig, regime_title("Slice: accuracy against each parameter (complete trials)", regimes), height)
 
 
-def plot_contour(grid: pd.DataFrame):
+def plot_contour(result: Contour):
     """A contour where the binned grid is mostly filled; a heatmap of the filled cells where it is sparse
     (contours drawn across empty cells would show values no trial measured). One panel per pair and regime."""
+    grid = result.rows
     regimes = regimes_of(grid)
     panels = [(x, y, r) for x, y in dict.fromkeys(zip(grid["x_parameter"], grid["y_parameter"])) for r in regimes]
     fig, positions, height = _grid([f"{y} against {x}" + (f" ({r})" if len(regimes) > 1 else "")
@@ -272,8 +280,8 @@ def _axis_title(cells: pd.DataFrame, axis: str) -> str:
     return f"log10({name})" if (cells[f"{axis}_scale"] == "log").all() else name
 
 
-def plot_curves(curves: pd.DataFrame):
-    metric = curve_metric(curves)
+def plot_curves(result: Curves):
+    curves, metric = result.rows, result.metric
     palette, regimes, fig = colours(curves["framework"]), regimes_of(curves), go.Figure()
     series = _series(curves.sort_values(["number", "epoch"]))
     for framework, regime, rows in series:  # each trial's curve (at most CURVES_MAX), faint where there are many
@@ -302,7 +310,8 @@ def plot_curves(curves: pd.DataFrame):
     return finish(fig, regime_title("Learning curves (ok, diverged and pruned trials)", regimes), 520)
 
 
-def plot_seeds(intervals: pd.DataFrame, metric: str = "accuracy", top: int = 20):
+def plot_seeds(result: Seeds, metric: str = "accuracy", top: int = 20):
+    intervals = result.rows
     rows = framework_comparisons(intervals, metric, top)
     palette, regimes, fig = colours(rows["framework"]), regimes_of(rows), go.Figure()
     digits = 4 if metric.endswith("accuracy") else 2
@@ -329,16 +338,16 @@ def plot_seeds(intervals: pd.DataFrame, metric: str = "accuracy", top: int = 20)
         fig.update_xaxes(range=[max(0.0, float(rows[f"{metric}_low"].fillna(rows[f"{metric}_mean"]).min()) - 0.02),
                                 min(1.0, float(rows[f"{metric}_high"].fillna(rows[f"{metric}_mean"]).max()) + 0.02)
                                 + 0.03])  # room for the n labels
-    confidence = f"{intervals['confidence'].iloc[0]:.0%}"
+    confidence = f"{result.confidence:.0%}"
     return finish(fig, regime_title(f"{metric.replace('_', ' ').capitalize()} over seeds per configuration: mean "
                                     f"and {confidence} interval (3+ seeds; 2 seeds: their range; 1: the mean)",
                                     regimes), 160 + 34 * len(labels))
 
 
-def plot_resources(usage: pd.DataFrame):
+def plot_resources(result: Resources):
     """Bars per framework and regime (the framework's colour; canonical hatched), n on each tick."""
-    metrics = [m for m in UNITS if m in usage]
-    fig, positions, height = _grid([f"{m} ({UNITS[m]}, median)" for m in metrics])
+    usage, metrics = result.rows, list(result.units)
+    fig, positions, height = _grid([f"{m} ({result.units[m]}, median)" for m in metrics])
     everything, defaults = usage[usage["subset"] != DEFAULTS], usage[usage["subset"] == DEFAULTS]
     palette, regimes = colours(usage["framework"]), regimes_of(usage)
     ticks = {(fw, r): f"{series_name(fw, r, regimes)}<br>n={n}, {s} seed{'s' if s != 1 else ''}" for fw, r, n, s in
