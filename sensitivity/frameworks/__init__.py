@@ -1,6 +1,7 @@
-"""The framework registry: name -> adapter class, the environment that runs it, and its install extra.
+"""The framework registry: each framework's one declaration (FrameworkInfo), checked when this module is imported.
 
-Adapters are imported lazily (importlib) so that `import sensitivity` imports no framework.
+Adapters are imported lazily (importlib) so that `import sensitivity` imports no framework. Adding a framework:
+docs/architecture.md ("Adding a framework"), kept true by tests/frameworks/test_declaration.py.
 """
 from __future__ import annotations
 
@@ -8,28 +9,80 @@ import importlib
 import importlib.util
 import json
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Optional
 
-from sensitivity.core import envs
+from sensitivity.core import envs, semantics
 from sensitivity.frameworks import gpu
+
+
+class DeclarationError(ValueError):
+    """A framework's declaration lacks a piece; one line naming the framework, the piece and where it goes."""
 
 
 @dataclass(frozen=True)
 class FrameworkInfo:
+    """One framework's declaration: every piece the package needs of it (`check_declaration` says which is
+    missing). `native` and `gpu` of a framework inside the package are written in core/semantics.py NATIVE and
+    frameworks/gpu.py (docs/semantics.md and `sensitivity frameworks` are rendered from there) and `_entry` picks
+    them up by its name; one declared outside it (`register`) carries them itself."""
+
     name: str
-    adapter: str  # "module:Class"
-    env: str  # "modern" or "legacy"
-    distribution: str  # the installed package whose version is reported
-    extra: str  # pip extra that installs it
+    adapter: str  # "module:Class", a class implementing frameworks.base.Adapter
+    env: str  # "modern" or "legacy" (core/envs.py)
+    distribution: str  # the installed package whose version is reported ("a|b": the first installed)
+    extra: str  # pip extra that installs it (pyproject.toml [project.optional-dependencies])
     module: str  # the top-level module the adapter imports
     backends: tuple = ()  # allowed values of TrialSpec.backend, the first the default
     backend_variable: str = ""  # environment variable that selects the backend before import
     variables: tuple = ()  # (name, value) pairs its workers always start with
+    # its native semantics (core/semantics.py NATIVE[name]) and GPU support (frameworks/gpu.py: a branch of build()
+    # or NO_GPU_ROUTE, and DETERMINISM); neither compared nor hashed (a Native holds dicts)
+    native: Optional[semantics.Native] = field(default=None, compare=False, repr=False)
+    gpu: Optional[gpu.Support] = field(default=None, compare=False, repr=False)
+
+
+def check_declaration(info: FrameworkInfo) -> None:
+    """Raise DeclarationError, in one line, for the first piece `info` lacks or gets wrong."""
+    def fail(what: str):
+        raise DeclarationError(f"framework {info.name!r}: {what}")
+    if not info.name.isidentifier():
+        fail("its name must be an identifier (it names the extra, the adapter module and the search spaces' entries)")
+    module, _, class_name = info.adapter.partition(":")
+    if not (module and class_name.isidentifier()):
+        fail(f"adapter {info.adapter!r} is not 'module:Class' (a class implementing frameworks.base.Adapter)")
+    if info.env not in envs.VENV_DIRS:
+        fail(f"env {info.env!r} is not one of {', '.join(envs.VENV_DIRS)} (core/envs.py)")
+    for piece, where in (("distribution", "the installed package whose version is reported"),
+                         ("extra", "its pip extra in pyproject.toml [project.optional-dependencies]"),
+                         ("module", "the top-level module its adapter imports")):
+        if not getattr(info, piece):
+            fail(f"no {piece} ({where})")
+    if info.backends and not info.backend_variable:
+        fail("backends without a backend_variable (the environment variable that selects one before import)")
+    if info.native is None:
+        fail("no native semantics (a Native in core/semantics.py NATIVE, or native= in its declaration)")
+    if semantics.NATIVE.get(info.name, info.native) != info.native:
+        fail("its native semantics differ from core/semantics.py NATIVE's entry")
+    if info.gpu is None:
+        fail("no GPU support (frameworks/gpu.py: a branch of build() or a reason in NO_GPU_ROUTE, and "
+             "DETERMINISM; or gpu= in its declaration)")
+
+
+def register(info: FrameworkInfo) -> None:
+    """Add a framework declared outside the package (a plugin; the tests' toy framework): check its declaration,
+    then enter it and its native semantics and GPU support where the package reads them."""
+    check_declaration(info)
+    if info.name in FRAMEWORKS or info.name in semantics.NATIVE:
+        raise DeclarationError(f"framework {info.name!r}: already declared")
+    gpu.declare(info.name, info.gpu)
+    semantics.NATIVE[info.name] = info.native
+    FRAMEWORKS[info.name] = info
 
 
 def _entry(name, class_name, env, distribution, module, **backends):
     return FrameworkInfo(name, f"sensitivity.frameworks.{name}_adapter:{class_name}", env, distribution,
-                         name, module, **backends)
+                         name, module, **backends, native=semantics.NATIVE.get(name), gpu=gpu.support(name))
 
 
 FRAMEWORKS = {
@@ -45,6 +98,10 @@ FRAMEWORKS = {
     "chainer": _entry("chainer", "ChainerAdapter", "legacy", "chainer", "chainer"),
     "theano": _entry("theano", "TheanoAdapter", "legacy", "Theano", "theano"),
 }
+for _name, _info in FRAMEWORKS.items():
+    if _name != _info.name:
+        raise DeclarationError(f"framework {_name!r}: its declaration is named {_info.name!r}")
+    check_declaration(_info)
 
 
 # Frameworks that enter through their configuration files only, with the reason.

@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 SHARE_VARIABLE = "SENSITIVITY_GPU_SHARE"  # the fraction of its GPU a trial may allocate (Ray's gpus-per-trial)
@@ -81,6 +82,35 @@ DETERMINISM = {
                 "non-deterministic"),
     "theano": ("none needed: CPU only", "none on a CPU"),
 }
+
+
+READS_BUILD = ("torch", "tensorflow", "keras", "jax", "pytensor", "mxnet")  # the frameworks `build` has a branch for
+
+
+@dataclass(frozen=True)
+class Support:
+    """A framework's GPU support, part of its declaration (frameworks.FrameworkInfo.gpu)."""
+
+    no_gpu: str  # "" where `build` reads whether its installed build can use a GPU; else why it has no GPU route
+    determinism: tuple  # (what --deterministic sets in it, what non-determinism that leaves)
+
+
+def support(name: str):
+    """The GPU support this module knows of framework `name`, or None where a piece is missing: a branch of
+    `build` (READS_BUILD) or a reason in NO_GPU_ROUTE, and its DETERMINISM."""
+    if name not in DETERMINISM or (name not in READS_BUILD and name not in NO_GPU_ROUTE):
+        return None
+    return Support(NO_GPU_ROUTE.get(name, ""), DETERMINISM[name])
+
+
+def declare(name: str, declared: Support) -> None:
+    """Record the GPU support of a framework declared outside the package (frameworks.register)."""
+    if not declared.no_gpu and name not in READS_BUILD:
+        raise ValueError(f"framework {name!r}: a GPU build needs a branch of frameworks/gpu.py build(); "
+                         f"else declare why it has no GPU (Support.no_gpu)")
+    DETERMINISM[name] = declared.determinism
+    if declared.no_gpu:
+        NO_GPU_ROUTE[name] = declared.no_gpu
 
 
 def determinism_variables() -> dict:
