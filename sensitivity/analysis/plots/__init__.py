@@ -9,44 +9,38 @@ import inspect
 from pathlib import Path
 
 from sensitivity.analysis import export
-from sensitivity.analysis.ablation import ablation_path
-from sensitivity.analysis.curves import contour_grid, learning_curves, slice_points
-from sensitivity.analysis.divergence import divergence_rates
+from sensitivity.analysis.figure_results import (ablation_data, contour_data, curves_data, divergence_data,
+                                                 importance_data, isolation_data, resources_data, robustness_data,
+                                                 seeds_data, slice_data, transfer_data)
 from sensitivity.analysis.findings import findings
 from sensitivity.analysis.frontier import runtime_accuracy_frontier
-from sensitivity.analysis.importance import parameter_importance
-from sensitivity.analysis.isolation import isolation
 from sensitivity.analysis.plots.comparisons import (plot_ablation, plot_crossover, plot_findings, plot_robustness,
                                                     plot_transfer)
 from sensitivity.analysis.plots.study import (CURVES_MAX, POINTS_MAX, drawn, plot_contour, plot_curves,
                                               plot_divergence, plot_frontier, plot_importance, plot_isolation,
                                               plot_resources, plot_seeds, plot_slice)
-from sensitivity.analysis.resources import resource_use
-from sensitivity.analysis.robustness import robustness_curves
-from sensitivity.analysis.seeds import seed_intervals
 from sensitivity.analysis.table import UNFRAMED, NotEnoughData, trials_table, unframed
-from sensitivity.analysis.transfer import transfer_matrix
 
 
-__all__ = ["CURVES_MAX", "KINDS", "POINTS_MAX", "STUDY_KINDS", "drawn", "figure", "plot_ablation", "plot_contour",
-           "plot_crossover", "plot_curves", "plot_divergence", "plot_findings", "plot_frontier", "plot_importance",
-           "plot_isolation", "plot_resources", "plot_robustness", "plot_seeds", "plot_slice", "plot_transfer",
-           "write_figure"]
+__all__ = ["CURVES_MAX", "KINDS", "POINTS_MAX", "STUDY_KINDS", "drawn", "figure", "figure_data", "plot_ablation",
+           "plot_contour", "plot_crossover", "plot_curves", "plot_divergence", "plot_findings", "plot_frontier",
+           "plot_importance", "plot_isolation", "plot_resources", "plot_robustness", "plot_seeds", "plot_slice",
+           "plot_transfer", "write_figure"]
 
-KINDS = {
+KINDS = {  # each compute returns a NamedTuple of named, documented fields (figure_results), which its plot draws
     "findings": (findings, plot_findings),
     "frontier": (runtime_accuracy_frontier, plot_frontier),
-    "importance": (parameter_importance, plot_importance),
-    "isolation": (isolation, plot_isolation),
-    "slice": (slice_points, plot_slice),
-    "contour": (contour_grid, plot_contour),
-    "curves": (learning_curves, plot_curves),
-    "seeds": (seed_intervals, plot_seeds),
-    "resources": (resource_use, plot_resources),
-    "divergence": (divergence_rates, plot_divergence),
-    "transfer": (transfer_matrix, plot_transfer),
-    "robustness": (robustness_curves, plot_robustness),
-    "ablation": (ablation_path, plot_ablation),
+    "importance": (importance_data, plot_importance),
+    "isolation": (isolation_data, plot_isolation),
+    "slice": (slice_data, plot_slice),
+    "contour": (contour_data, plot_contour),
+    "curves": (curves_data, plot_curves),
+    "seeds": (seeds_data, plot_seeds),
+    "resources": (resources_data, plot_resources),
+    "divergence": (divergence_data, plot_divergence),
+    "transfer": (transfer_data, plot_transfer),
+    "robustness": (robustness_data, plot_robustness),
+    "ablation": (ablation_data, plot_ablation),
 }
 # kinds drawn from any study; the others need its planned trials of defaults (sensitivity transfer), its
 # trained models attacked (sensitivity robustness) or its ablation path (sensitivity ablate)
@@ -56,6 +50,25 @@ STUDY_KINDS = tuple(kind for kind in KINDS if kind not in ("transfer", "robustne
 def figure(study_or_frame, kind: str, **options):
     """The figure of `kind` for a study or a trial table; each option goes to the compute or the plot
     function that takes it (e.g. parameters=["lr"] and bins=8 for isolation, top=10 for seeds)."""
+    computing, plotting = _checked(kind, options)
+    return KINDS[kind][1](figure_data(study_or_frame, kind, **{k: v for k, v in options.items() if k in computing}),
+                          **{k: v for k, v in options.items() if k in plotting})
+
+
+def figure_data(study_or_frame, kind: str, **options):
+    """The result the figure of `kind` is drawn from (a NamedTuple of named, documented fields); each option
+    goes to its compute function."""
+    computing, plotting = _checked(kind, options)
+    if set(options) & plotting:
+        raise ValueError(f"option {sorted(set(options) & plotting)[0]!r} of {kind} is the figure's, not its data's")
+    table = trials_table(study_or_frame)
+    if kind != "importance" and unframed(table):  # importance says itself what it reads and what to run
+        raise NotEnoughData(UNFRAMED)
+    return KINDS[kind][0](table, **options)
+
+
+def _checked(kind: str, options) -> tuple:
+    """(the compute's options, the plot's own options) of `kind`, once every option is known to one of them."""
     if kind not in KINDS:
         raise ValueError(f"unknown figure kind {kind!r}; allowed: {', '.join(KINDS)}")
     compute, plot = KINDS[kind]
@@ -64,11 +77,7 @@ def figure(study_or_frame, kind: str, **options):
     if unknown:
         allowed = ", ".join(sorted(computing | plotting)) or "none"
         raise ValueError(f"unknown option {unknown[0]!r} for {kind}; allowed: {allowed}")
-    table = trials_table(study_or_frame)
-    if kind != "importance" and unframed(table):  # importance says itself what it reads and what to run
-        raise NotEnoughData(UNFRAMED)
-    data = compute(table, **{k: v for k, v in options.items() if k in computing})
-    return plot(data, **{k: v for k, v in options.items() if k in plotting})
+    return computing, plotting
 
 
 def _options(function) -> set:
