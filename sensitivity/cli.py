@@ -17,7 +17,7 @@ EXIT_ENVIRONMENT = 1  # a fault of the machine or the environment, not of the in
 
 # The commands each module of sensitivity.commands adds, in the order of `sensitivity --help`.
 GROUPS = {"trial": ("trial",), "listing": ("frameworks", "datasets", "semantics", "import-caffe"),
-          "sweep": ("sweep", "defaults", "transfer", "crossover", "studies", "export", "dashboard"),
+          "sweep": ("sweep", "defaults", "transfer", "crossover", "studies", "dashboard"), "export": ("export",),
           "analysis": ("robustness", "plot", "report"), "findings": ("findings",), "ablate": ("ablate",),
           "timing": ("timing",), "reproduce": ("reproduce",),
           "importance": ("importance",)}

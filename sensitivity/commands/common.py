@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import re
 
 from sensitivity.studies import catalog
-from sensitivity.studies.storage import StorageError
+from sensitivity.studies.redaction import reason
+from sensitivity.studies.storage import StorageError, is_storage_error
 
 EXIT_OK, EXIT_TRIAL_FAILED, EXIT_USAGE = 0, 1, 2
 MAX_TRIALS = 1_000_000  # trials of a sweep, and a trial's number in a study (docs/bounds.md)
@@ -101,3 +103,16 @@ def load_study(command: str, name: str, storage_url=None):
         return catalog.load(name, storage_url)
     except StorageError as exc:
         raise UsageError(f"sensitivity {command}: {exc}")
+
+
+@contextlib.contextmanager
+def storage_errors(command: str):
+    """A storage that cannot be used, mapped to a one-line usage error naming `command`."""
+    try:
+        yield
+    except StorageError as exc:
+        raise UsageError(f"sensitivity {command}: {exc}")
+    except Exception as exc:  # the storage failed while being read, beyond its retry window
+        if not is_storage_error(exc):
+            raise
+        raise UsageError(f"sensitivity {command}: the storage failed: {reason(exc)}")

@@ -1,15 +1,13 @@
-"""`sensitivity sweep`, `studies`, `export` and `dashboard`: running and reading studies."""
+"""`sensitivity sweep`, `studies` and `dashboard`: running and reading studies."""
 from __future__ import annotations
 
 import argparse
-import contextlib
 import socket
 import sys
-from pathlib import Path
 
 from sensitivity import datasets, frameworks
-from sensitivity.commands.analysis import _check_out, _results_path
-from sensitivity.commands.common import EXIT_OK, EXIT_TRIAL_FAILED, MAX_TRIALS, UsageError, number, port
+from sensitivity.commands.common import (EXIT_OK, EXIT_TRIAL_FAILED, MAX_TRIALS, UsageError, number, port,
+                                         storage_errors)
 from sensitivity.commands.budgets import add_budget, add_budget_cut, cut_of
 from sensitivity.config.defaults import HALVES, DefaultsError, family, load_table
 from sensitivity.config.design import DESIGNS, MORRIS_LEVELS
@@ -20,8 +18,8 @@ from sensitivity.core.spec import MAX_SEED, MAX_THREADS, MAX_TIMEOUT_S
 from sensitivity.forecast.estimate import text
 from sensitivity.forecast.launch import ForecastError, forecast_of, sweep_runs
 from sensitivity.studies import catalog
-from sensitivity.studies.redaction import describe, reason
-from sensitivity.studies.storage import StorageError, StorageLost, default_url, is_storage_error
+from sensitivity.studies.redaction import describe
+from sensitivity.studies.storage import StorageError, StorageLost, default_url
 from sensitivity.sweep import trial_log
 from sensitivity.sweep.crossover import CrossoverError, crossover_plan, resolve
 from sensitivity.sweep.driver import SweepError, SweepFailed, SweepOptions, check_inputs, run_space, run_sweep, sweep_plan
@@ -314,38 +312,16 @@ def _add_study_parsers(commands) -> None:
     rebuilt.add_argument("--study", help="the name to give the study (default: the log's)")
     for sub in (shown, listed, rebuilt):
         sub.add_argument("--storage", default=argparse.SUPPRESS)  # keeps `studies --storage URL show NAME` too
-    p = commands.add_parser("export", help="write a study's trials as CSV or Parquet")
-    p.add_argument("name")
-    p.add_argument("--format", choices=("csv", "parquet"), default="csv")
-    p.add_argument("--out", help="default results/NAME.csv or .parquet")
-    p.add_argument("--storage")
-    p.set_defaults(handler=_cmd_export)
     p = commands.add_parser("dashboard", help="optuna-dashboard on 127.0.0.1")
     p.add_argument("--storage")
     p.add_argument("--port", type=port, default=8080)
     p.set_defaults(handler=_cmd_dashboard)
 
 
-def _storage_errors(command: str):
-    """Map a storage that cannot be used to a one-line usage error."""
-
-    @contextlib.contextmanager
-    def mapping():
-        try:
-            yield
-        except StorageError as exc:
-            raise UsageError(f"sensitivity {command}: {exc}")
-        except Exception as exc:  # the storage failed while being read, beyond its retry window
-            if not is_storage_error(exc):
-                raise
-            raise UsageError(f"sensitivity {command}: the storage failed: {reason(exc)}")
-    return mapping()
-
-
 def _cmd_studies(args) -> int:
     if args.action == "rebuild":
         return _rebuild(args)
-    with _storage_errors("studies"):
+    with storage_errors("studies"):
         if args.action == "show":
             print(catalog.show(catalog.load(args.name, args.storage)))
             return EXIT_OK
@@ -359,22 +335,12 @@ def _cmd_studies(args) -> int:
 def _rebuild(args) -> int:
     if args.study is not None:
         _check_study_name(args.study, "studies rebuild")
-    with _storage_errors("studies rebuild"):
+    with storage_errors("studies rebuild"):
         try:
             name, count = trial_log.rebuild(args.log, args.storage, args.study)
         except (trial_log.LogError, paths.UnsafeName) as exc:
             raise UsageError(f"sensitivity studies rebuild: {exc}")
     print(f"study {name} in {describe(args.storage or default_url())}: {count} trials restored from {args.log}")
-    return EXIT_OK
-
-
-def _cmd_export(args) -> int:
-    _check_out("export", args.out)
-    with _storage_errors("export"):
-        study = catalog.load(args.name, args.storage)
-    out = catalog.export(study, args.format, Path(args.out) if args.out else
-                         _results_path(args.name, f".{args.format}", "export"))
-    print(out)
     return EXIT_OK
 
 
@@ -384,7 +350,7 @@ def _cmd_dashboard(args) -> int:
             probe.bind(("127.0.0.1", args.port))
         except OSError as exc:
             raise UsageError(f"sensitivity dashboard: --port {args.port}: {exc.strerror or exc}")
-    with _storage_errors("dashboard"):
+    with storage_errors("dashboard"):
         return catalog.dashboard(args.storage, args.port)
 
 
