@@ -26,23 +26,24 @@ and a final state for it raises UpdateFinishedTrialError as Optuna's storage doe
 The driver's copy of a trial leaves out the user attributes in NOT_CACHED (`curve`, `stderr_tail`, `spec`):
 they are written to the study, and read from it by the analysis, by Optuna and by optuna-dashboard, but the
 driver reads none of them, and at 100,000 trials they are most of its memory and of the time to open a
-study. Trials are read by SQL, a statement per table, and equal `env` records share one object.
+study. Trials are read by SQL, a statement per table, and equal `env` records share one object; the
+statements, and the bulk writes of held writes, are `driver_sql`'s.
 """
 from __future__ import annotations
 
 import copy
 import datetime
-import importlib
 import json
 import logging
 import time
 
-from optuna.distributions import check_distribution_compatibility, distribution_to_json
+from optuna.distributions import check_distribution_compatibility
 from optuna.exceptions import UpdateFinishedTrialError
 from optuna.trial import TrialState
 
 from sensitivity import private_apis
 from sensitivity.studies.storage_health import retried
+from sensitivity.sweep import driver_sql
 
 FLUSH_EVERY_S = 1.0
 SHARED_ATTRS = ("env",)  # user attributes equal across most trials: one object in memory for each value
@@ -164,88 +165,18 @@ class DriverStorage(private_apis.CachedStorage):
 
     @retried
     def _states(self, trial_ids: set) -> list:
-        models = private_apis.rdb_models()
-        with private_apis.scoped_session(self.backend) as session:
-            return session.query(models.TrialModel.trial_id, models.TrialModel.state).filter(
-                models.TrialModel.trial_id.in_(trial_ids)).all()
+        return driver_sql.trial_states(self.backend, trial_ids)
 
     @retried
     def _read(self, study_id: int, included: set, seen: int, skipped: set) -> list:
         """The trials in `included` and those above `seen` not in `skipped`, as Optuna builds them, read by
         SQL: a statement per table, no ORM object (Optuna's read is far slower: docs/performance.md)."""
-        # lazy: sqlalchemy
-        import sqlalchemy as sa
-        models = private_apis.rdb_models()
-
-        trials = models.TrialModel.__table__
-        wanted = trials.c.trial_id > seen
-        if skipped:
-            wanted = sa.and_(wanted, trials.c.trial_id.notin_(skipped))
-        if included:
-            wanted = sa.or_(trials.c.trial_id.in_(included), wanted)
-        where = sa.and_(trials.c.study_id == study_id, wanted)
-        with private_apis.scoped_session(self.backend) as session:
-            rows = session.execute(sa.select(trials.c.trial_id, trials.c.number, trials.c.state,
-                                             trials.c.datetime_start, trials.c.datetime_complete)
-                                   .where(where).order_by(trials.c.trial_id)).all()
-            if not rows:
-                return []
-            ids = sa.select(trials.c.trial_id).where(where)
-
-            def children(model, *columns, order=None, leave_out=()):
-                table = model.__table__
-                query = sa.select(table.c.trial_id, *(table.c[c] for c in columns)).where(table.c.trial_id.in_(ids))
-                if leave_out:
-                    query = query.where(table.c.key.notin_(leave_out))
-                return session.execute(query.order_by(table.c[order]) if order else query).all()
-
-            read = {"params": children(models.TrialParamModel, "param_name", "param_value", "distribution_json",
-                                       order="param_id"),
-                    "values": children(models.TrialValueModel, "objective", "value", "value_type"),
-                    "user_attrs": children(models.TrialUserAttributeModel, "key", "value_json", leave_out=NOT_CACHED),
-                    "system_attrs": children(models.TrialSystemAttributeModel, "key", "value_json"),
-                    "intermediate": children(models.TrialIntermediateValueModel, "step", "intermediate_value",
-                                             "intermediate_value_type")}
-        return self._build(rows, read)
+        rows, read = driver_sql.read_rows(self.backend, study_id, included, seen, skipped, NOT_CACHED)
+        return self._build(rows, read) if rows else []
 
     def _build(self, rows: list, read: dict) -> list:
         """FrozenTrials from the rows of `_read`, as Optuna's `_build_frozen_trial_from_trial_model`."""
-        # lazy: optuna
-        from optuna.distributions import json_to_distribution
-        models = private_apis.rdb_models()
-        # lazy: optuna
-        from optuna.trial import FrozenTrial
-
-        parts = {row.trial_id: {"params": {}, "distributions": {}, "values": {}, "user_attrs": {},
-                                "system_attrs": {}, "intermediate": {}} for row in rows}
-        for trial_id, name, value, distribution_json in read["params"]:
-            if trial_id in parts:
-                distribution = self._decoded(distribution_json, json_to_distribution)
-                parts[trial_id]["params"][name] = distribution.to_external_repr(value)
-                parts[trial_id]["distributions"][name] = distribution
-        for trial_id, objective, value, value_type in read["values"]:
-            if trial_id in parts:
-                parts[trial_id]["values"][objective] = models.TrialValueModel.stored_repr_to_value(value, value_type)
-        for kind in ("user_attrs", "system_attrs"):
-            for trial_id, key, value_json in read[kind]:
-                if trial_id in parts:
-                    parts[trial_id][kind][key] = (self._decoded(value_json, json.loads) if key in SHARED_ATTRS
-                                                  else json.loads(value_json))
-        for trial_id, step, value, value_type in read["intermediate"]:
-            if trial_id in parts:
-                parts[trial_id]["intermediate"][step] = \
-                    models.TrialIntermediateValueModel.stored_repr_to_intermediate_value(value, value_type)
-        built = []
-        for row in rows:
-            p = parts[row.trial_id]
-            values = [p["values"][i] for i in range(len(p["values"]))] if p["values"] else None
-            built.append(FrozenTrial(number=row.number, state=row.state, value=None, values=values,
-                                     datetime_start=_local_time(row.datetime_start),
-                                     datetime_complete=_local_time(row.datetime_complete), params=p["params"],
-                                     distributions=p["distributions"], user_attrs=p["user_attrs"],
-                                     system_attrs=p["system_attrs"], intermediate_values=p["intermediate"],
-                                     trial_id=row.trial_id))
-        return built
+        return driver_sql.build(rows, read, self._decoded, SHARED_ATTRS)
 
     def _decoded(self, text: str, decode):
         """`decode(text)`, one object for equal texts: a distribution, or an attribute most trials share."""
@@ -300,7 +231,7 @@ class DriverStorage(private_apis.CachedStorage):
                 held = _Held()
                 held.user_attrs, held.system_attrs = template.user_attrs, template.system_attrs
                 held.intermediate = template.intermediate_values
-                self._insert(session, [(row.trial_id, held)])
+                driver_sql.insert(self.backend, session, [(row.trial_id, held)])
                 row.state = template.state
             if template is None:
                 return FrozenTrial(number=row.number, state=row.state, value=None, values=None,
@@ -419,7 +350,7 @@ class DriverStorage(private_apis.CachedStorage):
                 models.TrialModel.trial_id.in_(trial_ids)).with_for_update()}
             finished_elsewhere = {i for i, row in rows.items() if row.state.is_finished()}
             writing = [i for i in trial_ids if i not in finished_elsewhere]
-            self._insert(session, [(i, self._held[i]) for i in writing if i in self._held])
+            driver_sql.insert(self.backend, session, [(i, self._held[i]) for i in writing if i in self._held])
             if final and final[0] not in finished_elsewhere:
                 trial_id, state, values = final
                 for objective, value in enumerate(values or []):
@@ -439,47 +370,6 @@ class DriverStorage(private_apis.CachedStorage):
             trial = self._owned.pop(trial_id)
             trial.state, trial.datetime_complete = state, now
             trial.values = values
-
-    def _insert(self, session, held: list) -> None:
-        """The parameters, attributes and intermediate values of `held`, [(trial id, _Held)]: a statement
-        for each kind."""
-        models = private_apis.rdb_models()
-
-        params = [{"trial_id": i, "param_name": name, "param_value": value,
-                   "distribution_json": distribution_to_json(distribution)}
-                  for i, h in held for name, value, distribution in h.params]
-        if params:
-            session.execute(models.TrialParamModel.__table__.insert(), params)
-        for model, kind in ((models.TrialUserAttributeModel, "user_attrs"),
-                            (models.TrialSystemAttributeModel, "system_attrs")):
-            rows = [{"trial_id": i, "key": key, "value_json": json.dumps(value)}
-                    for i, h in held for key, value in getattr(h, kind).items()]
-            self._upsert(session, model, rows, ("trial_id", "key"), ("value_json",))
-        stored = models.TrialIntermediateValueModel.intermediate_value_to_stored_repr
-        rows = [{"trial_id": i, "step": step, **dict(zip(("intermediate_value", "intermediate_value_type"),
-                                                          stored(value)))}
-                for i, h in held for step, value in h.intermediate.items()]
-        self._upsert(session, models.TrialIntermediateValueModel, rows, ("trial_id", "step"),
-                     ("intermediate_value", "intermediate_value_type"))
-
-    def _upsert(self, session, model, rows: list, keys: tuple, columns: tuple) -> None:
-        """Insert `rows`, or update `columns` where a row with the same `keys` exists (one statement, run for
-        many rows: SQLAlchemy sends them in batches)."""
-        if not rows:
-            return
-        dialect = self.backend.engine.name
-        statement = importlib.import_module(f"sqlalchemy.dialects.{dialect}").insert(model.__table__)
-        if dialect == "mysql":
-            statement = statement.on_duplicate_key_update({c: statement.inserted[c] for c in columns})
-        else:
-            statement = statement.on_conflict_do_update(index_elements=list(keys),
-                                                        set_={c: statement.excluded[c] for c in columns})
-        session.execute(statement, rows)
-
-
-def _local_time(utc):
-    """A naive UTC time from the database as the naive local time Optuna gives."""
-    return None if utc is None else utc.replace(tzinfo=datetime.timezone.utc).astimezone().replace(tzinfo=None)
 
 
 def _copy(trial):
