@@ -16,8 +16,8 @@ from sensitivity.analysis.intervals import interval_text
 from sensitivity.analysis.pages import figure_html, missing_html, note_html, regime_html, table_html, warning_html
 from sensitivity.analysis.plots import (plot_crossover, plot_findings, plot_importance, plot_robustness,
                                        plot_transfer)
-from sensitivity.analysis.robustness import protocol_of, robustness_checks
-from sensitivity.analysis.robustness_pairs import robustness_comparisons
+from sensitivity.analysis.robustness import robustness_checks
+from sensitivity.analysis.robustness_pairs import protocol_of, robustness_comparisons
 from sensitivity.analysis.table import REGIME, NotEnoughData, regime_sorted, regimes_of
 from sensitivity.analysis.transfer import budget_note, richest_transfer, transfer_comparisons
 from sensitivity.studies.trial_rows import cached_beside

@@ -2,21 +2,21 @@
 also relative to each model's clean accuracy; the checks an attack must pass; and (`robustness_pairs`) the
 frameworks compared at matched clean accuracy.
 
-`sensitivity robustness` stores its protocol (`PROTOCOL_ATTR`: the eps grid, the margin, the sets of models it
-compared with their targets and matched checkpoints) and one record per attacked trial (`robustness:NUMBER`:
-{"published": state, "checkpoints": {epoch: state}}, a state being one attacked model: its clean accuracy, its
-white-box accuracies and per-sample correctness per attack and eps, what it kept on other models' examples, the
-share of samples with a zero input gradient); the trial table carries them in `attrs`. `robustness_curves` gives,
-for the states the verdict compares (`drawn`: each configuration's models at matched clean accuracy where its set
-has matched checkpoints, else as trained; never several defaults pooled), one row per dataset, default, attack,
-epsilon and (source, target framework): the mean accuracy over the target models with its 95% interval
-(`intervals`: none below 3 models, the range at 2) and n, the models behind it; the same relative to each model's
-clean accuracy. `kind` is `white-box` where each model was attacked through its own gradient, `transfer` where it
-was tested on the examples its seed's surrogate made (`surrogate (FRAMEWORK)`).
+`sensitivity robustness` stores its protocol (`robustness_pairs.PROTOCOL_ATTR`: the eps grid, the margin, the sets
+of models it compared with their targets and matched checkpoints) and one record per attacked trial
+(`robustness:NUMBER`: {"published": state, "checkpoints": {epoch: state}}, a state being one attacked model: its
+clean accuracy, its white-box accuracies and per-sample correctness per attack and eps, what it kept on other
+models' examples, the share of samples with a zero input gradient); the trial table carries them in `attrs`.
+`robustness_curves` gives, for the states the verdict compares (`drawn`: each configuration's models at matched
+clean accuracy where its set has matched checkpoints, else as trained; never several defaults pooled), one row per
+dataset, default, attack, epsilon and (source, target framework): the mean accuracy over the target models with its
+95% interval (`intervals`: none below 3 models, the range at 2) and n, the models behind it; the same relative to
+each model's clean accuracy. `kind` is `white-box` where each model was attacked through its own gradient,
+`transfer` where it was tested on the examples its seed's surrogate made (`surrogate (FRAMEWORK)`).
 `robustness_checks` flags, per attacked state, gradient masking (a share of all-zero input gradients above the
-protocol's threshold), PGD weaker than FGSM, and an accuracy that does not fall towards 0 at the largest eps.
-Every row carries the target model's regime (`semantics`); a mean is over models of one regime, and examples made
-on a model of one regime and tested on a model of the other are left out of the curves.
+protocol's threshold), PGD weaker than FGSM, and an accuracy that does not fall towards 0 at the largest eps. Every
+row carries the target model's regime (`semantics`); a mean is over models of one regime, and examples made on a
+model of one regime and tested on a model of the other are left out of the curves.
 """
 from __future__ import annotations
 
@@ -24,28 +24,14 @@ import numpy as np
 import pandas as pd
 
 from sensitivity.analysis.intervals import CONFIDENCE, group_intervals
-from sensitivity.analysis.robustness_pairs import SURROGATE, state_of_role
+from sensitivity.analysis.robustness_pairs import SURROGATE, protocol_of, state_of_role, states_of
 from sensitivity.analysis.table import REGIME, NotEnoughData, derived, regime_sorted, trained, trials_table
 
 PREFIX = "robustness:"
-PROTOCOL_ATTR = "robustness_protocol"
 CLEAN_MARGIN = 0.02  # the margin of a study attacked before the protocol was recorded
 CHECKS = {"pgd_slack": 0.02, "floor": 0.1, "zero_gradient": 0.01}  # likewise, its checks' thresholds
 NEEDS = ("robustness needs trained weights attacked by sensitivity robustness (transfer or sweep with "
          "--keep-checkpoints first)")
-
-
-def states_of(record: dict) -> dict:
-    """{"published": state, "checkpoints": {epoch: state}} of a record (one written before checkpoints were
-    recorded is the published state alone)."""
-    if "published" in record:
-        return record
-    return {"published": record, "checkpoints": {}}
-
-
-def protocol_of(table) -> dict:
-    """The protocol `sensitivity robustness` recorded with the study, or {} for a study attacked before."""
-    return table.attrs.get(PROTOCOL_ATTR) or {}
 
 
 def robustness_rows(table) -> pd.DataFrame:

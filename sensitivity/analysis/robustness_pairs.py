@@ -32,11 +32,24 @@ from sensitivity.analysis.significance import MIN_FOR_INTERVAL
 from sensitivity.core.correctness import unpack
 
 SURROGATE = "surrogate"  # the transfer source's key in a state (sensitivity.experiments.robustness.SURROGATE)
-
+PROTOCOL_ATTR = "robustness_protocol"  # the study attribute of the protocol `sensitivity robustness` ran
 COLUMNS = ["semantics", "dataset", "set", "set_kind", "default", "role", "kind", "attack", "framework_a",
            "framework_b", "target", "clean_a", "clean_b", "comparable", "margin", "auc_a", "auc_b", "estimate", "low",
            "high", "p", "se", "df", "sd", "n_a", "n_b", "shared", "method", "test", "p_floor", "note", "eps",
            "primary", "surrogate"]
+
+
+def states_of(record: dict) -> dict:
+    """{"published": state, "checkpoints": {epoch: state}} of a record (one written before checkpoints were
+    recorded is the published state alone)."""
+    if "published" in record:
+        return record
+    return {"published": record, "checkpoints": {}}
+
+
+def protocol_of(table) -> dict:
+    """The protocol `sensitivity robustness` recorded with the study, or {} for a study attacked before."""
+    return table.attrs.get(PROTOCOL_ATTR) or {}
 
 
 def auc_difference(diffs: np.ndarray, shared: np.ndarray, resamples: int = 2000, seed: int = 0) -> dict:
@@ -112,9 +125,6 @@ def areas(correct: np.ndarray, eps) -> np.ndarray:
 def robustness_comparisons(table) -> pd.DataFrame:
     """Every pair of frameworks of every recorded set, in each role and kind, under the strongest attack
     (COLUMNS; `primary`: the claim's own comparison, see `primary`)."""
-    # lazy: plotly
-    from sensitivity.analysis.robustness import protocol_of, states_of
-
     protocol = protocol_of(table)
     if not protocol or not protocol.get("sets"):
         return pd.DataFrame(columns=COLUMNS)
