@@ -6,7 +6,7 @@ import sys
 from pydantic import ValidationError
 
 from sensitivity.commands.common import EXIT_OK, EXIT_TRIAL_FAILED, UsageError, load_study, number
-from sensitivity.commands.sweep import _add_run_options, _check_study_name, _options
+from sensitivity.commands.launch import add_run_options, check_study_name, sweep_options
 from sensitivity.commands.trial import CONFIGURATION_FIELDS, add_configuration_options, validation_message
 from sensitivity.config.defaults import Cut, DefaultsError, load_table, trial_fields
 from sensitivity.config.spaces import SpaceError
@@ -35,7 +35,7 @@ def add_parsers(commands) -> None:
                         "attributes a difference and gives no verdict, so it may run cut)")
     add_configuration_options(p, "required (unless --largest-from)")
     p.add_argument("--seeds", type=number(int, 0, strict=True), default=3, help="seeds per point (default 3)")
-    _add_run_options(p)
+    add_run_options(p)
     p.set_defaults(handler=_cmd_ablate, val_fraction=0.2)
 
 
@@ -65,8 +65,8 @@ def _cmd_ablate(args) -> int:
             Point.of(setup.framework, setup.knobs()).spec(base)
     except ValidationError as exc:
         raise UsageError(f"sensitivity ablate: {validation_message(exc)}")
-    options = _options(args, trials=1)
-    _check_study_name(args.study, "ablate")
+    options = sweep_options(args, trials=1)
+    check_study_name(args.study, "ablate")
     options.study = args.study or f"ablate-{start.framework}-{start.regime}-{end.framework}-{end.regime}-{base.dataset}"
     try:
         check_destinations(options)  # before the first point's line is printed

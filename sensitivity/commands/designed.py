@@ -8,7 +8,7 @@ indices); `--seed` is SALib's. Bad input is one line and exit 2 before anything 
 from __future__ import annotations
 
 from sensitivity.commands.common import EXIT_OK, UsageError
-from sensitivity.commands.sweep import _check_study_name, _options, _print_forecast, _run, _run_checks
+from sensitivity.commands.launch import check_study_name, print_forecast, run_checks, run_command, sweep_options
 from sensitivity.config.design import DESIGN_ATTR, design_within, params_of_space
 from sensitivity.config.spaces import load_space
 from sensitivity.forecast.launch import sweep_runs
@@ -26,7 +26,7 @@ def designed_sweep(args, overrides: dict) -> int:
                              "and each point needs its value); allowed: one of them")
     seeds = args.seeds or 1
     overrides = {**overrides, "seeds": seeds}
-    space = _run_checks("sweep", lambda: load_space(args.space, **overrides))
+    space = run_checks("sweep", lambda: load_space(args.space, **overrides))
     try:
         design = design_within(args.design, params_of_space(space), args.trials, seed=args.seed or 0, seeds=seeds,
                                levels=args.levels)
@@ -34,9 +34,9 @@ def designed_sweep(args, overrides: dict) -> int:
         raise UsageError(f"{where}: --trials {args.trials}: {exc}")
     plan = design_plan(space, design)
     args.sampler = "random"  # every trial is a queued point: the sampler never chooses
-    options = _options(args, len(plan))
-    _run_checks("sweep", lambda: sweep_plan(args.space, options, False, **overrides))  # the sweep's own checks
-    _check_study_name(args.study, "sweep")
+    options = sweep_options(args, len(plan))
+    run_checks("sweep", lambda: sweep_plan(args.space, options, False, **overrides))  # the sweep's own checks
+    check_study_name(args.study, "sweep")
     spent = design.points * seeds
     line = (f"design: {design.describe()}; --trials {args.trials} per framework buys {spent} runs (the largest "
             f"complete design within it{', rounded down' if spent < args.trials else ''}), x "
@@ -46,12 +46,12 @@ def designed_sweep(args, overrides: dict) -> int:
     if args.dry_run:
         print(line)
         runs = sweep_runs(space, len(plan), options, [])
-        _print_forecast(args, runs, f"plan of sweep {args.space} (study {args.study or space.study}): {len(plan)} "
-                                    "design points, forecast as sampled configurations; nothing launched", True)
+        print_forecast(args, runs, f"plan of sweep {args.space} (study {args.study or space.study}): {len(plan)} "
+                                   "design points, forecast as sampled configurations; nothing launched", True)
         return EXIT_OK
     try:
         grown = admit_design(args.storage or default_url(), args.study or space.study, design)
     except ValueError as exc:
         raise UsageError(f"{where}: {exc}")
     print(line + ("; the study's smaller design grows to it (its points are this one's first)" if grown else ""))
-    return _run("sweep", lambda: run_space(space, options, plan, attrs={DESIGN_ATTR: design.attrs()}))
+    return run_command("sweep", lambda: run_space(space, options, plan, attrs={DESIGN_ATTR: design.attrs()}))

@@ -10,8 +10,8 @@ from pathlib import Path
 from sensitivity import frameworks
 from sensitivity.commands.analysis import _results_path
 from sensitivity.commands.common import EXIT_OK, EXIT_TRIAL_FAILED, UsageError, load_study, number
-from sensitivity.commands.sweep import (_add_dry_run, _add_run_options, _check_study_name, _options, _print_forecast,
-                                        _run)
+from sensitivity.commands.launch import (add_dry_run, add_run_options, check_study_name, print_forecast, run_command,
+                                         sweep_options)
 from sensitivity.config.defaults import DefaultsError
 from sensitivity.config.spaces import MAX_SEEDS
 from sensitivity.forecast.launch import run_device, run_threads
@@ -35,8 +35,8 @@ def add_parsers(commands) -> None:
                    help="seeds a cell (default: the preset's: liu2018 5, dlbench 3)")
     p.add_argument("--frameworks", help="comma-separated: a subset of the preset's frameworks")
     p.add_argument("--out", help="the report (default results/STUDY-report.html)")
-    _add_dry_run(p)
-    _add_run_options(p)
+    add_dry_run(p)
+    add_run_options(p)
     p.set_defaults(handler=_cmd_reproduce, command="reproduce")
 
 
@@ -70,9 +70,9 @@ def _reproduce(args) -> int:
         if not frameworks.probe(name)[1]:
             raise UsageError(f"sensitivity reproduce: framework {name} is not usable here ({frameworks.probe(name)[2]}): "
                              "scripts/setup.sh installs it, or leave it out with --frameworks")
-    _check_study_name(args.study, "reproduce")
+    check_study_name(args.study, "reproduce")
     try:
-        check_destinations(_options(args, 1))  # before the datasets are read and the probe's cache written
+        check_destinations(sweep_options(args, 1))  # before the datasets are read and the probe's cache written
     except SweepError as exc:
         raise UsageError(f"sensitivity reproduce: {exc}")
     args.study = args.study or f"reproduce-{preset.name}" + (f"-scale{scale:g}" if scale < 1 else "")
@@ -91,10 +91,10 @@ def _reproduce(args) -> int:
                          f"({', '.join(preset.datasets)}); sensitivity datasets download NAME --data-dir DIR")
     passes = []  # (study, options): a GPU run of dlbench on the CPU first, then on the GPU
     if preset.gpu and args.gpus_per_trial:
-        passes.append((args.study, _options(_with(args, gpus_per_trial=0), len(planned))))
-        passes.append((f"{args.study}-gpu", _options(_with(args, study=f"{args.study}-gpu"), len(planned))))
+        passes.append((args.study, sweep_options(_with(args, gpus_per_trial=0), len(planned))))
+        passes.append((f"{args.study}-gpu", sweep_options(_with(args, study=f"{args.study}-gpu"), len(planned))))
     else:
-        passes.append((args.study, _options(args, len(planned))))
+        passes.append((args.study, sweep_options(args, len(planned))))
     statuses = "; ".join(f"{p.official}: {p.status}" for p in placed)
     launches = []
     for study, options in passes:
@@ -103,7 +103,7 @@ def _reproduce(args) -> int:
             absent, space.val_fraction, device, threads, status=ABSENT)
         heading = (f"plan of reproduce {preset.name} (study {study}) on {device}, scale {scale:g}, {seeds} seeds a "
                    f"cell: {statuses}" + ("; nothing launched" if args.dry_run else ""))
-        found = _print_forecast(args, runs, heading, sampled=False)
+        found = print_forecast(args, runs, heading, sampled=False)
         described = {"preset": preset.name, "scale": scale, "seeds": seeds, "frameworks": names,
                      "datasets": {p.official: p.status for p in placed}, "device": device}
         launches.append((study, options, {"forecast": found.attrs(), "reproduce": described}))
@@ -128,7 +128,7 @@ def _launch(args, preset, space, options, planned: list, attrs: dict) -> int:
     except SweepError as exc:
         raise UsageError(f"sensitivity reproduce: {exc}")
     try:
-        code = _run("reproduce", lambda: run_space(space, options, planned, keep_ray=True, attrs=attrs))
+        code = run_command("reproduce", lambda: run_space(space, options, planned, keep_ray=True, attrs=attrs))
     finally:
         stop_ray()
     if code != EXIT_OK:

@@ -3,62 +3,33 @@ from __future__ import annotations
 
 import argparse
 import socket
-import sys
 
 from sensitivity import datasets, frameworks
-from sensitivity.commands.common import (EXIT_OK, EXIT_TRIAL_FAILED, MAX_TRIALS, UsageError, number, port,
-                                         storage_errors)
 from sensitivity.commands.budgets import add_budget, add_budget_cut, cut_of
+from sensitivity.commands.common import EXIT_OK, MAX_TRIALS, UsageError, number, port, storage_errors
+from sensitivity.commands.designed import designed_sweep
+from sensitivity.commands.launch import (add_dry_run, add_run_options, check_model, check_study_name, print_forecast,
+                                         run_checks, run_command, sweep_options)
 from sensitivity.config.defaults import HALVES, DefaultsError, family, load_table
 from sensitivity.config.design import DESIGNS, MORRIS_LEVELS
-from sensitivity.config.spaces import MAX_SEEDS, SpaceError
+from sensitivity.config.spaces import MAX_SEEDS
 from sensitivity.core import paths
-from sensitivity.core.models import MODELS
-from sensitivity.core.spec import MAX_SEED, MAX_THREADS, MAX_TIMEOUT_S
-from sensitivity.forecast.estimate import text
-from sensitivity.forecast.launch import ForecastError, forecast_of, sweep_runs
+from sensitivity.core.spec import MAX_SEED
+from sensitivity.forecast.launch import sweep_runs
 from sensitivity.studies import catalog
 from sensitivity.studies.redaction import describe
-from sensitivity.studies.storage import StorageError, StorageLost, default_url
+from sensitivity.studies.storage import default_url
 from sensitivity.sweep import trial_log
 from sensitivity.sweep.crossover import CrossoverError, crossover_plan, resolve
-from sensitivity.sweep.driver import SweepError, SweepFailed, SweepOptions, check_inputs, run_space, run_sweep, sweep_plan
+from sensitivity.sweep.driver import SweepError, check_inputs, run_space, run_sweep, sweep_plan
 from sensitivity.sweep.plans import default_plan, defaults_space
 from sensitivity.sweep.samplers import PRUNERS, SAMPLERS
-from sensitivity.sweep.tuning import stop_ray
 
-MAX_PARALLEL = 1_024
-MAX_GPUS_PER_TRIAL = 64
-MAX_BUDGET_S = 366 * 24 * 3600.0
 
 
 def add_parsers(commands) -> None:
     _add_sweep_parser(commands)
     _add_study_parsers(commands)
-
-
-def _add_run_options(p) -> None:
-    """Options of every command that runs trials on Ray into a study."""
-    p.add_argument("--parallel", type=number(int, 0, strict=True, maximum=MAX_PARALLEL), default=1)
-    p.add_argument("--storage", help="sqlite:///FILE, postgresql://..., journal:FILE (default: $SENSITIVITY_STORAGE, "
-                   "else results/optuna.db); a PostgreSQL password may come from PGPASSWORD or ~/.pgpass")
-    p.add_argument("--study", help="study name")
-    p.add_argument("--address", help="a running Ray cluster: auto or HOST:PORT (default: a local Ray)")
-    p.add_argument("--cpus-per-trial", type=number(float, 0, strict=True, maximum=MAX_THREADS), default=1)
-    p.add_argument("--gpus-per-trial", type=number(float, 0, maximum=MAX_GPUS_PER_TRIAL), default=0,
-                   help="at most 1; a fraction shares one GPU between trials (0.25: four trials on a GPU)")
-    p.add_argument("--deterministic", action="store_true",
-                   help="every trial sets its framework's deterministic-kernel flags (recorded)")
-    p.add_argument("--timeout-per-trial", type=number(float, 0, strict=True, maximum=MAX_TIMEOUT_S))
-    p.add_argument("--time-budget", type=number(float, 0, strict=True, maximum=MAX_BUDGET_S),
-                   help="seconds for the whole run")
-    p.add_argument("--allow-space-change", action="store_true", help="resume a study made from another space")
-    p.add_argument("--keep-weights", action="store_true",
-                   help="each trial saves its trained weights under results/weights/STUDY/ (for sensitivity robustness)")
-    p.add_argument("--keep-checkpoints", action="store_true",
-                   help="--keep-weights, and each epoch's weights beside them (robustness matches clean accuracy "
-                        "with them, then keeps only those that bracket its target)")
-    p.add_argument("--no-progress", action="store_true")
 
 
 def _add_sweep_parser(commands) -> None:
@@ -82,8 +53,8 @@ def _add_sweep_parser(commands) -> None:
     p.add_argument("--model", help="replaces the space's model (default: the space's, else the dataset's own)")
     p.add_argument("--semantics", choices=("native", "canonical"),
                    help="the regime of every trial: replaces the space's fixed one (default: the space's, else native)")
-    _add_dry_run(p)
-    _add_run_options(p)
+    add_dry_run(p)
+    add_run_options(p)
     p.set_defaults(handler=_cmd_sweep)
     for name, help_text in [("defaults", "each framework's own defaults on each dataset, as a study"),
                             ("transfer", "every framework's default on every framework and dataset, as a study")]:
@@ -97,32 +68,9 @@ def _add_sweep_parser(commands) -> None:
         p.add_argument("--semantics", choices=("native", "canonical", "both"), default="native",
                        help="native (default): each framework's own optimizers, schedulers and initialisers; "
                             "canonical: the same formulas everywhere; both: each default in both regimes")
-        _add_run_options(p)
+        add_run_options(p)
         p.set_defaults(handler=_cmd_defaults, command=name)
     _add_crossover_parser(commands)
-
-
-def _add_dry_run(p) -> None:
-    p.add_argument("--dry-run", action="store_true",
-                   help="launch nothing: print the plan and its forecast (core-hours, GPU-hours, energy, wall time) "
-                        "from a throughput probe of each framework, model, device and batch size, cached per host")
-    p.add_argument("--probe-steps", type=number(int, 0, strict=True, maximum=100_000), default=200,
-                   help="timed training steps of each probe cell (default 200), after 10 warm-up steps")
-
-
-def _print_forecast(args, runs: list, heading: str, sampled: bool):
-    """The forecast of `runs`, printed and returned; a plan no node holds is a usage error."""
-
-    try:
-        found = forecast_of(runs, _options(args, len(runs)), sampled=sampled, steps=args.probe_steps,
-                            log=lambda message: print(message, file=sys.stderr))
-    except ForecastError as exc:
-        raise UsageError(f"sensitivity {args.command}: {exc}")
-    finally:
-        if args.address:  # the cluster was joined to ask its resources and run the probe there
-            stop_ray()
-    print(text(found, heading))
-    return found
 
 
 def _add_crossover_parser(commands) -> None:
@@ -142,7 +90,7 @@ def _add_crossover_parser(commands) -> None:
     p.add_argument("--model", help="the model every run trains, on both datasets (default: each dataset's own)")
     add_budget_cut(p)
     add_budget(p, "crossover")
-    _add_run_options(p)
+    add_run_options(p)
     p.set_defaults(handler=_cmd_crossover, command="crossover")
 
 
@@ -174,96 +122,46 @@ def _cmd_crossover(args) -> int:
         raise UsageError(f"sensitivity crossover: --datasets {args.datasets!r}: both are drawn from "
                          f"{family(sets[0])} and overlap; a placebo crosses two disjoint halves: "
                          f"{'; '.join(','.join(sorted(h)) for h in HALVES)}")
-    _check_model(args.model, "crossover")
+    check_model(args.model, "crossover")
     tuned, named = _sides_option(args.tuned, "--tuned", sets), _sides_option(args.default, "--default", sets)
     both = set(tuned) & set(named)
     if both:
         raise UsageError(f"sensitivity crossover: {sorted(both)[0]}: give --tuned or --default, not both")
-    _check_study_name(args.study, "crossover")
+    check_study_name(args.study, "crossover")
     regimes = ("native", "canonical") if args.semantics == "both" else (args.semantics,)
     space = defaults_space(args.study or "crossover", [args.framework], sets, args.seeds, regimes)
     try:
-        check_inputs(space, _options(args, 1), sets)
+        check_inputs(space, sweep_options(args, 1), sets)
         sides = [resolve(args.framework, d, regimes[0], tuned.get(d), named.get(d), args.storage) for d in sets]
         plan = crossover_plan(space, args.framework, sides, args.seeds, cut_of(args), model=args.model,
                               budgets=args.budget)
     except (SweepError, CrossoverError, DefaultsError) as exc:
         raise UsageError(f"sensitivity crossover: {exc}")
-    return _run("crossover", lambda: run_space(space, _options(args, len(plan)), plan))
-
-
-def _check_model(name, command: str) -> None:
-    if name is not None and name not in MODELS:
-        raise UsageError(f"sensitivity {command}: --model: unknown {name!r}; allowed: {', '.join(sorted(MODELS))}")
-
-
-def _check_study_name(name, command: str) -> None:
-    """A --study name is checked before anything runs: it becomes part of file names."""
-    if name is not None:
-        try:
-            paths.check_name(name)
-        except paths.UnsafeName as exc:
-            raise UsageError(f"sensitivity {command}: --study: {exc}")
-
-
-def _options(args, trials: int):
-    return SweepOptions(
-        trials=trials, parallel=args.parallel, sampler=getattr(args, "sampler", None) or "tpe",
-        pruner=getattr(args, "pruner", "none"), storage=args.storage, study=args.study, address=args.address,
-        cpus_per_trial=args.cpus_per_trial, gpus_per_trial=args.gpus_per_trial,
-        timeout_per_trial=args.timeout_per_trial, time_budget=args.time_budget, seed=getattr(args, "seed", None),
-        allow_space_change=args.allow_space_change, progress=not args.no_progress, keep_weights=args.keep_weights or args.keep_checkpoints,
-        keep_checkpoints=args.keep_checkpoints,
-        deterministic=args.deterministic)
-
-
-def _run(command: str, run):
-    """Run, mapping bad input to a one-line usage error (exit 2) and a run that lost or left trials, or
-    whose storage failed, to one line and exit 1; print the summary."""
-
-    try:
-        summary = run()
-    except (SweepFailed, StorageLost) as exc:
-        print(f"sensitivity {command}: {str(exc).splitlines()[0]}", file=sys.stderr)
-        return EXIT_TRIAL_FAILED
-    except (SpaceError, SweepError, StorageError, DefaultsError) as exc:  # a --with-defaults plan's too
-        raise UsageError(f"sensitivity {command}: {exc}")
-    print(f"study {summary['study']} in {summary['storage']}: {summary['final_trials']} final trials"
-          + (f"; orphans failed: {summary['orphans']}" if summary["orphans"] else "")
-          + (f"; orphans re-queued: {summary['orphans_requeued']}" if summary["orphans_requeued"] else ""))
-    return EXIT_OK
+    return run_command("crossover", lambda: run_space(space, sweep_options(args, len(plan)), plan))
 
 
 def _cmd_sweep(args) -> int:
-    _check_study_name(args.study, "sweep")
-    _check_model(args.model, "sweep")
+    check_study_name(args.study, "sweep")
+    check_model(args.model, "sweep")
     names = args.frameworks.split(",") if args.frameworks else None
     overrides = dict(frameworks=names, seeds=args.seeds, semantics=args.semantics, dataset=args.dataset,
                      model=args.model)
     if args.design:
-        from sensitivity.commands.designed import designed_sweep  # lazy: it imports this module (a cycle)
         return designed_sweep(args, overrides)
     if args.dry_run:
         return _dry_run_sweep(args, overrides)
-    return _run("sweep", lambda: run_sweep(args.space, _options(args, args.trials), args.with_defaults, **overrides))
+    return run_command("sweep", lambda: run_sweep(args.space, sweep_options(args, args.trials), args.with_defaults,
+                                                  **overrides))
 
 
 def _dry_run_sweep(args, overrides: dict) -> int:
     args.command = "sweep"
-    options = _options(args, args.trials)
-    space, plan = _run_checks("sweep", lambda: sweep_plan(args.space, options, args.with_defaults, **overrides))
+    options = sweep_options(args, args.trials)
+    space, plan = run_checks("sweep", lambda: sweep_plan(args.space, options, args.with_defaults, **overrides))
     runs = sweep_runs(space, args.trials, options, plan)
-    _print_forecast(args, runs, f"plan of sweep {args.space} (study {args.study or space.study}): {args.trials} "
-                                f"trials, {len(plan)} of them planned defaults; nothing launched", len(runs) > len(plan))
+    print_forecast(args, runs, f"plan of sweep {args.space} (study {args.study or space.study}): {args.trials} "
+                               f"trials, {len(plan)} of them planned defaults; nothing launched", len(runs) > len(plan))
     return EXIT_OK
-
-
-def _run_checks(command: str, check):
-    """`check()`, its bad input a one-line usage error."""
-    try:
-        return check()
-    except (SpaceError, SweepError, DefaultsError) as exc:
-        raise UsageError(f"sensitivity {command}: {exc}")
 
 
 def _cmd_defaults(args) -> int:
@@ -280,11 +178,11 @@ def _cmd_defaults(args) -> int:
                                [(d, entries, "--defaults") for d in chosen or ()]:
         if name not in known:
             raise UsageError(f"sensitivity {args.command}: {option}: unknown {name!r}; allowed: {', '.join(known)}")
-    _check_study_name(args.study, args.command)
+    check_study_name(args.study, args.command)
     regimes = ("native", "canonical") if args.semantics == "both" else (args.semantics,)
     space = defaults_space(args.study or args.command, names, sets, args.seeds, regimes)
     try:
-        check_inputs(space, _options(args, 1), sets)  # the plan reads the datasets
+        check_inputs(space, sweep_options(args, 1), sets)  # the plan reads the datasets
     except SweepError as exc:
         raise UsageError(f"sensitivity {args.command}: {exc}")
     try:
@@ -296,7 +194,7 @@ def _cmd_defaults(args) -> int:
     if not plan:
         raise UsageError(f"sensitivity {args.command}: nothing to run: no default has a budget for "
                          f"{', '.join(sets)}" + (f" among {', '.join(chosen)}" if chosen else ""))
-    return _run(args.command, lambda: run_space(space, _options(args, len(plan)), plan))
+    return run_command(args.command, lambda: run_space(space, sweep_options(args, len(plan)), plan))
 
 
 def _add_study_parsers(commands) -> None:
@@ -334,7 +232,7 @@ def _cmd_studies(args) -> int:
 
 def _rebuild(args) -> int:
     if args.study is not None:
-        _check_study_name(args.study, "studies rebuild")
+        check_study_name(args.study, "studies rebuild")
     with storage_errors("studies rebuild"):
         try:
             name, count = trial_log.rebuild(args.log, args.storage, args.study)

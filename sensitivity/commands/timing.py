@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from sensitivity.commands.common import UsageError, load_study, number
-from sensitivity.commands.sweep import _add_run_options, _check_study_name, _options, _run
+from sensitivity.commands.launch import add_run_options, check_study_name, sweep_options, run_command
 from sensitivity.experiments.timing import TimingError, timing_plan
 from sensitivity.sweep.driver import SweepError, check_inputs, run_space
 from sensitivity.sweep.plans import defaults_space
@@ -14,12 +14,12 @@ def add_parsers(commands) -> None:
     p.add_argument("sweep", help="the sweep study whose configurations are timed")
     p.add_argument("--configs", type=number(int, 0, strict=True, maximum=100), default=3,
                    help="the best configurations per framework (default 3)")
-    _add_run_options(p)
+    add_run_options(p)
     p.set_defaults(handler=_cmd_timing, parallel=1)
 
 
 def _cmd_timing(args) -> int:
-    _check_study_name(args.study, "timing")
+    check_study_name(args.study, "timing")
     if args.parallel != 1:
         raise UsageError(f"sensitivity timing: --parallel {args.parallel}: it times each configuration alone: 1")
     sweep = load_study("timing", args.sweep, args.storage)
@@ -30,7 +30,7 @@ def _cmd_timing(args) -> int:
     args.study = args.study or f"{args.sweep}-alone"
     space = defaults_space(args.study, frameworks, [dataset], 1, regimes)
     try:
-        check_inputs(space, _options(args, 1), [dataset])
+        check_inputs(space, sweep_options(args, 1), [dataset])
     except SweepError as exc:
         raise UsageError(f"sensitivity timing: {exc}")
-    return _run("timing", lambda: run_space(space, _options(args, len(plan)), plan))
+    return run_command("timing", lambda: run_space(space, sweep_options(args, len(plan)), plan))
