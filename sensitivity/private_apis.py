@@ -12,7 +12,6 @@ What is used, and why no public route serves:
   (the storage API is addressed by them, and a Study or FrozenTrial gives them under private names only);
 - the system attributes of a trial just asked (the Trial keeps its frozen copy privately);
 - TPE's sampling methods and the study's trial read they make (`TPESamplerOnView`, `StudyView`);
-- fANOVA's per-tree variances (the importance intervals; Optuna gives the forest's mean only);
 - a local Ray's temporary folder and node address (`ray.init`'s private arguments), and the constant that makes
   Ray keep a loopback node address.
 """
@@ -262,23 +261,6 @@ def _tpe_sampler_class():
             return super()._sample(self.view(study), trial, search_space)
 
     return TPESamplerOnView
-
-
-# Importance -------------------------------------------------------------------------------------------------
-
-def fanova_tree_variances(evaluator):
-    """Of a FanovaImportanceEvaluator that has evaluated: (each tree's total variance, {parameter index: each
-    tree's variance of that parameter, for the parameters evaluated}); None before any evaluation.
-    PrivateApiChanged where Optuna's fANOVA no longer keeps them where this reads."""
-    try:
-        fanova = evaluator._evaluator
-        trees, variances = fanova._trees, fanova._variances
-        if trees is None:
-            return None
-        return [float(tree.variance) for tree in trees], {int(k): list(v) for k, v in (variances or {}).items()}
-    except (AttributeError, TypeError) as exc:
-        raise PrivateApiChanged(f"optuna's fANOVA keeps no per-tree variances where sensitivity reads them "
-                                f"(evaluator._evaluator._trees, _variances): {exc}") from None
 
 
 # Ray --------------------------------------------------------------------------------------------------------

@@ -362,7 +362,7 @@ def test_private_optuna_and_ray_names_are_used_in_the_fence_only():
 @needs_optuna_and_ray
 def test_the_fence_is_where_they_are():
     found = private_uses([FENCE])
-    for expected in ("_CachedStorage", "._storage", "._study_id", "_temp_dir", "_sample", "_trees"):
+    for expected in ("_CachedStorage", "._storage", "._study_id", "_temp_dir", "_sample"):
         assert any(expected in line for line in found), (expected, found)
 
 

@@ -10,8 +10,8 @@ import pandas as pd
 from sensitivity.analysis.crossover import NEEDS, crossover_comparisons
 from sensitivity.analysis.figure_results import Importance, Robustness, Transfer
 from sensitivity.analysis.findings import ALPHA, EFFECT, findings
-from sensitivity.analysis.importance import (ALL as ALL_TRIALS, LABELS, TRIALS_PER_PARAMETER, parameter_importance,
-                                             planned_trials)
+from sensitivity.analysis.importance import (ALL as ALL_TRIALS, FANOVA_RESAMPLES, LABELS, RESAMPLES,
+                                             TRIALS_PER_PARAMETER, parameter_importance, planned_trials)
 from sensitivity.analysis.intervals import interval_text
 from sensitivity.analysis.pages import figure_html, missing_html, note_html, regime_html, table_html, warning_html
 from sensitivity.analysis.plots import (plot_crossover, plot_findings, plot_importance, plot_robustness,
@@ -77,8 +77,8 @@ def importance_html(table: pd.DataFrame) -> str:
     planned = importance.attrs.get("planned", 0)
     parts = [regime_html(regimes, extra), note_html(
         f"Over the sampled trials only ({planned} planned trials, framework defaults, left out and listed below). "
-        "Intervals are 95% bootstrap intervals over trials: PED-ANOVA re-run on 50 resamples; fANOVA's spread over "
-        f"its trees, each fit to a bootstrap resample. A ranking needs at least {TRIALS_PER_PARAMETER} sampled "
+        f"Intervals are 95% bootstrap intervals over trials: PED-ANOVA re-run on {RESAMPLES} resamples, fANOVA's "
+        f"forest refitted on {FANOVA_RESAMPLES}. A ranking needs at least {TRIALS_PER_PARAMETER} sampled "
         "trials per parameter.")]
     parts += [warning_html(f"{block}: {text}") for block, text in importance.attrs.get("warnings", [])]
     parts.append(figure_html(_plot_importance(importance), "importance"))

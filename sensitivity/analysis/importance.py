@@ -12,13 +12,12 @@ block, both evaluators run on a random subsample of that many (seeded; attrs `su
 report says so), and the intervals are those of the subsample (wider than all trials would give): on
 100,000 trials the bootstrap would take minutes.
 
-Intervals (95%, bootstrap over trials; `low`, `high`):
-- PED-ANOVA is run again on RESAMPLES resamples of the trials drawn with replacement (at most BOOTSTRAP_MAX
-  per resample: beyond that, subsamples of that size whose spread is scaled by sqrt(m/n)); percentile interval.
-- fANOVA's random forest fits each of its trees to a bootstrap resample of the trials, so the importance each
-  tree gives is a bootstrap replicate of a one-tree fANOVA; the interval is their 2.5-97.5% range. It is wider
-  than the forest mean's own interval (no further cost: another 50 forests would take minutes), so a
-  disagreement flagged beyond it is not overstated.
+Intervals (95%, bootstrap over trials; `low`, `high`): each evaluator is run again on resamples of the trials
+drawn with replacement, PED-ANOVA on RESAMPLES (50), fANOVA on FANOVA_RESAMPLES (20: a forest costs a fifth of a
+second on a few hundred trials), at most BOOTSTRAP_MAX per resample (beyond that, subsamples of that size whose
+spread is scaled by sqrt(m/n)); the interval is the replicates' 2.5-97.5 percentiles about the estimate. It is the
+interval of the forest's mean importance, not the spread of its single trees (each fitted to a resample: far
+wider than the mean's own uncertainty).
 Rank agreement: Spearman's rho and Kendall's tau between the two evaluators' importances (3+ parameters).
 Warnings: fewer than TRIALS_PER_PARAMETER (10) sampled trials per parameter; the evaluators ordering a pair
 of parameters oppositely, each beyond its intervals; or putting different parameters first.
@@ -37,7 +36,6 @@ import pandas as pd
 from optuna.distributions import IntDistribution
 from optuna.trial import FrozenTrial, TrialState
 
-from sensitivity import private_apis
 from sensitivity.analysis.intervals import group_intervals
 from sensitivity.analysis.parameter_values import format_value, parameter_distributions
 from sensitivity.analysis.table import (PARAM, REGIME, NotEnoughData, defaults_of, planned_of, regime_sorted,
@@ -48,7 +46,8 @@ LABELS = {"ped_anova": "PED-ANOVA", "fanova": "fANOVA"}
 ALL = "all"  # the block over every trial, the regime among the parameters
 COLUMNS = [REGIME, "evaluator", "parameter", "importance", "low", "high", "rank", "n_trials", "defaults"]
 FANOVA_TREES, FANOVA_DEPTH = 16, 8
-RESAMPLES, BOOTSTRAP_MAX = 50, 500
+RESAMPLES, FANOVA_RESAMPLES, BOOTSTRAP_MAX = 50, 20, 500
+MIN_REPLICATES = 10  # fewer resamples that vary in their parameters than this: no interval
 SUBSAMPLE_MAX = 2_000
 TRIALS_PER_PARAMETER = 10
 NEEDS = "importance needs at least 2 complete trials with varied parameters"
@@ -129,7 +128,7 @@ def block_importance(rows: pd.DataFrame, evaluators=EVALUATORS, seed: int = 0, r
         params = list(distributions) if name == "ped_anova" else everywhere
         if not params:
             continue
-        scores, spread = (_fanova(trials, params, seed) if name == "fanova"
+        scores, spread = (_fanova(trials, params, seed, min(resamples, FANOVA_RESAMPLES)) if name == "fanova"
                           else _ped_anova(trials, params, seed, resamples))
         for rank, (param, score) in enumerate(sorted(scores.items(), key=lambda kv: -kv[1]), start=1):
             low, high = spread.get(param, (math.nan, math.nan))
@@ -139,12 +138,32 @@ def block_importance(rows: pd.DataFrame, evaluators=EVALUATORS, seed: int = 0, r
 
 
 def _ped_anova(trials: list, params: list, seed: int, resamples: int):
-    """PED-ANOVA's importances and their bootstrap (or scaled subsample) percentile intervals."""
+    """PED-ANOVA's importances and their bootstrap interval (`_bootstrap`)."""
     def evaluate(chosen):
         with _quiet_optuna():
             return optuna.importance.get_param_importances(FrozenTrialsStudy(chosen), params=params,
                                                            evaluator=make_evaluator("ped_anova"))
     scores = evaluate(trials)
+    return scores, _bootstrap(evaluate, trials, scores, seed, resamples)
+
+
+def _fanova(trials: list, params: list, seed: int, resamples: int = FANOVA_RESAMPLES):
+    """fANOVA's importances, normalised to sum to 1, and their bootstrap interval (`_bootstrap`: a forest
+    refitted on each resample)."""
+    def evaluate(chosen, forest_seed=seed):
+        with _quiet_optuna():
+            raw = optuna.importance.get_param_importances(FrozenTrialsStudy(chosen), params=params, normalize=False,
+                                                          evaluator=make_evaluator("fanova", forest_seed))
+        total = sum(raw.values())
+        return {p: (v / total if total > 0 else 0.0) for p, v in raw.items()}
+    scores = evaluate(trials)
+    return scores, _bootstrap(evaluate, trials, scores, seed, resamples)
+
+
+def _bootstrap(evaluate, trials: list, scores: dict, seed: int, resamples: int) -> dict:
+    """{parameter: (low, high)}: the 2.5-97.5 percentiles of `evaluate` over `resamples` resamples of the trials
+    with replacement (at most BOOTSTRAP_MAX each; a smaller subsample's spread scaled by sqrt(m/n)), clipped to
+    [0, 1]; {} where fewer than MIN_REPLICATES resamples could be evaluated (a parameter without variation)."""
     n, rng = len(trials), np.random.default_rng(seed)
     m = min(n, BOOTSTRAP_MAX)
     replicates = []
@@ -154,45 +173,14 @@ def _ped_anova(trials: list, params: list, seed: int, resamples: int):
             replicates.append(evaluate([trials[i] for i in index]))
         except (ValueError, RuntimeError):  # a resample without variation in a parameter
             continue
-    if len(replicates) < 10:
-        return scores, {}
+    if len(replicates) < min(MIN_REPLICATES, resamples):
+        return {}
     scale = math.sqrt(m / n)
     spread = {}
     for param, estimate in scores.items():
         values = np.array([r.get(param, 0.0) for r in replicates])
         low, high = np.percentile(values, [2.5, 97.5])
         spread[param] = (max(0.0, estimate + scale * (low - estimate)), min(1.0, estimate + scale * (high - estimate)))
-    return scores, spread
-
-
-def _fanova(trials: list, params: list, seed: int):
-    """fANOVA's importances and the 2.5-97.5% range of its trees' (each a bootstrap replicate; the module)."""
-    evaluator = make_evaluator("fanova", seed)
-    with _quiet_optuna():
-        scores = optuna.importance.get_param_importances(FrozenTrialsStudy(trials), params=params,
-                                                         evaluator=evaluator, normalize=False)
-    total = sum(scores.values())
-    normalised = {p: (v / total if total > 0 else 0.0) for p, v in scores.items()}
-    return normalised, _tree_spread(evaluator, sorted(params), total)
-
-
-def _tree_spread(evaluator, names: list, total: float) -> dict:
-    """{parameter: (low, high)} from each tree's share of the variance, normalised as the forest's mean is
-    (so the trees' mean is the reported importance); {} where fANOVA fitted no forest (nothing varied) or no
-    tree explains any variance. Optuna gives the forest's mean only: the trees' variances are read through
-    private_apis, which raises PrivateApiChanged rather than let the intervals vanish when Optuna changes.
-    fANOVA numbers the parameters it evaluated in sorted order."""
-    read = private_apis.fanova_tree_variances(evaluator)
-    if read is None or total <= 0:
-        return {}
-    tree_variances, variances = read
-    kept = [k for k, variance in enumerate(tree_variances) if variance > 0]
-    spread = {}
-    for index, name in enumerate(names):
-        if index in variances and kept:
-            per_tree = np.array([variances[index][k] / tree_variances[k] for k in kept]) / total
-            low, high = np.percentile(per_tree, [2.5, 97.5])
-            spread[name] = (float(low), float(min(1.0, high)))
     return spread
 
 
