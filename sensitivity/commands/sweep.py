@@ -42,6 +42,11 @@ def _add_sweep_parser(commands) -> None:
                    "for Sobol' indices) or morris (trajectories); --trials is then the runs per framework")
     p.add_argument("--levels", type=number(int, 0, strict=True, maximum=64), default=MORRIS_LEVELS,
                    help=f"a Morris design's grid levels (even, default {MORRIS_LEVELS})")
+    p.add_argument("--until-settled", action="store_true",
+                   help="with --design: add rounds, each doubling the design, until every framework's ranking is "
+                        "settled or the next round would pass --max-trials")
+    p.add_argument("--max-trials", type=number(int, 0, strict=True, maximum=MAX_TRIALS),
+                   help="with --until-settled: the most runs per framework its rounds may spend")
     p.add_argument("--pruner", choices=PRUNERS, default="none")
     p.add_argument("--seed", type=number(int, 0, maximum=MAX_SEED), help="the sampler's seed")
     p.add_argument("--with-defaults", action="store_true",
@@ -148,6 +153,9 @@ def _cmd_sweep(args) -> int:
                      model=args.model)
     if args.design:
         return designed_sweep(args, overrides)
+    if args.until_settled or args.max_trials is not None:
+        option = "--until-settled" if args.until_settled else "--max-trials"
+        raise UsageError(f"sensitivity sweep: {option}: only with --design sobol|morris (it adds rounds of a design)")
     if args.dry_run:
         return _dry_run_sweep(args, overrides)
     return run_command("sweep", lambda: run_sweep(args.space, sweep_options(args, args.trials), args.with_defaults,

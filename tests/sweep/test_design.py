@@ -122,6 +122,11 @@ def test_a_study_with_another_design_is_refused_and_a_larger_one_grows_it(tmp_pa
     (["--design", "morris", "--trials", "5"], "2 trajectories"),
     (["--design", "morris", "--levels", "3", "--trials", "50"], "even number of levels"),
     (["--design", "fast", "--trials", "50"], "invalid choice: 'fast'"),
+    (["--design", "sobol", "--trials", "6", "--until-settled"], "--until-settled needs --max-trials N"),
+    (["--design", "sobol", "--trials", "6", "--max-trials", "24"], "--max-trials is the budget of --until-settled"),
+    (["--design", "sobol", "--trials", "12", "--until-settled", "--max-trials", "6"], "below --trials 12"),
+    (["--trials", "6", "--until-settled", "--max-trials", "24"], "--until-settled: only with --design"),
+    (["--trials", "6", "--max-trials", "24"], "--max-trials: only with --design"),
 ])
 def test_bad_design_input_is_one_line_exit_2_and_nothing_written(tmp_path, monkeypatch, capsys, args, says):
     from sensitivity.cli import main
@@ -177,3 +182,49 @@ def test_kill_9_of_a_designed_sweep_then_resume_holds_exactly_the_design(tmp_pat
     record = json.loads(proc.stdout)
     assert set(record["parameters"]) == {"lr", "optimizer"} and record["n"] == design.points
     assert record["settled"] is False and "too small" in record["per_framework"]["torch"]["why"]
+
+
+def test_a_designed_dry_run_prints_the_design_its_rounds_and_a_forecast_and_writes_no_study(tmp_path, monkeypatch):
+    from sensitivity.cli import main
+
+    space = write(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SENSITIVITY_CACHE_DIR", str(tmp_path / "cache"))
+    proc = subprocess.run([sys.executable, "-m", "sensitivity.cli", "sweep", str(space), "--design", "sobol",
+                           "--trials", "6", "--until-settled", "--max-trials", "30", "--dry-run", "--probe-steps", "5",
+                           "--storage", f"sqlite:///{tmp_path}/s.db"], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("design: Saltelli (Sobol' indices, second order) base N=1: N(2D+2) = 6 points over D=2")
+    assert "x 1 framework(s) = 6 runs; one seed a point" in lines[0]
+    assert lines[1] == ("--until-settled: rounds double the design while a framework's ranking is not settled, to at "
+                        "most Saltelli (Sobol' indices, second order) base N=4: N(2D+2) = 24 points over D=2 factors "
+                        "(lr, optimizer), SALib seed 0, 1 seed(s) a point (24 runs per framework within --max-trials "
+                        "30)")
+    assert any("nothing launched" in line for line in lines)
+    assert not (tmp_path / "s.db").exists() and main  # a dry run writes no study
+
+
+@pytest.mark.skipif(not frameworks.importable("torch"), reason="needs torch")
+def test_until_settled_adds_rounds_that_grow_the_design_within_max_trials(tmp_path):
+    """Saltelli bases 1, 2 and 4 (6, 12, 24 points) all lie below the base a bootstrap needs, so no round can settle:
+    the rounds run to the last within --max-trials 24 and the study holds exactly that design's points, once each."""
+    space = write(tmp_path)
+    storage = f"sqlite:///{tmp_path}/s.db"
+    proc = subprocess.run([sys.executable, "-m", "sensitivity.cli", "sweep", str(space), "--design", "sobol",
+                           "--trials", "6", "--until-settled", "--max-trials", "24", "--parallel", "2",
+                           "--storage", storage, "--no-progress"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    assert [line.split(":")[0] for line in out.splitlines() if line.startswith("round ")] == \
+        ["round 1 of at most 3", "round 2", "round 2 of at most 3", "round 3", "round 3 of at most 3"]
+    assert out.count("not settled (not decided: a Saltelli base of N=") == 3
+    assert "the study's smaller design grows to it" in out
+    assert ("not settled within --max-trials 24: the next round's design (48 runs per framework) would pass it"
+            in out)
+    study = optuna.load_study(study_name="d", storage=storage)
+    design = Design.from_attrs(study.user_attrs["design"])
+    assert design.size == 4 and design.points == 24
+    final = [t for t in study.get_trials() if t.state == TrialState.COMPLETE]
+    assert sorted(int(t.user_attrs["config_id"].rsplit(":", 1)[1]) for t in final) == list(range(24))
