@@ -99,8 +99,9 @@ def importance_html(table: pd.DataFrame) -> str:
             f"{agree.iloc[0]['kendall']:.2f} over {int(agree.iloc[0]['n_parameters'])} parameters")
         used = importance.attrs.get("subsample", {}).get(block)
         n = f"a random subsample of {used[0]} of {used[1]}" if used else f"n={rows['n_trials'].max()}"
+        verdicts = _verdicts_sentence(importance.attrs.get("verdicts", {}).get(block, {}))
         parts.append(f"<h3>{html.escape(title)} ({n} sampled trials{html.escape(rank_note)})"
-                     f"</h3>" + table_html(ranks))
+                     f"</h3>" + (note_html(verdicts) if verdicts else "") + table_html(ranks))
     parts += [missing_html(f"{block}: {reason}") for block, reason in importance.attrs.get("missing", {}).items()]
     listed = planned_trials(table)
     if len(listed):
@@ -109,6 +110,18 @@ def importance_html(table: pd.DataFrame) -> str:
         parts.append(f"<h3>Planned trials, not in the importance ({planned} trials)</h3>"
                      + table_html(listed[["framework", REGIME, "configuration", "accuracy"]]))
     return "".join(parts)
+
+
+def _verdicts_sentence(verdicts: dict) -> str:
+    """Whether each evaluator's ranking is settled, fANOVA's first (the ranking of a study without a design)."""
+    said = []
+    for evaluator in ("fanova", "ped_anova"):
+        v = verdicts.get(evaluator)
+        if v:
+            state = "settled" if v["settled"] else "not settled"
+            said.append(f"{LABELS[evaluator]}'s ranking is {state}: {v['why']}"
+                        + (f" ({v['resamples']} bootstrap resamples)" if v["resamples"] else ""))
+    return ". ".join(said) + "." if said else ""
 
 
 def _plot_importance(importance):

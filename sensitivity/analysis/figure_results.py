@@ -36,6 +36,8 @@ class Importance(NamedTuple):
     - missing: {block: why it has no importance}
     - planned: planned trials (framework defaults) left out of the importance
     - subsample: {block: [n used, n sampled trials]} where a block had more than importance.SUBSAMPLE_MAX
+    - verdicts: {block: {evaluator: {settled, top, second, lead, resamples, why}}}: whether each evaluator's ranking
+      is settled (importance.ranking_verdict)
     """
     rows: pd.DataFrame
     agreement: pd.DataFrame
@@ -43,6 +45,7 @@ class Importance(NamedTuple):
     missing: dict
     planned: int
     subsample: dict
+    verdicts: dict
 
     @classmethod
     def of(cls, frame: pd.DataFrame) -> "Importance":
@@ -50,7 +53,7 @@ class Importance(NamedTuple):
         attrs = frame.attrs
         return cls(frame, pd.DataFrame(attrs.get("agreement") or []),
                    tuple(tuple(w) for w in attrs.get("warnings") or ()), dict(attrs.get("missing") or {}),
-                   int(attrs.get("planned", 0)), dict(attrs.get("subsample") or {}))
+                   int(attrs.get("planned", 0)), dict(attrs.get("subsample") or {}), dict(attrs.get("verdicts") or {}))
 
 
 class Isolation(NamedTuple):

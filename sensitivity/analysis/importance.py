@@ -18,6 +18,9 @@ second on a few hundred trials), at most BOOTSTRAP_MAX per resample (beyond that
 spread is scaled by sqrt(m/n)); the interval is the replicates' 2.5-97.5 percentiles about the estimate. It is the
 interval of the forest's mean importance, not the spread of its single trees (each fitted to a resample: far
 wider than the mean's own uncertainty).
+Settled (`ranking_verdict`, per block and evaluator): the top parameter leads in at least 90% of its bootstrap
+resamples and its interval lies above the second's, as `indices.settled` decides for a design's ranking; fANOVA's
+is the ranking of a study without a design (issue 30).
 Rank agreement: Spearman's rho and Kendall's tau between the two evaluators' importances (3+ parameters).
 Warnings: fewer than TRIALS_PER_PARAMETER (10) sampled trials per parameter; the evaluators ordering a pair
 of parameters oppositely, each beyond its intervals; or putting different parameters first.
@@ -36,6 +39,7 @@ import pandas as pd
 from optuna.distributions import IntDistribution
 from optuna.trial import FrozenTrial, TrialState
 
+from sensitivity.analysis.indices import Estimate, Ranking, settled
 from sensitivity.analysis.intervals import group_intervals
 from sensitivity.analysis.parameter_values import format_value, parameter_distributions
 from sensitivity.analysis.table import (PARAM, REGIME, NotEnoughData, defaults_of, planned_of, regime_sorted,
@@ -78,7 +82,7 @@ def parameter_importance(table, evaluators=EVALUATORS, seed: int = 0, resamples:
     values of the parameter where known. attrs: `missing` ({block: reason}), `agreement` (records of
     `rank_agreement`: block, n_parameters, spearman, kendall), `warnings` ([(block, sentence)]), `planned`
     (trials left out), `subsample` ({block: [n used, n sampled trials]} where a block had more than
-    SUBSAMPLE_MAX; n_trials is then the n used). Attributes hold plain values, so that pandas can compare them
+    SUBSAMPLE_MAX; n_trials is then the n used), `verdicts` ({block: {evaluator: `ranking_verdict`}}). Attributes hold plain values, so that pandas can compare them
     when frames meet."""
     table = trials_table(table)
     everything = trained(table).dropna(subset=["accuracy"])
@@ -91,7 +95,7 @@ def parameter_importance(table, evaluators=EVALUATORS, seed: int = 0, resamples:
     blocks = [(regime, rows[rows[REGIME].eq(regime)]) for regime in regimes_of(rows)]
     if PARAM + REGIME in rows and rows[PARAM + REGIME].nunique() > 1:
         blocks.append((ALL, rows))
-    parts, missing, subsample = [], {}, {}
+    parts, missing, subsample, verdicts = [], {}, {}, {}
     for name, block in blocks:
         if len(block) > SUBSAMPLE_MAX:
             subsample[name] = [SUBSAMPLE_MAX, len(block)]
@@ -101,13 +105,14 @@ def parameter_importance(table, evaluators=EVALUATORS, seed: int = 0, resamples:
         except NotEnoughData as reason:
             missing[name] = str(reason)
             continue
+        verdicts[name] = part.attrs["verdicts"]
         defaults = _default_values(everything if name == ALL else everything[everything[REGIME].eq(name)],
                                    [p for p in part["parameter"] if p != REGIME])
         parts.append(part.assign(**{REGIME: name, "defaults": [defaults.get(p, "") for p in part["parameter"]]}))
     if not parts:
         raise NotEnoughData(NEEDS)
     out = pd.concat(parts, ignore_index=True)[COLUMNS]
-    out.attrs.update(missing=missing, planned=int(planned.sum()), subsample=subsample,
+    out.attrs.update(missing=missing, planned=int(planned.sum()), subsample=subsample, verdicts=verdicts,
                      agreement=rank_agreement(out).to_dict("records"), warnings=importance_warnings(out))
     return out
 
@@ -123,33 +128,50 @@ def block_importance(rows: pd.DataFrame, evaluators=EVALUATORS, seed: int = 0, r
     with _quiet_optuna():
         trials = _negated_accuracy_trials(rows, distributions)
     everywhere = [n for n in distributions if rows[PARAM + n].notna().all()]  # fANOVA needs them in every trial
-    results = []
+    results, verdicts = [], {}
     for name in evaluators:
         params = list(distributions) if name == "ped_anova" else everywhere
         if not params:
             continue
-        scores, spread = (_fanova(trials, params, seed, min(resamples, FANOVA_RESAMPLES)) if name == "fanova"
-                          else _ped_anova(trials, params, seed, resamples))
+        scores, spread, replicates = (_fanova(trials, params, seed, min(resamples, FANOVA_RESAMPLES))
+                                      if name == "fanova" else _ped_anova(trials, params, seed, resamples))
         for rank, (param, score) in enumerate(sorted(scores.items(), key=lambda kv: -kv[1]), start=1):
             low, high = spread.get(param, (math.nan, math.nan))
             results.append({"evaluator": name, "parameter": param, "importance": float(score), "low": low,
                             "high": high, "rank": rank, "n_trials": len(rows)})
-    return pd.DataFrame(results, columns=["evaluator", "parameter", "importance", "low", "high", "rank", "n_trials"])
+        verdicts[name] = ranking_verdict(scores, spread, replicates)
+    out = pd.DataFrame(results, columns=["evaluator", "parameter", "importance", "low", "high", "rank", "n_trials"])
+    out.attrs["verdicts"] = verdicts
+    return out
+
+
+def ranking_verdict(scores: dict, spread: dict, replicates: np.ndarray) -> dict:
+    """Whether an evaluator's ranking is settled (`indices.settled`: its top parameter leads in at least 90% of
+    the bootstrap resamples and its interval lies above the second's), as plain values: settled, top, second,
+    lead (the share of resamples it leads), resamples, why."""
+    names = list(scores)
+    if not spread or len(replicates) == 0:
+        top = max(names, key=scores.get)
+        return {"settled": False, "top": top, "second": None, "lead": None, "resamples": 0,
+                "why": "no bootstrap interval (too few resamples varied in their parameters)"}
+    verdict = settled(Ranking(tuple(names), tuple(Estimate(scores[p], *spread[p]) for p in names), replicates))
+    return {"settled": bool(verdict.settled), "top": verdict.top, "second": verdict.second,
+            "lead": round(verdict.lead, 3), "resamples": int(len(replicates)), "why": verdict.why}
 
 
 def _ped_anova(trials: list, params: list, seed: int, resamples: int):
-    """PED-ANOVA's importances and their bootstrap interval (`_bootstrap`)."""
+    """PED-ANOVA's importances, their bootstrap intervals and replicates (`_bootstrap`)."""
     def evaluate(chosen):
         with _quiet_optuna():
             return optuna.importance.get_param_importances(FrozenTrialsStudy(chosen), params=params,
                                                            evaluator=make_evaluator("ped_anova"))
     scores = evaluate(trials)
-    return scores, _bootstrap(evaluate, trials, scores, seed, resamples)
+    return (scores, *_bootstrap(evaluate, trials, scores, seed, resamples))
 
 
 def _fanova(trials: list, params: list, seed: int, resamples: int = FANOVA_RESAMPLES):
-    """fANOVA's importances, normalised to sum to 1, and their bootstrap interval (`_bootstrap`: a forest
-    refitted on each resample)."""
+    """fANOVA's importances, normalised to sum to 1, their bootstrap intervals and replicates (`_bootstrap`: a
+    forest refitted on each resample)."""
     def evaluate(chosen, forest_seed=seed):
         with _quiet_optuna():
             raw = optuna.importance.get_param_importances(FrozenTrialsStudy(chosen), params=params, normalize=False,
@@ -157,13 +179,14 @@ def _fanova(trials: list, params: list, seed: int, resamples: int = FANOVA_RESAM
         total = sum(raw.values())
         return {p: (v / total if total > 0 else 0.0) for p, v in raw.items()}
     scores = evaluate(trials)
-    return scores, _bootstrap(evaluate, trials, scores, seed, resamples)
+    return (scores, *_bootstrap(evaluate, trials, scores, seed, resamples))
 
 
-def _bootstrap(evaluate, trials: list, scores: dict, seed: int, resamples: int) -> dict:
-    """{parameter: (low, high)}: the 2.5-97.5 percentiles of `evaluate` over `resamples` resamples of the trials
-    with replacement (at most BOOTSTRAP_MAX each; a smaller subsample's spread scaled by sqrt(m/n)), clipped to
-    [0, 1]; {} where fewer than MIN_REPLICATES resamples could be evaluated (a parameter without variation)."""
+def _bootstrap(evaluate, trials: list, scores: dict, seed: int, resamples: int) -> tuple:
+    """({parameter: (low, high)}, the replicates: resamples x parameters in the order of `scores`): the 2.5-97.5
+    percentiles of `evaluate` over `resamples` resamples of the trials with replacement (at most BOOTSTRAP_MAX each;
+    a smaller subsample's spread scaled by sqrt(m/n)), clipped to [0, 1]; ({}, empty) where fewer than
+    MIN_REPLICATES resamples could be evaluated (a parameter without variation)."""
     n, rng = len(trials), np.random.default_rng(seed)
     m = min(n, BOOTSTRAP_MAX)
     replicates = []
@@ -173,15 +196,15 @@ def _bootstrap(evaluate, trials: list, scores: dict, seed: int, resamples: int) 
             replicates.append(evaluate([trials[i] for i in index]))
         except (ValueError, RuntimeError):  # a resample without variation in a parameter
             continue
+    matrix = np.array([[r.get(param, 0.0) for param in scores] for r in replicates]).reshape(-1, len(scores))
     if len(replicates) < min(MIN_REPLICATES, resamples):
-        return {}
+        return {}, matrix[:0]
     scale = math.sqrt(m / n)
     spread = {}
-    for param, estimate in scores.items():
-        values = np.array([r.get(param, 0.0) for r in replicates])
-        low, high = np.percentile(values, [2.5, 97.5])
+    for j, (param, estimate) in enumerate(scores.items()):
+        low, high = np.percentile(matrix[:, j], [2.5, 97.5])
         spread[param] = (max(0.0, estimate + scale * (low - estimate)), min(1.0, estimate + scale * (high - estimate)))
-    return spread
+    return spread, matrix
 
 
 def rank_agreement(importance: pd.DataFrame) -> pd.DataFrame:

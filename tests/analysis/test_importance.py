@@ -120,12 +120,29 @@ def test_fanovas_estimate_is_optunas_and_its_interval_narrows_as_trials_grow():
         rows = trials_table(synthetic_study(n))
         distributions = {name: d for name, d in parameter_distributions(rows).items() if name != "semantics"}
         trials = _negated_accuracy_trials(rows, distributions)
-        scores, spread = _fanova(trials, list(distributions), 0)
+        scores, spread, _ = _fanova(trials, list(distributions), 0)
         reference = optuna.importance.get_param_importances(FrozenTrialsStudy(trials), params=list(distributions),
                                                             evaluator=make_evaluator("fanova", seed=0))
         assert scores == pytest.approx(reference) and set(spread) == set(distributions)
         widths[n] = spread["lr"][1] - spread["lr"][0]
     assert 0 < widths[320] < 0.6 * widths[40], widths
+
+
+def test_a_ranking_is_settled_where_its_top_leads_the_resamples_beyond_the_second():
+    """fANOVA's ranking of a study without a design is settled or not as a design's is (`indices.settled`)."""
+    import numpy as np
+
+    from sensitivity.analysis.importance import block_importance, ranking_verdict
+
+    rows = trials_table(synthetic_study(320))
+    verdicts = block_importance(rows[rows["semantics"].eq(rows["semantics"].iloc[0])]).attrs["verdicts"]
+    assert verdicts["fanova"]["settled"] and verdicts["fanova"]["top"] == "lr", verdicts
+    assert verdicts["fanova"]["lead"] >= 0.9 and verdicts["fanova"]["resamples"] == 20
+    half = np.array([[0.6, 0.4]] * 10 + [[0.4, 0.6]] * 10)  # each leads in half the resamples
+    tied = ranking_verdict({"a": 0.5, "b": 0.5}, {"a": (0.35, 0.65), "b": (0.35, 0.65)}, half)
+    assert not tied["settled"] and "leads in only 50% of resamples (needs 90%)" in tied["why"]
+    assert "overlaps" in tied["why"]
+    assert not ranking_verdict({"a": 1.0}, {}, half[:0])["settled"]  # no interval: no verdict
 
 
 def test_rank_agreement_is_printed_per_block(importance):

@@ -71,3 +71,10 @@ def test_another_study_fills_the_transfer_and_robustness_sections(tmp_path):
     assert text.count("From study defaults-study.") == 2
     assert "defaults-study: 5 final trials" in text
     assert "one model per framework: no interval" in text  # each framework has one attacked model
+
+
+def test_the_importance_section_says_whether_each_ranking_is_settled(small_report):
+    """6 trials: the bootstrap cannot settle fANOVA's ranking, and the section says so, with the resamples."""
+    section = small_report.split('<section id="importance">')[1].split("</section>")[0]
+    assert "fANOVA&#x27;s ranking is not settled: " in section and "PED-ANOVA&#x27;s ranking is " in section
+    assert re.search(r"\(\d+ bootstrap resamples\)|no bootstrap interval", section)
