@@ -164,6 +164,12 @@ def framework_record(f: FrameworkIndices) -> dict:
     return {**record, "settled": v.settled, "top": v.top, "why": v.why, "lead": round(v.lead, 3)}
 
 
+def difference_verdict(a: str, b: str, low: float, high: float) -> str:
+    """The sentence of an index's difference A - B with interval [low, high]: which framework is more sensitive to
+    the parameter, or not decided where the interval holds 0."""
+    return f"{a} more sensitive" if low > 0 else f"{b} more sensitive" if high < 0 else "not decided"
+
+
 def differences(found: DesignedImportance) -> dict:
     """{"A-B": {parameter: [est, low, high]}} of the ranking index (ST, or mu*) between each two frameworks
     with results: est -/+ sqrt(conf_a^2 + conf_b^2)."""

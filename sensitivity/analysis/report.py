@@ -20,6 +20,8 @@ import pandas as pd
 from sensitivity.analysis.ablation import ablation_path
 from sensitivity.analysis.claims import findings_html, importance_html, robustness_html, transfer_html
 from sensitivity.analysis.curves import DRAWN_FIELDS
+from sensitivity.analysis.designed import designed_importance, importance_record
+from sensitivity.analysis.designed_section import designed_html
 from sensitivity.analysis.figure_results import Ablation, Resources, Seeds
 from sensitivity.analysis.frontier import runtime_accuracy_frontier
 from sensitivity.analysis.intervals import Interval
@@ -33,6 +35,7 @@ from sensitivity.analysis.seeds import NEEDS_SEEDS, has_intervals, seed_interval
 from sensitivity.analysis.summary import framework_summary
 from sensitivity.analysis.table import (OUTCOMES, REGIME, UNFRAMED, NotEnoughData, regime_sorted, regimes_of,
                                         trials_table, unframed)
+from sensitivity.config.design import DESIGN_ATTR
 from sensitivity.core.attacks import PGD_STEPS
 
 ENVIRONMENT = (("host", "env_host"), ("CPU", "env_cpu"), ("GPU", "gpu_name"), ("device", "env_device"),
@@ -47,8 +50,15 @@ def write_report(study, out_path, *, others=()) -> Path:
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
     table = trials_table(study)
-    out.write_text(render_report(table, [trials_table(other) for other in others]), encoding="utf-8")
+    designed = [(s.study_name, designed_record(s)) for s in (study, *others)
+                if DESIGN_ATTR in getattr(s, "user_attrs", {})]  # studies, not tables: a design reads the study
+    out.write_text(render_report(table, [trials_table(other) for other in others], designed), encoding="utf-8")
     return out
+
+
+def designed_record(study) -> dict:
+    """`designed.importance_record` of a study run with `sweep --design`."""
+    return importance_record(designed_importance(study))
 
 
 DRAWN = {"curves": {"fields": DRAWN_FIELDS}}  # options of a figure's compute function: only what the figure draws
@@ -64,13 +74,14 @@ SECTIONS = (("findings", "Findings"), ("study", "Study"), ("environment", "Envir
 UNFRAMED_SECTIONS = ("study", "environment", "importance")  # a study without frameworks: no groups to invent
 
 
-def render_report(table: pd.DataFrame, others=()) -> str:
-    """The page of trial table `table`, with the tables `others` beside it."""
+def render_report(table: pd.DataFrame, others=(), designed=()) -> str:
+    """The page of trial table `table`, with the tables `others` beside it, and the importance of the designed
+    studies `designed` ([(name, `designed_record`)]) leading its importance section."""
     # lazy: plotly
     from plotly.offline import get_plotlyjs  # plotly: a heavy import, made when a page is drawn
 
     name = table.attrs.get("study", "trial table")
-    sections = _sections(table, list(others))
+    sections = _sections(table, list(others), list(designed))
     shown = [s for s in SECTIONS if s[0] in UNFRAMED_SECTIONS] if unframed(table) else SECTIONS
     drawn = {anchor: sections[anchor]() for anchor, _ in shown}
     nav = " ".join(f'<a href="#{anchor}">{html.escape(title)}</a>' for anchor, title in shown)
@@ -82,7 +93,7 @@ def render_report(table: pd.DataFrame, others=()) -> str:
             f'</body></html>\n')
 
 
-def _sections(table: pd.DataFrame, others) -> dict:
+def _sections(table: pd.DataFrame, others, designed=()) -> dict:
     """{anchor: the function that draws its section's HTML} for every anchor of SECTIONS."""
     sources = [table, *others]
     return {"findings": lambda: guarded(lambda: findings_html(table, others)),
@@ -90,7 +101,8 @@ def _sections(table: pd.DataFrame, others) -> dict:
             "environment": lambda: _environment(table),
             "summary": lambda: guarded(lambda: _summary(table)),
             "frontier": lambda: guarded(lambda: _frontier(table)),
-            "importance": lambda: guarded(lambda: importance_html(table)),
+            "importance": lambda: "".join(designed_html(name, record) for name, record in designed)
+            + guarded(lambda: importance_html(table)),
             "seeds": lambda: guarded(lambda: _seeds(table)),
             "resources": lambda: guarded(lambda: _resources(table)),
             **{kind: (lambda kind=kind: _figure_section(table, kind))

@@ -69,6 +69,8 @@ def _interval(e) -> str:
 
 
 def text(found, record: dict) -> str:
+    from sensitivity.analysis.designed import difference_verdict  # lazy: numpy, as the command's other imports
+
     design = found.design
     seeds = ("one seed a point: seed noise enters the indices" if design.seeds == 1 else
              f"the mean of {design.seeds} seeds a point")
@@ -99,7 +101,7 @@ def text(found, record: dict) -> str:
         index = "ST" if design.kind == "sobol" else "mu*"
         parts = []
         for name, (est, low, high) in params.items():
-            verdict = (f"{a} more sensitive" if low > 0 else f"{b} more sensitive" if high < 0 else "not decided")
+            verdict = difference_verdict(a, b, low, high)
             parts.append(f"{name} {est:+.3f} [{low:+.3f}, {high:+.3f}] ({verdict})")
         lines.append(f"\n{index} of {a} minus {b}: " + "; ".join(parts))
     return "\n".join(lines)

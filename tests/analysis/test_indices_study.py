@@ -3,6 +3,7 @@ sensitivity.analysis.designed and by `sensitivity importance` on a real SQLite s
 differences between them; missing points, diverged runs, and a study without a design refused in one line."""
 import json
 import math
+import re
 import subprocess
 
 import numpy as np
@@ -198,3 +199,27 @@ def test_the_figure_draws_each_framework_s_indices_with_their_intervals():
                                                                name="wide")))
     cut = plot_indices(wide, "t")
     assert tuple(cut.layout.yaxis.range) == (-0.25, 1.25) and "intervals cut" in cut.layout.title.text
+
+
+def test_the_report_leads_its_importance_with_the_designed_study_and_its_interaction_map(tmp_path):
+    """Ishigami's only interaction is x1 with x3 (S2 = ST3 = 0.244): the heat map's largest cell, per framework."""
+    from sensitivity.analysis.designed_section import designed_html
+    from sensitivity.analysis.plots.indices import plot_interactions
+    from sensitivity.analysis.report import write_report
+
+    study = planted_study(None, Design("sobol", 256, 1, PARAMS), {"strong": ishigami,
+                                                                   "weak": lambda c: ishigami(c, a=2.0)})
+    record = importance_record(designed_importance(study))
+    fig = plot_interactions(record, "t")
+    cells = {}
+    for trace, world in zip(fig.data, ("strong", "weak")):
+        cells[world] = {(x, y): z for y, row in zip(trace.y, trace.z) for x, z in zip(trace.x, row) if z is not None}
+        assert max(cells[world], key=cells[world].get) == ("x1", "x3"), cells
+        assert cells[world][("x1", "x3")] == record["per_framework"][world]["interactions"]["x1:x3"][0]
+    assert abs(cells["strong"][("x1", "x3")] - ST["x3"]) < 0.1  # the analytic S2 of the pair at a = 7
+    section = designed_html("ishigami", record)
+    assert re.search(r"<td>strong</td>\s*<td>x1</td>", section), section  # ST: x1 0.558 above x2 0.442
+    assert section.count('data-kind="designed-') == 2 and "more sensitive" in section
+    page = write_report(study, tmp_path / "r.html").read_text()
+    importance = page.split('<section id="importance">')[1].split("</section>")[0]
+    assert importance.index("Designed study ishigami") < importance.index("data-kind=\"designed-interactions\"")

@@ -58,3 +58,30 @@ def _ends(trace) -> list:
     if error is None or error.array is None:
         return []
     return [y + up for y, up in zip(trace.y, error.array)] + [y - down for y, down in zip(trace.y, error.arrayminus)]
+
+
+def plot_interactions(record: dict, title: str):
+    """One heat map per framework of a Saltelli design's second-order indices: S2 of each pair of factors (the
+    share of the variance the pair explains jointly, beyond each one's S1), its interval in the cell's text."""
+    # lazy: plotly
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    groups = {g: r for g, r in (record.get("per_framework") or {}).items() if r.get("interactions")}
+    if not groups:
+        raise ValueError("no second-order indices: they need a Saltelli design whose every point has a value")
+    fig = make_subplots(rows=1, cols=len(groups), subplot_titles=list(groups), horizontal_spacing=0.08)
+    for col, (group, r) in enumerate(groups.items(), start=1):
+        names = list(r["parameters"])
+        z = [[None] * len(names) for _ in names]
+        text = [[""] * len(names) for _ in names]
+        for pair, (est, low, high) in r["interactions"].items():
+            a, b = pair.split(":", 1)
+            i, j = names.index(a), names.index(b)
+            z[j][i] = est
+            text[j][i] = f"{est:.2f}<br>[{low:.2f}, {high:.2f}]"
+        fig.add_trace(go.Heatmap(z=z, x=names, y=names, text=text, texttemplate="%{text}", zmin=0, zmax=1,
+                                 colorscale="Blues", showscale=col == len(groups), hoverongaps=False,
+                                 colorbar=dict(title="S2")), row=1, col=col)
+        fig.update_yaxes(autorange="reversed", row=1, col=col)
+    return fig.update_layout(title=title, template="plotly_white", height=420)
