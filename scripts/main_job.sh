@@ -4,7 +4,9 @@
 #   1. a sweep of search_spaces/digits.yaml (torch, tensorflow, mxnet): 40 sampled configurations, 10 per tuned
 #      parameter (framework, lr, optimizer, batch size), 3 seeds each, for the importance, the runtime frontier,
 #      and the configuration tuned for digits; then its 3 best configurations per framework timed again alone,
-#      pinned to one core, interleaved across frameworks: the ratio of the sweep's times to these;
+#      pinned to one core, interleaved across frameworks: the ratio of the sweep's times to these; then a designed
+#      study of the same space, per framework: a Saltelli design (Sobol' indices) of base 8 over lr, optimizer and
+#      batch size, 64 points and one seed a point, for which parameter matters, settled or why not (issue 30);
 #   2. framework transfer on digits: each framework's own MNIST default at its published budget, on its home
 #      framework and on the others, native and canonical (the control), 5 seeds a cell, checkpoints kept; then
 #      the same at the published steps (issue 29: 20,000 for TensorFlow's mnist-deep, 418 at its published epochs)
@@ -55,7 +57,7 @@ tag=$(echo "$frameworks" | tr ',' '-')
 sweep="main-sweep-$tag" transfer="main-transfer-$tag" crossover="main-crossover-$tag" placebo="main-placebo-$tag"
 transfer_steps="main-transfer-steps-$tag" steps_default=tensorflow-mnist-deep
 steps_other=$(echo "$frameworks" | tr ',' '\n' | grep -vx tensorflow | head -1 || true)
-ablation="main-ablation-$tag"
+ablation="main-ablation-$tag" designed="main-design-$tag"
 first=$(echo "$frameworks" | cut -d, -f1)
 stage() { echo "== $* (at ${SECONDS} s)" >&2; }
 stage "frameworks: $frameworks; their MNIST defaults: $defaults"
@@ -85,6 +87,9 @@ stage "1/6 a sweep on digits: 40 sampled configurations x 3 seeds, then its 3 be
 $sensitivity sweep search_spaces/digits.yaml --frameworks "$frameworks" --trials 120 --seeds 3 --parallel 2 \
     --sampler random --seed 0 --study "$sweep" --address "$address"
 $sensitivity timing "$sweep" --configs 3 --no-progress --address "$address"
+stage "1/6 a designed study on digits: Sobol' indices of lr, optimizer and batch size per framework, 64 points each"
+$sensitivity sweep search_spaces/digits.yaml --frameworks "$frameworks" --design sobol --trials 64 --seeds 1 --seed 0 \
+    --parallel 2 --study "$designed" --no-progress --address "$address"
 stage "2/6 framework transfer on digits at the published budget, native and canonical, $seeds seeds a cell"
 $sensitivity transfer --frameworks "$frameworks" --datasets digits --defaults "$defaults" --seeds "$seeds" \
     --semantics both --keep-checkpoints --parallel 2 --study "$transfer" --address "$address"
@@ -121,7 +126,7 @@ stage "5/6 robustness of step 2's models, by the protocol fixed in search_spaces
 $sensitivity robustness "$transfer" --semantics both
 stage "6/6 report"
 others=(--with-study "$transfer" "${with_steps[@]}" --with-study "$crossover" --with-study "$placebo"
-        --with-study "$sweep-alone")
+        --with-study "$sweep-alone" --with-study "$designed")
 $sensitivity report "$sweep" "${others[@]}" "${with_ablation[@]}" --out results/main-report.html
 $sensitivity findings "$sweep" "${others[@]}" "${with_ablation[@]}"  # the report's first section, as text
 .venv/bin/python -m sensitivity.analysis.browser results/main-report.html
