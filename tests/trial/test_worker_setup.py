@@ -1,5 +1,7 @@
 """One worker recipe (`runner.worker_setup`): a trial, the sweep, timing, robustness and the forecast's probe start
-their framework processes with the same environment for the same spec; read off the started processes."""
+their framework processes with the same environment for the same spec; read off the started processes.
+The driver's modules (pandas, Ray) are imported inside the test that needs them: the legacy environment collects
+this file too."""
 from __future__ import annotations
 
 import os
@@ -10,9 +12,6 @@ import pytest
 from sensitivity import frameworks
 from sensitivity.core import envs
 from sensitivity.core.spec import TrialSpec
-from sensitivity.experiments import robustness
-from sensitivity.forecast import throughput
-from sensitivity.forecast.probe import Cell
 from sensitivity.trial import runner
 from sensitivity.trial.runner import Worker, worker_setup
 
@@ -46,7 +45,10 @@ def test_the_sweep_timing_robustness_and_the_forecast_start_the_same_worker(tmp_
     from tests.analysis.planted import as_study, sweep_rows
     import numpy as np
 
+    from sensitivity.experiments import robustness
     from sensitivity.experiments.timing import timing_plan
+    from sensitivity.forecast import throughput
+    from sensitivity.forecast.probe import Cell
     from sensitivity.sweep import dispatch
 
     study = as_study(sweep_rows(np.random.default_rng(0), configs=6), "t", f"sqlite:///{tmp_path}/optuna.db")
