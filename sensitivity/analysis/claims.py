@@ -8,6 +8,7 @@ import html
 import pandas as pd
 
 from sensitivity.analysis.crossover import NEEDS, crossover_comparisons
+from sensitivity.analysis.designed import sensitivity_claims
 from sensitivity.analysis.figure_results import Importance, Robustness, Transfer
 from sensitivity.analysis.findings import ALPHA, EFFECT, findings
 from sensitivity.analysis.importance import (ALL as ALL_TRIALS, FANOVA_RESAMPLES, LABELS, RESAMPLES,
@@ -28,7 +29,9 @@ def _origin(source, sources) -> str:
     return note_html(f"From study {label}.") if source is not sources[0] and label else ""
 
 
-def findings_html(table: pd.DataFrame, others=()) -> str:
+def findings_html(table: pd.DataFrame, others=(), designed=()) -> str:
+    """The Findings section: the claims of the studies' data, then the sensitivity claims of each designed study
+    of `designed` ([(name, `designed.importance_record`)])."""
     found = findings(table, others)
     claims, comparisons = found.claims, found.comparisons
     studies = ", ".join(str(s.attrs.get("study", "a trial table")) for s in [table, *others])
@@ -56,6 +59,12 @@ def findings_html(table: pd.DataFrame, others=()) -> str:
                          f'<a href="#{row["anchor"]}">figure</a><details><summary>details</summary>'
                          f'{html.escape(row["sentence"])}</details></li>')
         parts.append(f"<h3>Regime {html.escape(regime)}</h3><ul class=\"findings\">{''.join(items)}</ul>")
+    for name, record in designed:
+        items = [f'<li><span class="verdict {c["verdict"].replace(" ", "-")}">{html.escape(c["verdict"])}</span>'
+                 f'<strong>{html.escape(c["claim"])}</strong>: {html.escape(c["headline"])} '
+                 f'<a href="#importance">figure</a></li>' for c in sensitivity_claims(name, record)]
+        parts.append(f"<h3>Sensitivity: designed study {html.escape(name)}</h3><ul class=\"findings\">{''.join(items)}"
+                     "</ul>")
     try:
         parts.append(figure_html(plot_findings(found), "findings"))
     except NotEnoughData as reason:

@@ -200,3 +200,52 @@ def importance_record(found: DesignedImportance) -> dict:
     if len(per) > 1:
         record["differences"] = differences(found)
     return record
+
+
+def sensitivity_claims(name: str, record: dict, space: str = "SPACE") -> list:
+    """The Findings' sensitivity claims of designed study `name` (`importance_record`), each {claim, subject,
+    verdict, headline}: per framework, which parameter matters most (verdict settled or not settled, by the
+    ranking index with its interval); then whether frameworks differ in sensitivity (supported where a difference's
+    interval excludes 0, inconclusive where none does, not tested under two frameworks with indices)."""
+    design = record["design"]
+    key, label = ("total", "ST") if design["kind"] == "sobol" else ("mu_star", "mu*")
+    size = (f"Saltelli base {design['size']}" if design["kind"] == "sobol" else f"{design['size']} Morris "
+            "trajectories") + f", {design['points']} points, {design['seeds']} seed(s) a point, study {name}"
+    grow = (f"sensitivity sweep {space} --design {design['kind']} --trials {design['points'] * design['seeds']} "
+            f"--until-settled --max-trials {4 * design['points'] * design['seeds']} --study {name}")
+    claims = []
+    for framework, r in record["per_framework"].items():
+        if "parameters" not in r:
+            claims.append({"claim": "which parameter matters most", "subject": framework, "verdict": "not tested",
+                           "headline": f"{framework}: no indices ({r['why']}); {size}"})
+            continue
+        top = r["top"]
+        est, low, high = r["parameters"][top][key]
+        index = f"{label} {est:.3f} [{low:.3f}, {high:.3f}] ({size})"
+        headline = (f"{framework}: {top} matters most, {index}; {r['why']}" if r["settled"] else
+                    f"{framework}: {top} ranks first, {index}, but the ranking is not settled: {r['why']}; a larger "
+                    f"design may settle it: {grow}")
+        claims.append({"claim": "which parameter matters most", "subject": framework,
+                       "verdict": "settled" if r["settled"] else "not settled", "headline": headline})
+    pairs = record.get("differences", {})
+    if not pairs:
+        claims.append({"claim": "frameworks differ in sensitivity", "subject": "", "verdict": "not tested",
+                       "headline": "needs indices of two or more frameworks on one design"})
+        return claims
+    found = [(pair, parameter, est, low, high) for pair, params in pairs.items()
+             for parameter, (est, low, high) in params.items()]
+    differ = [f for f in found if f[3] > 0 or f[4] < 0]
+    if differ:
+        text = "; ".join(f"{difference_verdict(*pair.split('-', 1), low, high)} to {parameter}: {label} "
+                         f"{pair.replace('-', ' minus ')} {est:+.3f} [{low:+.3f}, {high:+.3f}]"
+                         for pair, parameter, est, low, high in differ)
+        claims.append({"claim": "frameworks differ in sensitivity", "subject": "", "verdict": "supported",
+                       "headline": f"{text} ({size}; each interval est -/+ the root of the two half-widths squared, "
+                                   "not corrected for the number of differences)"})
+    else:
+        pair, parameter, est, low, high = min(found, key=lambda f: f[4] - f[3])
+        claims.append({"claim": "frameworks differ in sensitivity", "subject": "", "verdict": "inconclusive",
+                       "headline": f"no difference of {label} between frameworks excludes 0 (the narrowest: "
+                                   f"{parameter}, {pair.replace('-', ' minus ')} {est:+.3f} [{low:+.3f}, "
+                                   f"{high:+.3f}]); {size}; a larger design narrows the intervals: {grow}"})
+    return claims

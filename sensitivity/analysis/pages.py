@@ -16,7 +16,8 @@ padding:.5em 1em}ul.findings li{margin:.5em 0;line-height:1.4}.verdict{display:i
 font-weight:600;font-size:.85em;padding:1px 6px;margin-right:.4em;border-radius:3px;background:#eee;text-align:center}
 .verdict.supported{background:#ffe0dd}.verdict.not-supported{background:#ddeeff}.verdict.inconclusive{background:#eee}
 .verdict.not-tested{background:#fff6e0}
-.verdict.not-testable{background:#fff6e0}details{margin:.6em 0}summary{cursor:pointer;color:#1f4e99}"""
+.verdict.not-testable{background:#fff6e0}.verdict.settled{background:#ffe0dd}.verdict.not-settled{background:#eee}
+details{margin:.6em 0}summary{cursor:pointer;color:#1f4e99}"""
 
 
 def table_html(frame: pd.DataFrame, empty: str = "no rows") -> str:

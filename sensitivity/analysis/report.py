@@ -96,7 +96,7 @@ def render_report(table: pd.DataFrame, others=(), designed=()) -> str:
 def _sections(table: pd.DataFrame, others, designed=()) -> dict:
     """{anchor: the function that draws its section's HTML} for every anchor of SECTIONS."""
     sources = [table, *others]
-    return {"findings": lambda: guarded(lambda: findings_html(table, others)),
+    return {"findings": lambda: guarded(lambda: findings_html(table, others, designed)),
             "study": lambda: study_section(table, others),
             "environment": lambda: _environment(table),
             "summary": lambda: guarded(lambda: _summary(table)),

@@ -7,6 +7,7 @@ import json
 
 from sensitivity.analysis.findings_records import findings_text
 from sensitivity.commands.common import EXIT_OK, load_study, number
+from sensitivity.config.design import DESIGN_ATTR
 
 
 def add_parsers(commands) -> None:
@@ -28,6 +29,7 @@ def add_parsers(commands) -> None:
 
 def _cmd_findings(args) -> int:
     # lazy: pandas
+    from sensitivity.analysis.designed import designed_importance, importance_record, sensitivity_claims
     from sensitivity.analysis.findings import study_findings_records
     from sensitivity.analysis.table import UNFRAMED, trials_table, unframed
 
@@ -35,12 +37,18 @@ def _cmd_findings(args) -> int:
     others = [load_study("findings", name, args.storage) for name in args.with_study]
     found = study_findings_records(study, others, effect=args.effect)
     note = {"note": UNFRAMED} if all(unframed(trials_table(s)) for s in [study, *others]) else {}
+    designed = {s.study_name: sensitivity_claims(s.study_name, importance_record(designed_importance(s)))
+                for s in [study, *others] if DESIGN_ATTR in s.user_attrs}
     if args.json:
-        print(json.dumps({"study": args.study, "with": args.with_study, "effect": args.effect, **found, **note},
-                         indent=2))
+        print(json.dumps({"study": args.study, "with": args.with_study, "effect": args.effect, **found, **note,
+                          **({"sensitivity": designed} if designed else {})}, indent=2))
     else:
         heading = f"Findings of {args.study}" + (f" with {', '.join(args.with_study)}" if args.with_study else "")
         print(findings_text(found, heading, args.effect, every=args.all, verbose=args.verbose))
+        for name, claims in designed.items():
+            print(f"Sensitivity, designed study {name}:")
+            for claim in claims:
+                print(f"  [{claim['verdict']}] {claim['claim']}: {claim['headline']}")
         if note:
             print(f"{args.study}: {UNFRAMED}")
     return EXIT_OK

@@ -223,3 +223,36 @@ def test_the_report_leads_its_importance_with_the_designed_study_and_its_interac
     page = write_report(study, tmp_path / "r.html").read_text()
     importance = page.split('<section id="importance">')[1].split("</section>")[0]
     assert importance.index("Designed study ishigami") < importance.index("data-kind=\"designed-interactions\"")
+    from analysis_data import make_study
+
+    from sensitivity.analysis.claims import findings_html
+    from sensitivity.analysis.table import trials_table
+
+    findings = findings_html(trials_table(make_study(n_configs=6, seeds=1)), designed=[("ishigami", record)])
+    assert "<h3>Sensitivity: designed study ishigami</h3>" in findings
+    assert findings.count('<span class="verdict ') >= 3 and "frameworks differ in sensitivity" in findings
+
+
+def test_the_findings_sensitivity_claims_name_the_top_parameter_and_where_frameworks_differ(tmp_path, capsys):
+    """Ishigami at a = 7 and a = 2: x2's ST is 0.442 against 0.061, a difference the design's intervals resolve;
+    at a = 2, x1 explains most of the variance (ST 0.93) and its ranking settles."""
+    from sensitivity.analysis.designed import sensitivity_claims
+
+    worlds = {"strong": ishigami, "weak": lambda c: ishigami(c, a=2.0)}
+    study = planted_study(None, Design("sobol", 256, 1, PARAMS), worlds)
+    claims = sensitivity_claims("ishigami", importance_record(designed_importance(study)))
+    by_subject = {c["subject"]: c for c in claims}
+    assert by_subject["weak"]["verdict"] == "settled" and by_subject["weak"]["headline"].startswith(
+        "weak: x1 matters most, ST ")
+    differ = by_subject[""]
+    assert differ["claim"] == "frameworks differ in sensitivity" and differ["verdict"] == "supported"
+    assert "strong more sensitive to x2: ST strong minus weak +0.3" in differ["headline"], differ
+    small = planted_study(None, Design("sobol", 2, 1, PARAMS), {"a": ishigami}, name="small")
+    [one, none] = sensitivity_claims("small", importance_record(designed_importance(small)))
+    assert one["verdict"] == "not settled" and "too small for a bootstrap interval" in one["headline"]
+    assert "--until-settled --max-trials" in one["headline"] and none["verdict"] == "not tested"
+    storage = f"sqlite:///{tmp_path}/s.db"
+    planted_study(storage, Design("sobol", 8, 1, PARAMS), worlds, name="cli")
+    assert main(["findings", "cli", "--storage", storage]) == 0
+    out = capsys.readouterr().out
+    assert "Sensitivity, designed study cli:\n  [" in out and "] frameworks differ in sensitivity: " in out
