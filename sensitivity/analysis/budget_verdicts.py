@@ -58,15 +58,16 @@ def combine(regime: str, claim: str, results: dict, rows: pd.DataFrame) -> dict:
 
 
 def budgets_text(by_budget: dict) -> str:
-    """"published epochs: supported, not converged; published steps not run" for the headline."""
+    """"at epochs: supported, not converged; at steps: not run" for the headline (the published epochs and steps;
+    "at steps (4 of 12 run)" where some comparisons were left out)."""
     parts = []
     for budget, record in by_budget.items():
         if "not_run" in record:
-            parts.append(f"{BUDGET_WORDS[budget]} not run")
+            parts.append(f"at {budget}: not run")
         else:
-            some = (f", {record['n_tested']} of {record['n_tested'] + len(record['left_out'])} comparisons"
+            some = (f" ({record['n_tested']} of {record['n_tested'] + len(record['left_out'])} run)"
                     if record.get("left_out") else "")
-            parts.append(f"{BUDGET_WORDS[budget]}: {record['verdict']}{some}, {converged_text(record['converged'])}")
+            parts.append(f"at {budget}{some}: {record['verdict']}, {converged_text(record['converged'])}")
     return "; ".join(parts)
 
 

@@ -105,7 +105,7 @@ def test_a_definition_not_run_says_so_with_the_command_that_runs_it():
     assert command.startswith("sensitivity transfer --frameworks jax,tensorflow,torch --datasets digits,mnist5k")
     assert "--budget steps" in command and "--semantics native" in command and "--seeds 5" in command
     assert "not run at the published steps (to run it: sensitivity transfer" in row["sentence"]
-    assert "published steps not run" in row["headline"]
+    assert "at steps: not run" in row["headline"]
 
 
 def test_steps_run_for_some_pairs_name_those_left_out():
@@ -118,7 +118,7 @@ def test_steps_run_for_some_pairs_name_those_left_out():
     assert steps["n_tested"] == 4 and len(steps["left_out"]) == 8
     assert "--defaults jax-default,torch-default" in steps["left_out_command"]
     assert "8 comparisons were left out" in row["sentence"]
-    assert "published steps: not supported, 4 of 12 comparisons, converged" in row["headline"]
+    assert "at steps (4 of 12 run): not supported, converged" in row["headline"]
 
 
 def test_each_definitions_pooled_interval_covers_its_planted_mean():

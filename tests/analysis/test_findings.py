@@ -395,8 +395,8 @@ def test_findings_command_prints_a_verdict_per_claim(storage, capsys):
     lines = [line for line in out.splitlines() if line.startswith("  [")]
     assert len(lines) == 4 and all(len(line) <= 240 for line in lines), lines  # one line a claim, at a glance
     assert re.search(r"^  \[inconclusive\] dataset transfer: \+0\.\d{3} \[\+0\.\d{3}, \+0\.\d{3}\] home "
-                     r"advantage, p=\S+; 4 seeds a side; published epochs: supported, convergence unknown; "
-                     r"published steps not run$", out, re.M), out
+                     r"advantage, p=\S+; 4 seeds a side; at epochs: supported, convergence unknown; "
+                     r"at steps: not run$", out, re.M), out
     # native only: no canonical control on the same pairs, so robustness cannot be called supported
     assert "[inconclusive] robustness:" in out and "no canonical control" in out
     assert main(["findings", "sweep", "--with-study", "transfer", "--storage", storage, "--verbose"]) == 0
