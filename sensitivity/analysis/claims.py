@@ -8,7 +8,7 @@ import html
 import pandas as pd
 
 from sensitivity.analysis.crossover import NEEDS, crossover_comparisons
-from sensitivity.analysis.designed import sensitivity_claims
+from sensitivity.analysis.designed_claims import sensitivity_claims
 from sensitivity.analysis.figure_results import Importance, Robustness, Transfer
 from sensitivity.analysis.findings import ALPHA, EFFECT, findings
 from sensitivity.analysis.importance import (ALL as ALL_TRIALS, FANOVA_RESAMPLES, LABELS, RESAMPLES,
@@ -27,6 +27,13 @@ from sensitivity.studies.trial_rows import cached_beside
 def _origin(source, sources) -> str:
     label = source.attrs.get("study")
     return note_html(f"From study {label}.") if source is not sources[0] and label else ""
+
+
+def _item(verdict: str, claim: str, headline: str, anchor: str, details: str) -> str:
+    """One claim of the Findings: its verdict badge, its line, a link to its figure, its details folded."""
+    return (f'<li><span class="verdict {verdict.replace(" ", "-")}">{html.escape(verdict)}</span>'
+            f'<strong>{html.escape(claim)}</strong>: {html.escape(headline)} <a href="#{anchor}">figure</a>'
+            f'<details><summary>details</summary>{html.escape(details)}</details></li>')
 
 
 def findings_html(table: pd.DataFrame, others=(), designed=()) -> str:
@@ -51,18 +58,12 @@ def findings_html(table: pd.DataFrame, others=(), designed=()) -> str:
         "exact one over the seeds, and a comparison it cannot decide is not testable. Robustness compares the same "
         "configuration on two frameworks against the canonical control on the same pair.")]
     for regime in regimes_of(claims):
-        items = []
-        for row in claims[claims[REGIME].eq(regime)].to_dict("records"):
-            badge = row["verdict"].replace(" ", "-")
-            items.append(f'<li><span class="verdict {badge}">{html.escape(row["verdict"])}</span>'
-                         f'<strong>{html.escape(row["claim"])}</strong>: {html.escape(row["headline"])} '
-                         f'<a href="#{row["anchor"]}">figure</a><details><summary>details</summary>'
-                         f'{html.escape(row["sentence"])}</details></li>')
+        items = [_item(row["verdict"], row["claim"], row["headline"], row["anchor"], row["sentence"])
+                 for row in claims[claims[REGIME].eq(regime)].to_dict("records")]
         parts.append(f"<h3>Regime {html.escape(regime)}</h3><ul class=\"findings\">{''.join(items)}</ul>")
     for name, record in designed:
-        items = [f'<li><span class="verdict {c["verdict"].replace(" ", "-")}">{html.escape(c["verdict"])}</span>'
-                 f'<strong>{html.escape(c["claim"])}</strong>: {html.escape(c["headline"])} '
-                 f'<a href="#importance">figure</a></li>' for c in sensitivity_claims(name, record)]
+        items = [_item(c["verdict"], c["claim"], c["headline"], "importance", c["details"])
+                 for c in sensitivity_claims(name, record)]
         parts.append(f"<h3>Sensitivity: designed study {html.escape(name)}</h3><ul class=\"findings\">{''.join(items)}"
                      "</ul>")
     try:

@@ -29,7 +29,8 @@ def add_parsers(commands) -> None:
 
 def _cmd_findings(args) -> int:
     # lazy: pandas
-    from sensitivity.analysis.designed import designed_importance, importance_record, sensitivity_claims
+    from sensitivity.analysis.designed import designed_importance, importance_record
+    from sensitivity.analysis.designed_claims import sensitivity_claims
     from sensitivity.analysis.findings import study_findings_records
     from sensitivity.analysis.table import UNFRAMED, trials_table, unframed
 
@@ -49,6 +50,8 @@ def _cmd_findings(args) -> int:
             print(f"Sensitivity, designed study {name}:")
             for claim in claims:
                 print(f"  [{claim['verdict']}] {claim['claim']}: {claim['headline']}")
+                if args.verbose:
+                    print(f"      {claim['details']}")
         if note:
             print(f"{args.study}: {UNFRAMED}")
     return EXIT_OK

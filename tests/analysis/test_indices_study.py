@@ -234,25 +234,59 @@ def test_the_report_leads_its_importance_with_the_designed_study_and_its_interac
 
 
 def test_the_findings_sensitivity_claims_name_the_top_parameter_and_where_frameworks_differ(tmp_path, capsys):
-    """Ishigami at a = 7 and a = 2: x2's ST is 0.442 against 0.061, a difference the design's intervals resolve;
-    at a = 2, x1 explains most of the variance (ST 0.93) and its ranking settles."""
-    from sensitivity.analysis.designed import sensitivity_claims
+    """Ishigami at a = 7 and a = 2: x2's ST is 0.442 against 0.061, a difference the design's intervals resolve
+    even widened to a Bonferroni family; at a = 2, x1 explains most of the variance (ST 0.93) and its ranking
+    settles, the others below it. Every claim's line fits the Findings' 240 characters."""
+    from sensitivity.analysis.designed_claims import sensitivity_claims
 
     worlds = {"strong": ishigami, "weak": lambda c: ishigami(c, a=2.0)}
     study = planted_study(None, Design("sobol", 256, 1, PARAMS), worlds)
     claims = sensitivity_claims("ishigami", importance_record(designed_importance(study)))
+    assert all(len(f"  [{c['verdict']}] {c['claim']}: {c['headline']}") <= 240 for c in claims), claims
     by_subject = {c["subject"]: c for c in claims}
-    assert by_subject["weak"]["verdict"] == "settled" and by_subject["weak"]["headline"].startswith(
-        "weak: x1 matters most, ST ")
+    weak = by_subject["weak"]
+    assert weak["verdict"] == "settled" and weak["headline"].startswith("weak: x1 first, ST "), weak
+    assert weak["headline"].endswith("below it") and "x3: S1 " in weak["details"]
     differ = by_subject[""]
     assert differ["claim"] == "frameworks differ in sensitivity" and differ["verdict"] == "supported"
-    assert "strong more sensitive to x2: ST strong minus weak +0.3" in differ["headline"], differ
+    assert "(Bonferroni): strong more sensitive to x2: ST strong minus weak +0.3" in differ["headline"], differ
+    assert "a Bonferroni family of 3 (z 2.39)" in differ["details"]
     small = planted_study(None, Design("sobol", 2, 1, PARAMS), {"a": ishigami}, name="small")
     [one, none] = sensitivity_claims("small", importance_record(designed_importance(small)))
     assert one["verdict"] == "not settled" and "too small for a bootstrap interval" in one["headline"]
-    assert "--until-settled --max-trials" in one["headline"] and none["verdict"] == "not tested"
+    assert "--until-settled --max-trials" in one["details"] and none["verdict"] == "not tested"
     storage = f"sqlite:///{tmp_path}/s.db"
     planted_study(storage, Design("sobol", 8, 1, PARAMS), worlds, name="cli")
-    assert main(["findings", "cli", "--storage", storage]) == 0
+    assert main(["findings", "cli", "--storage", storage, "--verbose"]) == 0
     out = capsys.readouterr().out
     assert "Sensitivity, designed study cli:\n  [" in out and "] frameworks differ in sensitivity: " in out
+    assert "\n      strong (Saltelli base N=8, 64 points a framework" in out
+
+
+def test_a_ranking_of_indices_that_interact_or_of_intervals_past_the_range_is_not_settled():
+    """Two parameters that lead together through their interaction (overlapping intervals, ST - S1 large) are
+    named together, the one below them apart; an ST interval holding the whole of [0, 1] ranks nothing."""
+    from sensitivity.analysis.designed_claims import sensitivity_claims
+
+    def framework(lr, optimizer, batch, settled=False):
+        return {"n": 256, "points": 256, "diverged": 0, "settled": settled, "top": "lr", "lead": 0.87,
+                "why": "lr leads in only 87% of resamples (needs 90%); lr's interval overlaps optimizer's",
+                "parameters": {name: {"first": [0.1, -0.4, 0.6], "total": total, "total_minus_first": total[0] - 0.1}
+                               for name, total in (("lr", lr), ("optimizer", optimizer), ("batch_size", batch))}}
+
+    record = {"design": {"kind": "sobol", "size": 32, "points": 256, "seeds": 1},
+              "per_framework": {"torch": framework([1.05, 0.38, 1.72], [0.75, 0.35, 1.15], [0.11, -0.01, 0.22]),
+                                "mxnet": framework([1.3, -19.2, 21.9], [0.75, -0.14, 1.65], [0.02, -0.06, 0.11]),
+                                "tensorflow": framework([1.08, 0.4, 1.76], [0.64, 0.22, 1.07], [0.18, 0.01, 0.36])},
+              "differences": {"torch-mxnet": {"lr": [-0.2, -21.2, 20.8], "optimizer": [0.0, -1.1, 1.1],
+                                              "batch_size": [0.09, 0.01, 0.17]}}}
+    torch, mxnet, tensorflow, differ = sensitivity_claims("d", record)
+    assert torch["verdict"] == "not settled"
+    assert torch["headline"] == ("torch: lr ST 1.05 [0.38, 1.72] and optimizer ST 0.75 [0.35, 1.15] lead, not "
+                                 "separated (lr first in 87% of resamples); batch_size below them; ST-S1 0.95, 0.65: "
+                                 "mostly interaction")
+    assert "; batch_size below lr; " in tensorflow["headline"]  # below lr's interval, not optimizer's
+    assert mxnet["verdict"] == "not settled" and "holding the whole of an index's range [0, 1]" in mxnet["headline"]
+    # +0.09 [+0.01, +0.17] excludes 0 alone, not among 3 differences
+    assert differ["verdict"] == "inconclusive" and "narrowest: batch_size: ST torch minus mxnet +0.09" in \
+        differ["headline"], differ
