@@ -293,5 +293,6 @@ def _checks_html(checks: pd.DataFrame) -> str:
     if len(checks):
         return note_html(f"The attack checks held on all {len(checks)} attacked models: at most "
                          f"{checks['zero_gradient'].max():.1%} of samples with an all-zero input gradient, PGD no "
-                         "weaker than FGSM, accuracy falling towards 0 at the largest eps.")
+                         f"weaker than FGSM, accuracy at most {checks['accuracy_at_check'].max():.3f} at eps "
+                         f"{checks['check_eps'].max():g}.")
     return ""

@@ -351,9 +351,9 @@ def checks(frame) -> str:
         return ""
     failed = frame[frame["failed"].map(bool)]
     zero = _numeric(frame["zero_gradient"]).max()
-    floor = _numeric(frame["accuracy_at_largest"]).max()
+    floor = _numeric(frame["accuracy_at_check"]).max()
     held = (f"zero input gradient on at most {zero:.1%} of samples; PGD no weaker than FGSM; accuracy at eps "
-            f"{frame['largest_eps'].max():g} at most {floor:.3f}")
+            f"{frame['check_eps'].max():g} at most {floor:.3f}")
     if failed.empty:
         return f"; the attack checks held on all {len(frame)} attacked models ({held})"
     first = failed.iloc[0]

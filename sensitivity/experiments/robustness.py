@@ -177,8 +177,8 @@ def attack_study(study, samples: Optional[int] = None, defaults_only: bool = Fal
                                                           (s["matched"] or {}).items() if e is not None})
     records, failures, workers = {}, {}, {}
     grids = {n: list(protocol.grid(specs[n].dataset)) for n in by_number}
-    requests = {state: _request(specs[state[0]], by_number[state[0]], state[1], list(protocol.attacks),
-                                grids[state[0]], samples) for state in states}
+    requests = {state: {**_request(specs[state[0]], by_number[state[0]], state[1], list(protocol.attacks),
+                                   grids[state[0]], samples), "check_eps": protocol.checks.eps} for state in states}
     made = {}
 
     def run(state, request: dict):
@@ -202,7 +202,8 @@ def attack_study(study, samples: Optional[int] = None, defaults_only: bool = Fal
             surrogate = surrogates.get((specs[state[0]].dataset, specs[state[0]].seed))
             if surrogate is None:
                 continue
-            result = run(state, {**requests[state], "attacks": [], "evaluate": {SURROGATE: surrogate["examples"]}})
+            result = run(state, {**requests[state], "attacks": [], "check_eps": None,
+                                 "evaluate": {SURROGATE: surrogate["examples"]}})
             if result is not None:
                 made[state].update(transfer=result["transfer"], transfer_correct=result["transfer_correct"],
                                    surrogate=surrogate["record"])

@@ -100,6 +100,7 @@ class Surrogate(_Strict):
 
 class Checks(_Strict):
     pgd_slack: float = Field(0.02, ge=0, le=1)
+    eps: float = Field(0.3, gt=0, le=1)  # the radius at which a working attack leaves at most `floor` accuracy
     floor: float = Field(0.1, ge=0, le=1)
     zero_gradient: float = Field(0.01, ge=0, le=1)
 
@@ -185,7 +186,7 @@ ALLOWED = {"eps": GRID_ALLOWED, "eps_by_dataset": "a mapping of dataset names to
            "surrogate.framework": "a framework name (torch, tensorflow, ...)", "surrogate.epochs": "1 to 200",
            "surrogate.optimizer": "sgd, momentum, nesterov, adam, rmsprop", "surrogate.lr": "above 0, at most 10",
            "surrogate.batch_size": "1 to 4096", "clean_margin": "above 0 and below 1",
-           "checks": "a mapping of pgd_slack, floor, zero_gradient, each in [0, 1]",
+           "checks": "a mapping of pgd_slack, floor, zero_gradient, each in [0, 1], and eps in (0, 1]",
            "bootstrap": "a mapping of resamples (100 to 100,000) and seed (0 or above)"}
 
 

@@ -87,6 +87,13 @@ def run_request(request: dict, threads: int) -> dict:
             correct = correct_samples(adapter, adv, y)
             result["white_box"][attack].append(float(correct.mean()))
             result["correct"][attack].append(pack(correct))
+    check_eps = request.get("check_eps")
+    if check_eps and request.get("attacks"):  # the strongest attack once more, at the check's radius (not a curve)
+        attack = "pgd" if "pgd" in request["attacks"] else request["attacks"][-1]
+        adv = (np.clip(x + check_eps * np.sign(gradient), low, high).astype(x.dtype) if attack == "fgsm" else
+               ATTACK_FUNCTIONS[attack](adapter, x, y, check_eps, low, high, np.random.default_rng(spec.seed)))
+        result["check"] = {"attack": attack, "eps": float(check_eps),
+                           "accuracy": float(correct_samples(adapter, adv, y).mean())}
     if request.get("save_examples") and examples:
         with atomic_write(request["save_examples"]) as f:
             np.savez(f, **examples)

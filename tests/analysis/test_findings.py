@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
-from planted import (KEEPS, KEEPS_BY_DEFAULT, LEVELS, NULL_CROSSOVER, NULL_KEEPS, NULL_TRANSFER_KEEPS, NULL_TRUE,
+from planted import (EPS, KEEPS, KEEPS_BY_DEFAULT, LEVELS, NULL_CROSSOVER, NULL_KEEPS, NULL_TRANSFER_KEEPS, NULL_TRUE,
                      REPORTED, TRANSFER_KEEPS, TRANSFER_KEEPS_BY_DEFAULT, area, as_frame, as_study, crossover_rows,
                      matched_world, robustness_records, sweep_rows, transfer_rows, true_accuracy,
                      true_home_advantage)
@@ -523,6 +523,27 @@ def test_gradient_masking_is_flagged_by_the_checks():
     REPORTED.append(f"gradient masking (jax, 30% zero gradients): flagged {len(failed)} of "
                     f"{int(checks['framework'].eq('jax').sum())} jax models and 0 of "
                     f"{int(checks['framework'].ne('jax').sum())} others; without masking 0 of {len(clean)}")
+
+
+def test_the_attack_check_reads_the_checks_radius_not_the_grids_top():
+    """A grid whose top keeps some accuracy by design is no failed attack: the check reads the strongest attack at
+    the checks' radius where a state has it (a study attacked before it was recorded: the grid's top)."""
+    from sensitivity.analysis.robustness import robustness_checks
+
+    rows = transfer_rows(np.random.default_rng(22), seeds=(3, 3), study=22)
+    records, protocol = robustness_records(rows, study=22)
+    for number, record in records.items():
+        boxes = record["published"]["white_box"]
+        boxes["pgd"][-1], boxes["fgsm"][-1] = 0.25, 0.27  # the grid's top keeps a quarter
+        record["published"]["check"] = {"attack": "pgd", "eps": 0.3, "accuracy": 0.5 if number == 0 else 0.01}
+    checks = robustness_checks(as_frame(rows, "checked", (records, protocol)))
+    failed = checks[checks["failed"].map(bool)]
+    assert failed["trial"].tolist() == [0] and checks["check_eps"].eq(0.3).all()
+    assert failed["failed"].iloc[0] == ["accuracy 0.500 at eps 0.3, above 0.1 (the attack may be failing)"]
+    for record in records.values():
+        del record["published"]["check"]
+    before = robustness_checks(as_frame(rows, "unchecked", (records, protocol)))
+    assert before["failed"].map(bool).all() and before["check_eps"].eq(EPS[-1]).all()
 
 
 # The most accurate framework (tensorflow) is slower than the others, or faster: the verdict must tell the two

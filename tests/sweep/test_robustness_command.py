@@ -95,6 +95,8 @@ def test_every_model_is_attacked_on_the_whole_test_set_and_its_checkpoint_is_the
         for attack in ("fgsm", "pgd"):
             assert published["white_box"][attack][0] == pytest.approx(published["clean"])  # eps 0: clean
             assert published["white_box"][attack][2] < published["clean"] - 0.2
+        check = published["check"]  # PGD once more at the checks' radius (the protocol's default 0.3)
+        assert check["attack"] == "pgd" and check["eps"] == 0.3 and check["accuracy"] < published["white_box"]["pgd"][1]
         curve = {p["epoch"]: p["test_accuracy"] for p in trials[number].user_attrs["curve"]}
         for epoch, state in record["checkpoints"].items():  # reloaded, a checkpoint scores what its epoch did
             assert state["clean"] == pytest.approx(curve[int(epoch)]) and state["epoch"] == int(epoch)
