@@ -50,17 +50,51 @@ def _est(triple, digits: int = 2) -> str:
     return f"{est:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
 
 
+def ranks(r: dict, key: str) -> tuple:
+    """(top, leaders, below) of one framework's record by index `key` (total or mu_star): the leaders are the
+    parameters whose intervals overlap the top's, in order of estimate; the others lie below the top's."""
+    params = {p: v[key] for p, v in r["parameters"].items()}
+    order = sorted(params, key=lambda p: -params[p][0])
+    top = r["top"] if r.get("top") in params else order[0]
+    leaders = [p for p in order if p == top or params[p][2] >= params[top][1]]
+    return top, leaders, [p for p in order if p not in leaders]
+
+
+def mostly_interaction(r: dict, names) -> bool:
+    """Whether each of `names` owes more of its ST to interactions (ST - S1) than to itself alone (S1)."""
+    return all(r["parameters"][p]["total_minus_first"] > r["parameters"][p]["first"][0] for p in names)
+
+
+def interaction_note(record: dict) -> str:
+    """On a Saltelli design, where a framework's leaders are not separated: how much of their ST is interaction,
+    which is why evaluators that weigh a joint effect differently can rank them apart ("" where none)."""
+    if record["design"]["kind"] != "sobol":
+        return ""
+    said = []
+    for framework, r in record["per_framework"].items():
+        if "parameters" not in r or r["settled"]:
+            continue
+        _, leaders, _ = ranks(r, "total")
+        if len(leaders) < 2 or not mostly_interaction(r, leaders):
+            continue
+        shares = ", ".join(f"{p} {r['parameters'][p]['total_minus_first']:.2f}" for p in leaders)
+        pairs = [f"{a}:{b} {_est(r['interactions'][f'{a}:{b}'])}" for i, a in enumerate(leaders)
+                 for b in leaders[i + 1:] if f"{a}:{b}" in (r.get("interactions") or {})]
+        said.append(f"{framework}, ST - S1 of {shares}" + (f" (S2 {'; '.join(pairs)})" if pairs else ""))
+    if not said:
+        return ""
+    return ("The leading parameters act mostly through their interaction: " + "; ".join(said) + ". Which of them "
+            "matters most then has no single answer: evaluators that weigh a joint effect differently (fANOVA's "
+            "main effects, PED-ANOVA's top quantile, below) can rank them in opposite orders.")
+
+
 def _which(framework: str, r: dict, label: str, size: str, grow: str) -> dict:
     if "parameters" not in r:
         return _claim(WHICH, framework, "not tested", f"{framework}: no indices ({r['why']})",
                       f"{framework}: no indices: {r['why']}. Design: {size}.")
     key = "total" if label == "ST" else "mu_star"
     params = {p: v[key] for p, v in r["parameters"].items()}
-    order = sorted(params, key=lambda p: -params[p][0])
-    top = r["top"] if r.get("top") in params else order[0]
-    low_top = params[top][1]
-    leaders = [p for p in order if p == top or params[p][2] >= low_top]  # intervals overlapping the top's
-    below = [p for p in order if p not in leaders]  # intervals below the top's
+    top, leaders, below = ranks(r, key)
     floor = min(params[p][1] for p in leaders)
     under = ", ".join(below) + (" below them" if all(params[p][2] < floor for p in below) else f" below {top}")
     listed = "; ".join(f"{p}: " + (f"S1 {_est(v['first'], 3)}, ST {_est(v['total'], 3)}" if label == "ST" else
@@ -90,7 +124,7 @@ def _which(framework: str, r: dict, label: str, size: str, grow: str) -> dict:
                 + f" lead, not separated ({top} first in {r['lead']:.0%} of resamples)")
         if below:
             head += f"; {under}"
-        if label == "ST" and len(leaders) > 1:
+        if label == "ST" and len(leaders) > 1 and mostly_interaction(r, leaders):
             shares = ", ".join(f"{r['parameters'][p]['total_minus_first']:.2f}" for p in leaders)
             head += f"; ST-S1 {shares}: mostly interaction"
     return _claim(WHICH, framework, "not settled", head, details + f" A larger design may settle it: {grow}.")

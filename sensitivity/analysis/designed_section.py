@@ -8,6 +8,7 @@ import html
 import pandas as pd
 
 from sensitivity.analysis.designed import difference_verdict
+from sensitivity.analysis.designed_claims import interaction_note
 from sensitivity.analysis.pages import figure_html, missing_html, note_html, table_html
 from sensitivity.analysis.plots.indices import plot_indices, plot_interactions
 
@@ -39,6 +40,8 @@ def designed_html(name: str, record: dict) -> str:
         rows.append({"framework": framework, "top parameter": top, label: _interval(r["parameters"][top][key]),
                      "settled": "yes" if r["settled"] else "no", "why": r["why"]})
     parts.append(table_html(pd.DataFrame(rows)))
+    if interaction_note(record):
+        parts.append(note_html(interaction_note(record)))
     differences = [{"frameworks": f"{pair.split('-', 1)[0]} minus {pair.split('-', 1)[1]}", "parameter": parameter,
                     label: f"{est:+.3f} [{low:+.3f}, {high:+.3f}]",
                     "verdict": difference_verdict(*pair.split("-", 1), low, high)}

@@ -266,7 +266,7 @@ def test_the_findings_sensitivity_claims_name_the_top_parameter_and_where_framew
 def test_a_ranking_of_indices_that_interact_or_of_intervals_past_the_range_is_not_settled():
     """Two parameters that lead together through their interaction (overlapping intervals, ST - S1 large) are
     named together, the one below them apart; an ST interval holding the whole of [0, 1] ranks nothing."""
-    from sensitivity.analysis.designed_claims import sensitivity_claims
+    from sensitivity.analysis.designed_claims import interaction_note, sensitivity_claims
 
     def framework(lr, optimizer, batch, settled=False):
         return {"n": 256, "points": 256, "diverged": 0, "settled": settled, "top": "lr", "lead": 0.87,
@@ -287,6 +287,12 @@ def test_a_ranking_of_indices_that_interact_or_of_intervals_past_the_range_is_no
                                  "mostly interaction")
     assert "; batch_size below lr; " in tensorflow["headline"]  # below lr's interval, not optimizer's
     assert mxnet["verdict"] == "not settled" and "holding the whole of an index's range [0, 1]" in mxnet["headline"]
+    note = interaction_note(record)  # mxnet leads with lr alone: an interval over all of [0, 1] overlaps nothing
+    assert note.startswith("The leading parameters act mostly through their interaction: torch, ST - S1 of lr 0.95, "
+                           "optimizer 0.65; tensorflow, ST - S1 of lr 0.98, optimizer 0.54. Which of them"), note
+    record["per_framework"]["torch"]["parameters"]["lr"].update(first=[0.6, 0.3, 0.9], total_minus_first=0.45)
+    assert "torch" not in interaction_note(record)
+    assert not sensitivity_claims("d", record)[0]["headline"].endswith("mostly interaction")
     # +0.09 [+0.01, +0.17] excludes 0 alone, not among 3 differences
     assert differ["verdict"] == "inconclusive" and "narrowest: batch_size: ST torch minus mxnet +0.09" in \
         differ["headline"], differ
