@@ -58,6 +58,12 @@ def designed_html(name: str, record: dict) -> str:
         try:
             parts.append(figure_html(plot_interactions(record, f"{name}: second-order indices (S2) per framework"),
                                      "designed-interactions"))
+            negative = [f"{framework} {pair} {_interval(e)}" for framework, r in record["per_framework"].items()
+                        for pair, e in (r.get("interactions") or {}).items() if e[0] < 0]
+            if negative:
+                parts.append(note_html(f"{len(negative)} S2 estimate(s) below 0 ({'; '.join(negative)}), drawn as 0: "
+                                       "an index is at least 0, so a negative estimate is the design's sampling "
+                                       "error, and its interval says how large that error is."))
         except ValueError as reason:
             parts.append(missing_html(str(reason)))
     return "".join(parts)

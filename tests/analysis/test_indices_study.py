@@ -220,6 +220,11 @@ def test_the_report_leads_its_importance_with_the_designed_study_and_its_interac
     section = designed_html("ishigami", record)
     assert re.search(r"<td>strong</td>\s*<td>x1</td>", section), section  # ST: x1 0.558 above x2 0.442
     assert section.count('data-kind="designed-') == 2 and "more sensitive" in section
+    assert "below 0" not in section  # every S2 estimate of this study is at least 0
+    strong = record["per_framework"]["strong"]["interactions"]
+    strong["x1:x2"] = [-0.02, -0.05, 0.01]  # analytic 0: an estimate of it may fall below
+    assert "1 S2 estimate(s) below 0 (strong x1:x2 -0.020 [-0.050, 0.010]), drawn as 0" in designed_html("ishigami",
+                                                                                                        record)
     page = write_report(study, tmp_path / "r.html").read_text()
     importance = page.split('<section id="importance">')[1].split("</section>")[0]
     assert importance.index("Designed study ishigami") < importance.index("data-kind=\"designed-interactions\"")
