@@ -200,4 +200,3 @@ def importance_record(found: DesignedImportance) -> dict:
     if len(per) > 1:
         record["differences"] = differences(found)
     return record
-

@@ -3,8 +3,8 @@
 Per framework, "which parameter matters most": settled where `indices.settled` says so (the top factor leads in at
 least 90% of the bootstrap resamples and its interval lies above the second's); otherwise not settled, naming the
 factors that lead together (intervals overlapping the top's), those below them, and, on a Saltelli design, how much
-of the leaders' total index is interaction (ST - S1). An ST interval that holds the whole of an index's range [0, 1] ranks
-nothing: the design is too small, and the claim says so.
+of the leaders' total index is interaction (ST - S1). An ST interval that holds the whole of an index's range [0, 1]
+ranks nothing: the design is too small, and the claim says so.
 
 Across frameworks, "frameworks differ in sensitivity": each difference of the ranking index (ST, or mu*) between
 two frameworks, its interval widened to a Bonferroni family of all the differences (SALib's 95% half-widths are
@@ -29,9 +29,8 @@ def sensitivity_claims(name: str, record: dict) -> list:
     """The sensitivity claims of designed study `name`: one per framework, then whether frameworks differ."""
     design = record["design"]
     label = "ST" if design["kind"] == "sobol" else "mu*"
-    size = (f"Saltelli base N={design['size']}" if design["kind"] == "sobol" else
-            f"{design['size']} Morris trajectories") + f", {design['points']} points a framework, " \
-        f"{design['seeds']} seed(s) a point, study {name}"
+    kind = f"Saltelli base N={design['size']}" if design["kind"] == "sobol" else f"{design['size']} Morris trajectories"
+    size = f"{kind}, {design['points']} points a framework, {design['seeds']} seed(s) a point, study {name}"
     grow = (f"sensitivity sweep SPACE --design {design['kind']} --trials {design['points'] * design['seeds']} "
             f"--until-settled --max-trials {4 * design['points'] * design['seeds']} --study {name}")
     claims = [_which(framework, r, label, size, grow) for framework, r in record["per_framework"].items()]
@@ -115,7 +114,8 @@ def _which(framework: str, r: dict, label: str, size: str, grow: str) -> dict:
             head += f"; {', '.join(below)} below it"
         return _claim(WHICH, framework, "settled", head, details)
     if small:
-        head = f"{framework}: {top} ranks first, {label} {params[top][0]:.2f}; " + r["why"].removeprefix("not decided: ")
+        why = r["why"].removeprefix("not decided: ")
+        head = f"{framework}: {top} ranks first, {label} {params[top][0]:.2f}; {why}"
     elif wide:
         head = (f"{framework}: {top} ranks first, {label} {_est(params[top])}: an interval holding the whole of "
                 f"an index's range [0, 1] ranks nothing; the design is too small")
@@ -151,7 +151,8 @@ def _differ(pairs: dict, label: str, size: str, grow: str) -> dict:
               f"widened to a Bonferroni family of {len(found)} (z {z:.2f})")
     every = "; ".join(said(*f) for f in widened)
     if differ:
-        head = f"{len(differ)} of {len(found)} differences exclude 0 (Bonferroni): " + "; ".join(said(*f) for f in differ)
+        head = f"{len(differ)} of {len(found)} differences exclude 0 (Bonferroni): " + "; ".join(
+            said(*f) for f in differ)
         return _claim(DIFFER, "", "supported", head, f"{family}: {every}. Design: {size}.")
     narrowest = min(widened, key=lambda f: f[4] - f[3])
     head = f"none of {len(found)} differences of {label} excludes 0 (Bonferroni); narrowest: {said(*narrowest)}"
