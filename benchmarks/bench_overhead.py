@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import socket
 import statistics
 import subprocess
@@ -120,8 +121,12 @@ def main_job_starts(db: str) -> dict:
 
 
 def stop_head(head) -> None:
-    """End the Ray head and everything it started (its own process group)."""
-    subprocess.run(["kill", "-9", f"-{head.pid}"], capture_output=True)
+    """End the Ray head and everything it started (its own process group), and reap it."""
+    try:
+        os.killpg(head.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    head.wait()
 
 
 def main(argv=None) -> int:

@@ -41,6 +41,27 @@ def test_bench_overhead_exits_1_on_a_missed_target(monkeypatch, tmp_path, second
     assert bench.main(["--frameworks", "torch", "--main-db", "sqlite:///x.db"]) == code
 
 
+def test_bench_overhead_ends_the_heads_whole_process_group():
+    """`ray start --block` and the servers it starts share its process group: stop_head ends all of them (procps'
+    `kill -9 -PID` exited 0 and left a Ray head with its keeper running after every run)."""
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    bench = script("bench_overhead")
+    head = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time; subprocess.Popen([sys.executable, "
+                             "'-c', 'import time; time.sleep(60)']); time.sleep(60)"], start_new_session=True)
+    deadline = time.monotonic() + 10
+    while not psutil.Process(head.pid).children() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    [child] = psutil.Process(head.pid).children()
+    bench.stop_head(head)
+    assert head.returncode is not None  # reaped
+    assert not psutil.pid_exists(child.pid) or child.status() == psutil.STATUS_ZOMBIE  # ended (init may reap late)
+
+
 @pytest.mark.parametrize("gap, speedup, code", [(0.1, 1.9, 0), (0.5, 1.9, 1), (0.1, 1.5, 1)])
 def test_bench_dispatch_exits_1_on_a_missed_target(monkeypatch, gap, speedup, code):
     bench = script("bench_dispatch")
