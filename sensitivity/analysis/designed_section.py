@@ -40,8 +40,9 @@ def designed_html(name: str, record: dict) -> str:
         rows.append({"framework": framework, "top parameter": top, label: _interval(r["parameters"][top][key]),
                      "settled": "yes" if r["settled"] else "no", "why": r["why"]})
     parts.append(table_html(pd.DataFrame(rows)))
-    if interaction_note(record):
-        parts.append(note_html(interaction_note(record)))
+    interacting = interaction_note(record)
+    if interacting:
+        parts.append(note_html(interacting))
     differences = [{"frameworks": f"{pair.split('-', 1)[0]} minus {pair.split('-', 1)[1]}", "parameter": parameter,
                     label: f"{est:+.3f} [{low:+.3f}, {high:+.3f}]",
                     "verdict": difference_verdict(*pair.split("-", 1), low, high)}

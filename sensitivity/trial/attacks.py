@@ -75,14 +75,17 @@ def run_request(request: dict, threads: int) -> dict:
     if request.get("attacks"):
         gradient = _gradient(adapter, x, y)  # at the clean inputs: FGSM's at every eps, and the masking check
         result["zero_gradient"] = float(np.mean(~np.any(gradient.reshape(len(y), -1) != 0, axis=1)))
+
+    def attacked(attack: str, eps: float, rng) -> np.ndarray:
+        if attack == "fgsm":  # the clean gradient, computed once
+            return np.clip(x + eps * np.sign(gradient), low, high).astype(x.dtype)
+        return ATTACK_FUNCTIONS[attack](adapter, x, y, eps, low, high, rng)
+
     for attack in request.get("attacks", ()):
         rng = np.random.default_rng(spec.seed)
         result["white_box"][attack], result["correct"][attack] = [], []
         for i, eps in enumerate(request["eps"]):
-            if attack == "fgsm":
-                adv = np.clip(x + eps * np.sign(gradient), low, high).astype(x.dtype)
-            else:
-                adv = ATTACK_FUNCTIONS[attack](adapter, x, y, eps, low, high, rng)
+            adv = attacked(attack, eps, rng)
             examples[f"{attack}_{i}"] = adv
             correct = correct_samples(adapter, adv, y)
             result["white_box"][attack].append(float(correct.mean()))
@@ -90,8 +93,7 @@ def run_request(request: dict, threads: int) -> dict:
     check_eps = request.get("check_eps")
     if check_eps and request.get("attacks"):  # the strongest attack once more, at the check's radius (not a curve)
         attack = "pgd" if "pgd" in request["attacks"] else request["attacks"][-1]
-        adv = (np.clip(x + check_eps * np.sign(gradient), low, high).astype(x.dtype) if attack == "fgsm" else
-               ATTACK_FUNCTIONS[attack](adapter, x, y, check_eps, low, high, np.random.default_rng(spec.seed)))
+        adv = attacked(attack, check_eps, np.random.default_rng(spec.seed))
         result["check"] = {"attack": attack, "eps": float(check_eps),
                            "accuracy": float(correct_samples(adapter, adv, y).mean())}
     if request.get("save_examples") and examples:
