@@ -241,8 +241,13 @@ def robustness_html(curves: pd.DataFrame, source: pd.DataFrame, pgd_steps: int) 
     tables = [("White-box accuracy of the states the verdict compares (each configuration's models at matched clean "
                "accuracy where they kept checkpoints), by eps (and its share of the model's clean accuracy)",
                white), ("Accuracy on the examples made on the seed's surrogate, by eps", cross)]
-    grid = (f"the eps grid {protocol['eps']} registered in {protocol['file']} (sha256 {protocol['sha256'][:12]}) "
-            "before any attack" if protocol else "the eps the attack was given (no protocol recorded)")
+    grids = "; ".join(f"{d}: {list((protocol.get('eps_by_dataset') or {}).get(d, protocol['eps']))}"
+                      for d in sorted(curves["dataset"].unique())) if protocol else ""
+    grid = (f"the eps grid of each dataset ({grids}) registered in {protocol['file']} (sha256 "
+            f"{protocol['sha256'][:12]}) before any attack" if protocol else
+            "the eps the attack was given (no protocol recorded)")
+    surrogate = curves["source_framework"].astype(str).str.startswith("surrogate").any()
+    made_by = "its seed's surrogate" if surrogate else "the set's other frameworks"
     samples = ("the whole test set" if protocol and not protocol.get("samples")
                else f"the first {int(curves['samples'].min())} test samples")
     method = note_html(
@@ -252,7 +257,7 @@ def robustness_html(curves: pd.DataFrame, source: pd.DataFrame, pgd_steps: int) 
         "(2: their range). Frameworks are compared at matched clean accuracy: each set's target is the lowest "
         "final validation accuracy of its models, and each model's checkpoint nearest it is attacked besides the "
         "model as trained; the comparison is the area under the robust-accuracy curve on the samples both models "
-        "classify correctly, under the examples the set's other frameworks made (transfer), with a paired bootstrap "
+        f"classify correctly, under the examples {made_by} made (transfer), with a paired bootstrap "
         "over seeds and samples. Examples made on a model of one regime are not tested on a model of the other.")
     parts = [regime_html(curves), note, method, figure_html(plot_robustness(Robustness(curves)), "robustness")]
     parts += [f"<h3>{title}</h3>" + table_html(regime_sorted(frame.rename(columns=lambda e: f"eps {e:g}")

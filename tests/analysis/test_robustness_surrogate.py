@@ -101,3 +101,23 @@ def test_the_curves_draw_each_configurations_matched_checkpoints_not_the_default
     assert set(white.index.get_level_values("default")) == {"a", "b"}  # the own-default set is not drawn
     transfer = curves[curves["kind"].eq("transfer")]
     assert set(transfer["source_framework"]) == {"surrogate (torch)"}
+
+
+def test_the_sections_method_names_each_datasets_grid_and_the_surrogate():
+    """The robustness section says the grid each dataset was attacked on (eps_by_dataset, not the default grid)
+    and that the transferred examples are the surrogate's."""
+    from sensitivity.analysis.claims import robustness_html
+
+    rows, records = [], {}
+    clean = np.ones(50, bool)
+    for number in range(6):
+        rows.append(model(number, ("torch", "mxnet")[number % 2], number // 2))
+        records[number] = {"published": state(clean, clean, clean), "checkpoints": {}}
+    sets = [{"key": "config/native/digits/a", "kind": "config", "regime": "native", "dataset": "digits",
+             "default": "a", "members": list(range(6)), "target": 0.9, "matched": None}]
+    table = frame(rows, records, sets)
+    table.attrs["robustness_protocol"].update(eps=[0.05, 0.3], eps_by_dataset={"digits": [0.1]}, file="p.yaml",
+                                              sha256="0" * 64)
+    text = robustness_html(robustness_curves(table), table, 10)
+    assert "the eps grid of each dataset (digits: [0.1]) registered in p.yaml" in text
+    assert "under the examples its seed&#x27;s surrogate made (transfer)" in text
