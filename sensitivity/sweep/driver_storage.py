@@ -51,7 +51,8 @@ SHARED_ATTRS = ("env",)  # user attributes equal across most trials: one object 
 # in the driver's memory (at 100,000 trials they would hold gigabytes and most of the time to open a study)
 NOT_CACHED = ("curve", "stderr_tail", "spec", "test_correct")
 SHARED_MAX = 10_000
-UPSERT_DIALECTS = ("postgresql", "sqlite", "mysql")
+UNFINISHED = (TrialState.RUNNING, TrialState.WAITING)
+UPSERT_DIALECTS = ("postgresql", "sqlite")  # ON CONFLICT: the RDB storages `open_storage` opens
 log = logging.getLogger(__name__)
 
 
@@ -165,14 +166,23 @@ class DriverStorage(private_apis.CachedStorage):
 
     @retried
     def _states(self, trial_ids: set) -> list:
-        return driver_sql.trial_states(self.backend, trial_ids)
+        with driver_sql.reading(self.backend) as connection:
+            return driver_sql.trial_states(connection, trial_ids)
 
     @retried
     def _read(self, study_id: int, included: set, seen: int, skipped: set) -> list:
         """The trials in `included` and those above `seen` not in `skipped`, as Optuna builds them, read by
         SQL: a statement per table, no ORM object (Optuna's read is far slower: docs/performance.md)."""
-        rows, read = driver_sql.read_rows(self.backend, study_id, included, seen, skipped, NOT_CACHED)
+        with driver_sql.reading(self.backend) as connection:
+            rows, read = driver_sql.read_rows(connection, study_id, included, seen, skipped, NOT_CACHED)
         return self._build(rows, read) if rows else []
+
+    @retried
+    def get_study_system_attrs(self, study_id: int) -> dict:
+        """Optuna's answer in one statement (Optuna's takes two, and its ORM): the searcher reads the drivers'
+        heartbeats here before each ask."""
+        with driver_sql.reading(self.backend) as connection:
+            return driver_sql.study_system_attrs(connection, study_id)
 
     def _build(self, rows: list, read: dict) -> list:
         """FrozenTrials from the rows of `_read`, as Optuna's `_build_frozen_trial_from_trial_model`."""
@@ -203,45 +213,34 @@ class DriverStorage(private_apis.CachedStorage):
 
     @retried
     def _create(self, study_id: int, template=None):
-        """Optuna's trial creation, in a few statements: the number is the previous trial's plus one (Optuna
-        counts the study's earlier trials, a scan of the whole study), under the same lock on the study."""
-        models = private_apis.rdb_models()
+        """Optuna's trial creation in two statements and no ORM object (Optuna's takes five): the study's row
+        locked, then the trial inserted with its number; a template's values, parameters (checked against the
+        study's distributions) and attributes written in the same transaction."""
         # lazy: optuna
         from optuna.trial import FrozenTrial
 
-        trial_model = models.TrialModel
-        with private_apis.scoped_session(self.backend) as session:
-            models.StudyModel.find_or_raise_by_id(study_id, session, for_update=True)
-            row = trial_model(study_id=study_id, number=None, state=TrialState.RUNNING,
-                              datetime_start=datetime.datetime.now() if template is None else template.datetime_start,
-                              datetime_complete=None if template is None else template.datetime_complete)
-            session.add(row)
-            session.flush()
-            previous = session.query(trial_model.number).filter(
-                trial_model.study_id == study_id, trial_model.trial_id < row.trial_id).order_by(
-                trial_model.trial_id.desc()).limit(1).scalar()
-            row.number = 0 if previous is None else previous + 1
+        state = TrialState.RUNNING if template is None else template.state
+        start = datetime.datetime.now() if template is None else template.datetime_start
+        with driver_sql.writing(self.backend) as connection:
+            made, number = driver_sql.create_trial(connection, study_id, state, start,
+                                                   None if template is None else template.datetime_complete)
             if template is not None:
-                for objective, value in enumerate(template.values or []):
-                    private_apis.set_trial_value_without_commit(self.backend, session, row, objective, value)
-                for name, value in template.params.items():  # checked against the study's distributions
-                    distribution = template.distributions[name]
-                    private_apis.set_trial_param_without_commit(self.backend, session, row.trial_id, name,
-                                                                distribution.to_internal_repr(value), distribution)
                 held = _Held()
+                held.params = [(name, template.distributions[name].to_internal_repr(value),
+                                template.distributions[name]) for name, value in template.params.items()]
                 held.user_attrs, held.system_attrs = template.user_attrs, template.system_attrs
                 held.intermediate = template.intermediate_values
-                driver_sql.insert(self.backend, session, [(row.trial_id, held)])
-                row.state = template.state
-            if template is None:
-                return FrozenTrial(number=row.number, state=row.state, value=None, values=None,
-                                   datetime_start=row.datetime_start, datetime_complete=None, params={},
-                                   distributions={}, user_attrs={}, system_attrs={}, intermediate_values={},
-                                   trial_id=row.trial_id)
-            trial = copy.deepcopy(template)
-            trial.number, trial.datetime_start = row.number, row.datetime_start
-            private_apis.set_trial_id(trial, row.trial_id)
-            return trial
+                driver_sql.check_params(connection, study_id, held.params)
+                driver_sql.write_values(connection, made, template.values)
+                driver_sql.insert(connection, [(made, held)])
+        if template is None:
+            return FrozenTrial(number=number, state=state, value=None, values=None, datetime_start=start,
+                               datetime_complete=None, params={}, distributions={}, user_attrs={},
+                               system_attrs={}, intermediate_values={}, trial_id=made)
+        trial = copy.deepcopy(template)
+        trial.number, trial.datetime_start = number, start
+        private_apis.set_trial_id(trial, made)
+        return trial
 
     def set_trial_param(self, trial_id: int, param_name: str, param_value_internal: float, distribution) -> None:
         with self.lock:
@@ -304,16 +303,13 @@ class DriverStorage(private_apis.CachedStorage):
     @retried
     def _start(self, trial_id: int):
         """A queued trial made RUNNING, as Optuna does it: its start time, or None if another process took it
-        first (UpdateFinishedTrialError if it is finished)."""
-        models = private_apis.rdb_models()
-
-        with private_apis.scoped_session(self.backend) as session:
-            row = models.TrialModel.find_or_raise_by_id(trial_id, session, for_update=True)
-            self.backend.check_trial_is_updatable(trial_id, row.state)
-            if row.state != TrialState.WAITING:
-                return None
-            row.state, row.datetime_start = TrialState.RUNNING, datetime.datetime.now()
-            return row.datetime_start
+        first (UpdateFinishedTrialError if it is finished). One statement when it is still queued."""
+        now = datetime.datetime.now()
+        with driver_sql.writing(self.backend) as connection:
+            if driver_sql.set_state(connection, trial_id, TrialState.RUNNING, now, (TrialState.WAITING,)):
+                return now
+            self.backend.check_trial_is_updatable(trial_id, driver_sql.trial_state(connection, trial_id))
+            return None
 
     def flush(self) -> None:
         """Write every held write now, in one transaction."""
@@ -338,24 +334,24 @@ class DriverStorage(private_apis.CachedStorage):
     def _write(self, trial_ids: set, final=None) -> None:
         """The held writes of `trial_ids`, and `final` (trial id, state, values), in one transaction. Held
         writes are dropped only once committed, so a retry writes them again."""
-        models = private_apis.rdb_models()
-
         self._last_write = time.monotonic()
         trial_ids = {i for i in trial_ids if i in self._held} | ({final[0]} if final else set())
         if not trial_ids:
             return
         now = datetime.datetime.now()
-        with private_apis.scoped_session(self.backend) as session:
-            rows = {row.trial_id: row for row in session.query(models.TrialModel).filter(
-                models.TrialModel.trial_id.in_(trial_ids)).with_for_update()}
-            finished_elsewhere = {i for i, row in rows.items() if row.state.is_finished()}
-            writing = [i for i in trial_ids if i not in finished_elsewhere]
-            driver_sql.insert(self.backend, session, [(i, self._held[i]) for i in writing if i in self._held])
-            if final and final[0] not in finished_elsewhere:
-                trial_id, state, values = final
-                for objective, value in enumerate(values or []):
-                    private_apis.set_trial_value_without_commit(self.backend, session, rows[trial_id], objective, value)
-                rows[trial_id].state, rows[trial_id].datetime_complete = state, now
+        with driver_sql.writing(self.backend) as connection:
+            finished_elsewhere = set()
+            if final:  # its state first: the same statement locks its row and says whether it is still running
+                if not driver_sql.set_state(connection, final[0], final[1], now, UNFINISHED):
+                    finished_elsewhere.add(final[0])
+                elif final[2]:
+                    driver_sql.write_values(connection, final[0], final[2])
+            others = trial_ids - {final[0]} if final else trial_ids
+            if others:
+                finished_elsewhere |= {i for i, state in driver_sql.lock_states(connection, others).items()
+                                       if state.is_finished()}
+            writing = [i for i in trial_ids if i not in finished_elsewhere and i in self._held]
+            driver_sql.insert(connection, [(i, self._held[i]) for i in writing])
         for trial_id in trial_ids:
             self._held.pop(trial_id, None)
         for trial_id in finished_elsewhere:  # read again at the next read
@@ -370,7 +366,6 @@ class DriverStorage(private_apis.CachedStorage):
             trial = self._owned.pop(trial_id)
             trial.state, trial.datetime_complete = state, now
             trial.values = values
-
 
 def _copy(trial):
     """A copy of a cached trial whose dictionaries a caller may change without changing the cache."""
