@@ -29,3 +29,14 @@ def test_the_default_sampler_is_the_windowed_tpe():
     from sensitivity.sweep.windowed_tpe import WINDOW
     sampler = make_sampler("tpe", None, 0)
     assert isinstance(sampler, WindowedTPESampler) and sampler.window == WINDOW
+
+
+def test_running_trials_join_the_window_without_taking_the_finished_trials_places():
+    """TPE's constant liar (Optuna's default) models running trials as pending: with more running than the
+    window holds, the model still sees `window` finished trials, and the running ones beside them."""
+    from optuna.trial import TrialState
+    sampler = WindowedTPESampler(seed=0, multivariate=True, n_startup_trials=5, window=20)
+    study, dist = study_with_history(sampler)
+    running = [study.ask(dist) for _ in range(30)]
+    seen = sampler.view(study)._get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING))
+    assert [t.number for t in seen] == list(range(40, 60)) + [t.number for t in running]
