@@ -11,7 +11,8 @@ What is used, and why no public route serves:
   and sessions, writes without a commit, the schema versions it knows; a study's storage and id, a trial's id
   (the storage API is addressed by them, and a Study or FrozenTrial gives them under private names only);
 - the system attributes of a trial just asked (the Trial keeps its frozen copy privately);
-- TPE's sampling methods and the study's trial read they make (`TPESamplerOnView`, `StudyView`);
+- TPE's sampling methods, the study's trial read they make and TPE's conversion of each trial's parameters to
+  its internal form (`TPESamplerOnView`, `StudyView`);
 - a local Ray's temporary folder and node address (`ray.init`'s private arguments), and the constant that makes
   Ray keep a loopback node address.
 """
@@ -243,13 +244,26 @@ class StudyView:
         return copy.deepcopy(trials) if deepcopy else trials
 
 
+TPE_KEPT = 100_000  # trials whose internal values a TPE sampler keeps
+
+
 def _tpe_sampler_class():
     # lazy: optuna
+    import numpy as np
     from optuna.samplers import TPESampler  # optuna: when a sampler is made
 
     class TPESamplerOnView(TPESampler):
         """TPESampler whose model (the split into good and bad trials, the Parzen estimators) is fitted to the
-        trials of `view(study)`, a StudyView; its arguments are TPESampler's."""
+        trials of `view(study)`, a StudyView; its arguments are TPESampler's.
+
+        Each trial's parameters in TPE's internal form are kept once they are final (the trial finished, or
+        it holds every parameter of the search space itself): Optuna converts every trial the model sees
+        again on each ask, most of an ask's time, running trials' from JSON. At most TPE_KEPT trials are
+        kept; past that, the store starts again."""
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self._internal: dict = {}  # (study, search space) -> {trial number: internal values, () where one lacks}
 
         def view(self, study):
             return study
@@ -259,6 +273,24 @@ def _tpe_sampler_class():
 
         def _sample(self, study, trial, search_space):
             return super()._sample(self.view(study), trial, search_space)
+
+        def _get_internal_repr(self, trials, search_space, study):
+            kept = self._internal.setdefault((study.study_name, tuple(search_space.items())), {})
+            if len(kept) > TPE_KEPT:
+                kept.clear()
+            rows = []
+            for trial in trials:
+                row = kept.get(trial.number)
+                if row is None:
+                    params = self._get_params(trial, study)
+                    row = (tuple(d.to_internal_repr(params[n]) for n, d in search_space.items())
+                           if search_space.keys() <= params.keys() else ())
+                    if trial.state.is_finished() or search_space.keys() <= trial.params.keys():
+                        kept[trial.number] = row  # its values for these names are final
+                if row:
+                    rows.append(row)
+            columns = list(zip(*rows)) if rows else [()] * len(search_space)
+            return {name: np.asarray(columns[i]) for i, name in enumerate(search_space)}
 
     return TPESamplerOnView
 

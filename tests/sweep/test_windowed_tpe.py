@@ -40,3 +40,40 @@ def test_running_trials_join_the_window_without_taking_the_finished_trials_place
     running = [study.ask(dist) for _ in range(30)]
     seen = sampler.view(study)._get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING))
     assert [t.number for t in seen] == list(range(40, 60)) + [t.number for t in running]
+
+
+@pytest.mark.parametrize("multivariate", [True, False])
+def test_below_the_window_the_sampler_is_optunas_tpe_with_trials_running_pruned_and_failed(multivariate):
+    """The same seed gives the same parameters as Optuna's TPESampler, ask for ask, while trials run, are
+    pruned and fail in between, and while some are defined by run (the internal values it keeps per trial
+    are Optuna's, a running trial's only once it holds them all)."""
+    import random
+
+    from optuna.trial import TrialState
+
+    def suggest(trial):
+        return {"x": trial.suggest_float("x", 1e-4, 1, log=True), "y": trial.suggest_int("y", 1, 64, log=True),
+                "c": trial.suggest_categorical("c", ["sgd", "adam", "rms"])}
+
+    def asked(sampler):
+        study, rng, live, params, late = optuna.create_study(sampler=sampler), random.Random(0), [], [], []
+        for number in range(80):
+            trial = study.ask()
+            if number % 7 == 3:  # its parameters come after the next ask has seen it without them
+                late.append(trial)
+                continue
+            params.extend(suggest(t) for t in [trial, *late])
+            live.extend([trial, *late])
+            late = []
+            if len(live) > 12 or rng.random() < 0.4:
+                done = live.pop(rng.randrange(len(live)))
+                if done.number % 9 == 4:
+                    study.tell(done, state=TrialState.PRUNED)
+                elif done.number % 11 == 5:
+                    study.tell(done, state=TrialState.FAIL)
+                else:
+                    study.tell(done, done.params["x"] * done.params["y"] + len(done.params["c"]))
+        return params
+
+    optunas = asked(optuna.samplers.TPESampler(seed=1, multivariate=multivariate, n_startup_trials=5))
+    assert asked(WindowedTPESampler(seed=1, multivariate=multivariate, n_startup_trials=5, window=10**6)) == optunas
