@@ -8,8 +8,9 @@ the installed versions' metadata; it imports neither package, so the analysis do
 
 What is used, and why no public route serves:
 - Optuna's RDB storage: its cache (`CachedStorage`, the driver's storage builds on it), its SQLAlchemy models
-  and sessions, writes without a commit, the schema versions it knows; a study's storage and id, a trial's id
-  (the storage API is addressed by them, and a Study or FrozenTrial gives them under private names only);
+  (the tables the driver reads and writes in bulk), the schema versions it knows; a study's storage and id, a
+  trial's id (the storage API is addressed by them, and a Study or FrozenTrial gives them under private names
+  only);
 - the system attributes of a trial just asked (the Trial keeps its frozen copy privately);
 - TPE's sampling methods, the study's trial read they make and TPE's conversion of each trial's parameters to
   its internal form (`TPESamplerOnView`, `StudyView`);
@@ -124,23 +125,6 @@ def schema_versions() -> set:
     folder = Path(rdb.__file__).parent / "alembic" / "versions"
     return {m.group(1) for f in folder.glob("*.py")
             for m in [re.search(r"^revision\s*=\s*[\"']([^\"']+)", f.read_text(), re.M)] if m}
-
-
-def scoped_session(rdb):
-    """A session of RDBStorage `rdb`, as a context manager that commits at its end (rolls back on error)."""
-    # lazy: optuna
-    from optuna.storages._rdb.storage import _create_scoped_session  # optuna, sqlalchemy: when a storage is written
-
-    return _create_scoped_session(rdb.scoped_session)
-
-
-def set_trial_value_without_commit(rdb, session, trial_row, objective: int, value: float) -> None:
-    rdb._set_trial_value_without_commit(session, trial_row, objective, value)
-
-
-def set_trial_param_without_commit(rdb, session, trial_id_: int, name: str, internal: float, distribution) -> None:
-    """A parameter written in `session`, checked against the distributions of the study's earlier trials."""
-    rdb._set_trial_param_without_commit(session, trial_id_, name, internal, distribution)
 
 
 # the private methods Optuna's cache calls on its RDB storage, beside BaseStorage's public ones
