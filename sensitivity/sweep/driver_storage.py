@@ -136,7 +136,8 @@ class DriverStorage(private_apis.CachedStorage):
 
     def read_trials(self, study_id: int) -> None:
         """The trials made since the last read, and the unfinished trials (the queue, other drivers') whose
-        state changed. Optuna reads every trial above the last finished one, and every unfinished one, whole.
+        state changed: one statement when none did. Optuna reads every trial above the last finished one, and
+        every unfinished one, whole.
 
         Trials of a study are made one at a time under a lock on the study's row, so trial ids come, and are
         committed, in order: a read that saw trial N has seen every trial of the study before it."""
@@ -144,7 +145,7 @@ class DriverStorage(private_apis.CachedStorage):
             study = self.study_cache(study_id)
             seen = self._seen.get(study_id, -1)
             made_here = {i for i in self._created_here if i > seen}
-            trials = self._read(study_id, self._changed(study.unfinished_trial_ids), seen, made_here)
+            trials = self._read(study_id, set(study.unfinished_trial_ids), seen, made_here)
             self.add_to_cache(study_id, trials)
             for trial in trials:
                 if trial.state.is_finished():
@@ -154,28 +155,28 @@ class DriverStorage(private_apis.CachedStorage):
             self._seen[study_id] = max([seen, *made_here, *(private_apis.trial_id(t) for t in trials)])
             self._created_here.clear()  # all at or below the new mark
 
-    def _changed(self, trial_ids: set) -> set:
-        """Those of `trial_ids` whose state in the storage is not the cached one's, or running but with no
-        parameters in the cached copy (another driver writes them just after asking)."""
-        if not trial_ids:
-            return set()
-        cached = {i: self._cached(i) for i in trial_ids if self.is_cached(i)}
-        return {i for i, state in self._states(trial_ids)
-                if i not in cached or cached[i].state != state
-                or (state == TrialState.RUNNING and not cached[i].params)}
+    def _changed(self, row, seen: int, skipped: set) -> bool:
+        """Whether a trial row read is new (above `seen`, not in `skipped`), or not the cached trial: another
+        state, or running with no parameters in the cached copy (another driver writes them just after
+        asking)."""
+        if (row.trial_id > seen and row.trial_id not in skipped) or not self.is_cached(row.trial_id):
+            return True
+        cached = self._cached(row.trial_id)
+        return cached.state != row.state or (row.state == TrialState.RUNNING and not cached.params)
 
     @retried
-    def _states(self, trial_ids: set) -> list:
+    def _read(self, study_id: int, unfinished: set, seen: int, skipped: set) -> list:
+        """The trials of `unfinished` that changed and those above `seen` not in `skipped`, as Optuna builds
+        them, read by SQL: the rows of both in one statement, then, where any is new or changed, a statement
+        per child table; no ORM object (Optuna's read is far slower: docs/performance.md)."""
         with driver_sql.reading(self.backend) as connection:
-            return driver_sql.trial_states(connection, trial_ids)
-
-    @retried
-    def _read(self, study_id: int, included: set, seen: int, skipped: set) -> list:
-        """The trials in `included` and those above `seen` not in `skipped`, as Optuna builds them, read by
-        SQL: a statement per table, no ORM object (Optuna's read is far slower: docs/performance.md)."""
-        with driver_sql.reading(self.backend) as connection:
-            rows, read = driver_sql.read_rows(connection, study_id, included, seen, skipped, NOT_CACHED)
-        return self._build(rows, read) if rows else []
+            rows = [row for row in driver_sql.trial_rows(connection, study_id, unfinished, seen, skipped)
+                    if self._changed(row, seen, skipped)]
+            if not rows:
+                return []
+            changed = {row.trial_id for row in rows} & unfinished
+            read = driver_sql.child_rows(connection, study_id, changed, seen, skipped, NOT_CACHED)
+        return self._build(rows, read)
 
     @retried
     def get_study_system_attrs(self, study_id: int) -> dict:
