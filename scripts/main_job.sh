@@ -71,6 +71,7 @@ RAY_USAGE_STATS_ENABLED=0 setsid .venv/bin/ray start --head --block --node-ip-ad
     --include-dashboard false --num-cpus "$(nproc)" --object-store-memory 100000000 --temp-dir "$ray_temp/r" \
     >"$ray_temp/start.log" 2>&1 &
 ray_session=$!
+disown "$ray_session"  # its end, below, is the job's doing: bash is not to report it as "Killed"
 trap 'kill -9 -- "-$ray_session" 2>/dev/null || true; rm -rf "$ray_temp"' EXIT
 address=127.0.0.1:$port
 .venv/bin/python - "$port" "$ray_temp/start.log" <<'WAIT'
