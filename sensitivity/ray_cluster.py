@@ -171,26 +171,32 @@ class _Aside:
         return getattr(self.stream, name)
 
 
-class _DropUnfinished(logging.Filter):
-    """Tune's closing "Trials did not complete: [...]": the searcher has told each of them, in one line."""
+class _DropToldTrials(logging.Filter):
+    """Tune's closing notes on trials the searcher has told the study about, each in its own words: "Trials did
+    not complete: [...]", and "Failed to fetch metrics" for a trial stopped before its first report (the driver
+    reads no metrics of Tune's: the study holds them)."""
+
+    LOGGERS = ("ray.tune.tune", "ray.tune.analysis.experiment_analysis")
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith("Trials did not complete")
+        return not str(record.msg).startswith(("Trials did not complete", "Failed to fetch metrics"))
 
 
 @contextlib.contextmanager
 def ray_text_aside(path: Path):
     """While a sweep runs: Ray's own messages about its workers ("(raylet) A worker died ...", which the driver
     prints to stdout from a thread of its own) go to `path`, so that stdout holds the tool's output alone, and
-    Tune's list of unfinished trials is not logged (the study says what became of each)."""
-    streams, quiet = (sys.stdout, sys.stderr), _DropUnfinished()
+    Tune's notes on unfinished trials are not logged (the study says what became of each)."""
+    streams, quiet = (sys.stdout, sys.stderr), _DropToldTrials()
     sys.stdout, sys.stderr = _Aside(sys.stdout, path), _Aside(sys.stderr, path)
-    logging.getLogger("ray.tune.tune").addFilter(quiet)
+    for name in quiet.LOGGERS:
+        logging.getLogger(name).addFilter(quiet)
     try:
         yield
     finally:
         sys.stdout, sys.stderr = streams
-        logging.getLogger("ray.tune.tune").removeFilter(quiet)
+        for name in quiet.LOGGERS:
+            logging.getLogger(name).removeFilter(quiet)
 
 
 def started() -> bool:
