@@ -69,10 +69,11 @@ def statements() -> types.SimpleNamespace:
     last = (sa.select(trials.c.number).where(trials.c.study_id == study_id)
             .order_by(trials.c.trial_id.desc()).limit(1).scalar_subquery())
     update = trials.update().where(trials.c.trial_id == trial_id, among(trials.c.state, "only_from"))
+    study = sa.select(studies.c.study_id).where(studies.c.study_id == study_id)
     return types.SimpleNamespace(
         study_attrs=sa.select(attrs.c.key, attrs.c.value_json).where(attrs.c.study_id == study_id),
-        study=sa.select(studies.c.study_id).where(studies.c.study_id == study_id),
-        lock_study=sa.select(studies.c.study_id).where(studies.c.study_id == study_id).with_for_update(),
+        study=study,
+        lock_study=study.with_for_update(),
         rows=sa.select(trials.c.trial_id, trials.c.number, trials.c.state, trials.c.datetime_start,
                        trials.c.datetime_complete).where(read).order_by(trials.c.trial_id),
         children={"params": children(models.TrialParamModel, "param_name", "param_value", "distribution_json",
