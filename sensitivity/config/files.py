@@ -47,20 +47,23 @@ class ConfigError(ValueError):
 # What a configuration or search-space file may be (docs/bounds.md): far above any real one.
 MAX_BYTES = 1_000_000
 MAX_DEPTH = 32
-MAX_NODES = 100_000  # values after aliases are expanded: an alias bomb is refused, not walked
+MAX_NODES = 50_000  # values after aliases are expanded (an alias bomb is refused, not walked); the
+# largest shipped file, defaults.yaml, holds 1,025
 
 
 def read_mapping(path, error=None) -> dict:
     """A YAML file's top-level mapping; raises `error` (ConfigError by default) with one line naming the file.
-    Refused before parsing: a file over MAX_BYTES, not UTF-8, or nested deeper than MAX_DEPTH; after: one
-    holding more than MAX_NODES values (aliases counted each time they are used)."""
+    Refused before parsing: a file over MAX_BYTES, not UTF-8, or nested deeper than MAX_DEPTH; after parsing
+    and before anything is built from the document (`_check_nodes`): an alias inside the collection it names
+    (recursion), more than MAX_NODES values (aliases counted each time they are used), a tag beyond YAML's
+    core schema."""
     error = error or ConfigError
     path = Path(path)
     text = read_text(path, error)
     try:
         _check_depth(text, path, error)
-        data = yaml.load(text, Loader=StrictLoader)
-    except (DuplicateKey, Yaml11Form) as exc:
+        data = _load(text)
+    except (DuplicateKey, Yaml11Form, Unbounded) as exc:
         raise error(f"{path}: {exc}") from None
     except yaml.YAMLError as exc:
         raise error(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
@@ -71,9 +74,75 @@ def read_mapping(path, error=None) -> dict:
         raise error(f"{path}: not valid YAML: {str(exc).split(':')[0]}") from None
     if not isinstance(data, dict):
         raise error(f"{path}: expected a mapping at the top level")
-    if _count(data, MAX_NODES) > MAX_NODES:
-        raise error(f"{path}: more than {MAX_NODES:,} values (aliases counted where they are used)")
     return data
+
+
+def _load(text: str):
+    """The document of `text`, composed into nodes, checked by `_check_nodes`, then built (StrictLoader)."""
+    loader = StrictLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_nodes(node)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+class Unbounded(yaml.YAMLError):
+    """A document the walk refuses before building it: recursion through an alias, more than MAX_NODES values,
+    or a tag beyond the core schema."""
+
+
+# YAML 1.2's core schema, and `<<` (merge keys, which StrictLoader keeps as YAML's documented way to override)
+CORE_TAGS = {f"tag:yaml.org,2002:{name}": f"!!{name}" for name in
+             ("str", "int", "float", "bool", "null", "seq", "map", "merge")}
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
+
+
+def _check_nodes(root) -> None:
+    """Walk the composed document once, aliases expanded, before anything is built: an alias that names a
+    collection it is inside (`a: &a [1, *a]`, which PyYAML builds as a list containing itself, and which any
+    later walk would follow forever), more than MAX_NODES values, and a tag beyond the core schema (`!!set`,
+    `!!omap`, `!!binary`, `!!python/...`, a date) are refused as Unbounded, naming the key path and the line.
+    The walk takes at most MAX_NODES steps (and one push per item of the collections it enters)."""
+    on_path: set = set()  # ids of the collections enclosing the node being visited
+    count, stack = 0, [(root, "", False)]
+    while stack:
+        node, where, leaving = stack.pop()
+        if leaving:
+            on_path.discard(id(node))
+            continue
+        line = node.start_mark.line + 1
+        if id(node) in on_path:
+            raise Unbounded(f"{where or 'the document'}: an alias to a collection it is inside (the one at line "
+                            f"{line}): recursive YAML; an alias may only repeat a value defined before it")
+        count += 1
+        if count > MAX_NODES:
+            raise Unbounded(f"more than {MAX_NODES:,} values (aliases counted where they are used)")
+        if node.tag not in CORE_TAGS:
+            raise Unbounded(f"{where or 'the document'}: {_tag_refusal(node, line)}")
+        if isinstance(node, yaml.ScalarNode):
+            continue
+        on_path.add(id(node))
+        stack.append((node, where, True))
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend((child, f"{where}[{i}]", False) for i, child in reversed(list(enumerate(node.value))))
+        else:
+            for key, value in reversed(node.value):
+                name = str(key.value)[:60] if isinstance(key, yaml.ScalarNode) else "?"
+                stack.append((value, f"{where}.{name}" if where else name, False))
+                stack.append((key, f"{where}.{name}" if where else name, False))
+
+
+def _tag_refusal(node, line: int) -> str:
+    """Why a node of a tag beyond the core schema is refused, and what is allowed."""
+    if node.tag == _TIMESTAMP:
+        return f"{node.value[:40]!r} at line {line} is a date in YAML 1.1 and a string in YAML 1.2: quote it"
+    allowed = ", ".join(sorted(set(CORE_TAGS.values()) - {"!!merge"}))
+    return (f"tag {node.tag.replace('tag:yaml.org,2002:', '!!')[:60]!r} at line {line} is not taken; allowed: the "
+            f"core schema's {allowed} (a list for a set)")
 
 
 class DuplicateKey(yaml.YAMLError):
@@ -107,7 +176,12 @@ def _yaml11_hint(node):
     return None
 
 
-class StrictLoader(yaml.SafeLoader):
+# libyaml's parser where PyYAML was built with it: the same documents, parsed about 20 times faster, so that a
+# file of MAX_BYTES is read (or refused) within a second or two
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class StrictLoader(_SAFE_LOADER):
     """PyYAML's safe loader that refuses a key given twice in one mapping, naming it and both lines, and a
     plain value that YAML 1.1 and 1.2 read differently (`epochs: 1:0`, `010`, `yes`), naming its key. A key
     that overrides a merged one (`<<: *base`) is YAML's documented way to override, and stays valid."""
@@ -172,29 +246,22 @@ def read_text(path, error) -> str:
 
 
 def _check_depth(text: str, path: Path, error) -> None:
-    """Nesting deeper than MAX_DEPTH is refused from the parser's events (PyYAML's loader recurses)."""
-    depth = 0
-    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+    """Nesting deeper than MAX_DEPTH (PyYAML's loader recurses), and more than MAX_NODES values written out,
+    are refused from the parser's events, before any node is made: the events cost a fifth of composing."""
+    depth, values = 0, 0
+    for event in yaml.parse(text, Loader=_SAFE_LOADER):
         if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
             depth += 1
             if depth > MAX_DEPTH:
                 raise error(f"{path}: nested deeper than {MAX_DEPTH} levels")
         elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
             depth -= 1
-
-
-def _count(value, budget: int) -> int:
-    """The number of values in `value`, counting stopped once it passes `budget`."""
-    count, stack = 0, [value]
-    while stack and count <= budget:
-        item = stack.pop()
-        count += 1
-        if isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, (list, tuple, set)):
-            stack.extend(item)
-    return count
+            continue
+        elif not isinstance(event, (yaml.ScalarEvent, yaml.AliasEvent)):
+            continue
+        values += 1
+        if values > MAX_NODES:
+            raise error(f"{path}: more than {MAX_NODES:,} values")
 
 
 def load_config(path) -> dict:

@@ -2,6 +2,8 @@
 every test folder has): the outcomes per input kind, the assertion every case must pass, and the counts."""
 from __future__ import annotations
 
+import contextlib
+import signal
 from collections import defaultdict
 from pathlib import Path
 
@@ -10,6 +12,33 @@ OUTCOMES: dict = defaultdict(list)  # input kind -> one dict per case
 
 class Reached(RuntimeError):
     """A refused case got as far as something that runs or writes."""
+
+
+class Hang(BaseException):
+    """A case past its time (BaseException: the runner's `except Exception` does not take it for a traceback)."""
+
+
+@contextlib.contextmanager
+def hang_guard(seconds: float, name: str):
+    """Raise Hang in the main thread once `seconds` pass (SIGALRM interrupts a blocking call or a runaway loop
+    before it takes the machine's memory)."""
+    def alarm(signum, frame):
+        raise Hang(name)
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def hung(kind: str, name: str) -> dict:
+    """Record a case that hung, as `classify` counts it."""
+    outcome = {"name": name, "exit": None, "traceback": None, "stderr_lines": 0, "stderr": "", "created": [],
+               "hang": True}
+    OUTCOMES[kind].append(outcome)
+    return outcome
 
 
 def files_in(root: Path) -> set:
