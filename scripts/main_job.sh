@@ -131,7 +131,7 @@ others=(--with-study "$transfer" "${with_steps[@]}" --with-study "$crossover" --
         --with-study "$sweep-alone" --with-study "$designed")
 $sensitivity report "$sweep" "${others[@]}" "${with_ablation[@]}" --out results/main-report.html
 $sensitivity findings "$sweep" "${others[@]}" "${with_ablation[@]}"  # the report's first section, as text
-.venv/bin/python -m sensitivity.analysis.browser results/main-report.html
+.venv/bin/python -m sensitivity.analysis.report.browser results/main-report.html
 stage "done"
 cat >&2 <<EOF
 == left out, too long for this 2-core machine (each at its published budget; add --data-dir with the official files):

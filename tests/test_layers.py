@@ -47,8 +47,8 @@ def test_the_contracts_are_kept():
      "Framework adapters do not import one another"),
     ("frameworks/backends/torch.py", "def added():\n    from sensitivity.frameworks import keras_adapter\n",
      "What the adapters share imports no adapter"),
-    ("analysis/report.py", "def added():\n    from sensitivity.trial import attacks\n", ANALYSIS),
-    ("analysis/papers.py", "from sensitivity.forecast import launch\n", ANALYSIS),
+    ("analysis/report/page.py", "def added():\n    from sensitivity.trial import attacks\n", ANALYSIS),
+    ("analysis/report/papers.py", "from sensitivity.forecast import launch\n", ANALYSIS),
     ("studies/records.py", "def added():\n    from sensitivity.config import spaces\n", ANALYSIS),  # read by analysis
     ("config/spaces.py", "def added():\n    import torch\n", CONFIG),
     ("config/defaults.py", "def added():\n    from mxnet import gluon\n", CONFIG),  # legacy-only: not installed

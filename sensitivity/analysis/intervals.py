@@ -49,7 +49,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from sensitivity.analysis.significance import MIN_FOR_INTERVAL, exact_permutation, t_quantile
+from sensitivity.analysis.statistics import MIN_FOR_INTERVAL, exact_permutation, t_quantile
 
 LOGIT_EPS = 1e-3
 CONFIDENCE = 0.95

@@ -1,5 +1,5 @@
 """The trial table every analysis reads, and the grouping every analysis shares (bins and labels of parameter
-values: `sensitivity.analysis.parameter_values`).
+values: `sensitivity.analysis.tables.parameter_values`).
 
 `trials_table` gives one row per final trial (orphans and surplus trials left out) with an `outcome`:
 `ok` and `diverged` (Optuna COMPLETE; a diverged trial keeps its measured, chance-level accuracy),

@@ -41,7 +41,7 @@ def add_parsers(commands) -> None:
 
 def _cmd_ablate(args) -> int:
     # lazy: pandas
-    from sensitivity.analysis.ablation import ablation_path
+    from sensitivity.analysis.tables.ablation import ablation_path
 
     given = {name: getattr(args, name) for name in CONFIGURATION_FIELDS if getattr(args, name, None) is not None}
     if args.largest_from is not None:
@@ -87,7 +87,7 @@ def largest_difference(study_name: str, storage, fraction=None) -> tuple:
     TrialSpec fields on that dataset (cut to `fraction` of its published epochs where given)."""
     # lazy: pandas
     from sensitivity.analysis.table import NotEnoughData
-    from sensitivity.analysis.transfer import transfer_comparisons
+    from sensitivity.analysis.tables.transfer import transfer_comparisons
 
     study = load_study("ablate", study_name, storage)
     try:

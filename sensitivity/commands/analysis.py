@@ -7,7 +7,7 @@ from pathlib import Path
 from sensitivity.commands.common import EXIT_OK, EXIT_TRIAL_FAILED, UsageError, load_study, number
 from sensitivity.core import paths
 
-# the kinds of sensitivity.analysis.plots.KINDS, named here so that parsing imports no plotting library
+# the kinds of sensitivity.analysis.figures.KINDS, named here so that parsing imports no plotting library
 KINDS = ("findings", "frontier", "importance", "isolation", "slice", "contour", "curves", "seeds", "resources",
          "divergence", "transfer", "robustness", "ablation")
 
@@ -48,7 +48,7 @@ def _load(command: str, args, name=None):
 
 def _cmd_robustness(args) -> int:
     # lazy: pandas, plotly
-    from sensitivity.analysis.robustness import robustness_curves
+    from sensitivity.analysis.tables.robustness import robustness_curves
     from sensitivity.analysis.table import trials_table
     from sensitivity.experiments.robustness import RobustnessError, attack_study
     from sensitivity.experiments.robustness_protocol import ProtocolError, load
@@ -80,8 +80,8 @@ def _cmd_robustness(args) -> int:
 
 def _cmd_plot(args) -> int:
     # lazy: optuna, pandas, plotly
-    from sensitivity.analysis.export import FORMATS
-    from sensitivity.analysis.plots import write_figure
+    from sensitivity.analysis.figures.export import FORMATS
+    from sensitivity.analysis.figures import write_figure
     from sensitivity.analysis.table import NotEnoughData
 
     _check_out("plot", args.out, FORMATS)
@@ -121,7 +121,7 @@ def _results_path(name: str, suffix: str, command: str) -> Path:
 
 def _cmd_report(args) -> int:
     # lazy: optuna, pandas, plotly
-    from sensitivity.analysis.report import write_report
+    from sensitivity.analysis.report.page import write_report
 
     _check_out("report", args.out)
     study = _load("report", args)

@@ -130,7 +130,7 @@ def _run_round(args, space, design: Design, where: str, line: str, keep_ray: boo
 def _verdicts(study_name: str, storage) -> list:
     """[(framework, settled, why)] of the study's designed importance now."""
     # lazy: optuna, SALib
-    from sensitivity.analysis.designed import designed_importance
+    from sensitivity.analysis.rankings.designed import designed_importance
 
     found = designed_importance(catalog.load(study_name, storage))
     return [(f.framework, bool(f.verdict and f.verdict.settled), f.verdict.why if f.verdict else f.why_not)

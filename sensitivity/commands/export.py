@@ -46,8 +46,8 @@ def _cmd_export(args) -> int:
 
 def _figure(study, kind: str, fmt: str, out: Path) -> int:
     # lazy: optuna, pandas, plotly
-    from sensitivity.analysis.export import write_data
-    from sensitivity.analysis.plots import figure_data
+    from sensitivity.analysis.figures.export import write_data
+    from sensitivity.analysis.figures import figure_data
     from sensitivity.analysis.table import NotEnoughData
 
     try:

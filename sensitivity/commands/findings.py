@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from sensitivity.analysis.findings_records import findings_text
+from sensitivity.analysis.claims.text import findings_text
 from sensitivity.commands.common import EXIT_OK, load_study, number
 from sensitivity.config.design import DESIGN_ATTR
 
@@ -29,9 +29,9 @@ def add_parsers(commands) -> None:
 
 def _cmd_findings(args) -> int:
     # lazy: pandas
-    from sensitivity.analysis.designed import designed_importance, importance_record
-    from sensitivity.analysis.designed_claims import sensitivity_claims
-    from sensitivity.analysis.findings import study_findings_records
+    from sensitivity.analysis.rankings.designed import designed_importance, importance_record
+    from sensitivity.analysis.claims.sensitivity import sensitivity_claims
+    from sensitivity.analysis.claims.findings import study_findings_records
     from sensitivity.analysis.table import UNFRAMED, trials_table, unframed
 
     study = load_study("findings", args.study, args.storage)

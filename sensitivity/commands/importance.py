@@ -30,10 +30,10 @@ def add_parsers(commands) -> None:
 
 def _cmd_importance(args) -> int:
     # lazy: numpy, SALib
-    from sensitivity.analysis.designed import NoDesign, designed_importance, importance_record
+    from sensitivity.analysis.rankings.designed import NoDesign, designed_importance, importance_record
 
     from sensitivity.commands.analysis import _check_out  # lazy: its module's parsers only
-    from sensitivity.analysis.export import FORMATS
+    from sensitivity.analysis.figures.export import FORMATS
 
     _check_out("importance", args.out, FORMATS)
     study = load_study("importance", args.study, args.storage)
@@ -46,7 +46,7 @@ def _cmd_importance(args) -> int:
             shown = text(found, record)
         except NoDesign:
             # lazy: optuna's importance, scikit-learn
-            from sensitivity.analysis.plain_importance import plain_importance, plain_text, within_of
+            from sensitivity.analysis.rankings.plain import plain_importance, plain_text, within_of
             within = within_of(args.within) if args.within else None
             record = plain_importance(study, args.objective, within=within)
             shown = plain_text(study.study_name, record)
@@ -55,8 +55,8 @@ def _cmd_importance(args) -> int:
     print(json.dumps(record, indent=2) if args.json else shown)
     if args.out:
         # lazy: plotly
-        from sensitivity.analysis.export import write
-        from sensitivity.analysis.plots.indices import plot_indices
+        from sensitivity.analysis.figures.export import write
+        from sensitivity.analysis.figures.indices import plot_indices
         design = record.get("design")
         kind = {"sobol": "Sobol'", "morris": "Morris"}.get((design or {}).get("kind"), "fANOVA and PED-ANOVA")
         title = f"{study.study_name}: {kind} indices of {record['objective']} per framework"
@@ -69,7 +69,7 @@ def _interval(e) -> str:
 
 
 def text(found, record: dict) -> str:
-    from sensitivity.analysis.designed import difference_verdict  # lazy: numpy, as the command's other imports
+    from sensitivity.analysis.rankings.designed import difference_verdict  # lazy: numpy, as the command's other imports
 
     design = found.design
     seeds = ("one seed a point: seed noise enters the indices" if design.seeds == 1 else

@@ -120,7 +120,7 @@ def _with(args, **changes):
 
 def _launch(args, preset, space, options, planned: list, attrs: dict) -> int:
     # lazy: optuna, pandas, plotly
-    from sensitivity.analysis.report import write_report
+    from sensitivity.analysis.report.page import write_report
     from sensitivity.experiments.robustness import RobustnessError, attack_study
 
     try:

@@ -30,8 +30,8 @@ from typing import Callable, Optional
 
 from sensitivity import datasets
 from sensitivity.core import paths
-from sensitivity.analysis.robustness import PREFIX
-from sensitivity.analysis.robustness_pairs import PROTOCOL_ATTR, SURROGATE  # SURROGATE: the source's key in a state
+from sensitivity.analysis.tables.robustness import PREFIX
+from sensitivity.analysis.tables.robustness_pairs import PROTOCOL_ATTR, SURROGATE  # SURROGATE: the source's key in a state
 from sensitivity.experiments.robustness_protocol import ProtocolError, load
 from sensitivity.core.spec import TrialSpec
 from sensitivity.studies.specs import trial_spec

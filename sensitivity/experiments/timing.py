@@ -21,7 +21,7 @@ def timing_plan(sweep, configs: int) -> tuple:
     """(the planned trials (see the module) of the Optuna study `sweep`, its frameworks, its regimes, its
     dataset)."""
     # lazy: pandas
-    from sensitivity.analysis.seeds import seed_intervals
+    from sensitivity.analysis.tables.seeds import seed_intervals
     from sensitivity.analysis.table import REGIME, UNFRAMED, trials_table, unframed
 
     table = trials_table(sweep)

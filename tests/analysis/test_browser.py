@@ -7,9 +7,9 @@ import os
 import pytest
 from analysis_data import make_study
 
-from sensitivity.analysis import browser
-from sensitivity.analysis.plots import STUDY_KINDS as KINDS, write_figure
-from sensitivity.analysis.report import write_report
+from sensitivity.analysis.report import browser
+from sensitivity.analysis.figures import STUDY_KINDS as KINDS, write_figure
+from sensitivity.analysis.report.page import write_report
 
 
 @pytest.fixture(scope="module")

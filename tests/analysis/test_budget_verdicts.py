@@ -8,9 +8,9 @@ import json
 import numpy as np
 from planted import DEFAULTS, NULL_TRUE, REPORTED, as_frame, transfer_rows
 
-from sensitivity.analysis.budgets import CONVERGENCE_DELTA, converged, run_gap
-from sensitivity.analysis.findings import findings, findings_records
-from sensitivity.analysis.transfer import pooled_transfer, transfer_comparisons
+from sensitivity.analysis.tables.budgets import CONVERGENCE_DELTA, converged, run_gap
+from sensitivity.analysis.claims.findings import findings, findings_records
+from sensitivity.analysis.tables.transfer import pooled_transfer, transfer_comparisons
 
 REPEATS = 500
 WORLDS = 5

@@ -13,7 +13,7 @@ import optuna
 import pandas as pd
 import pytest
 
-from sensitivity.analysis import findings as findings_module
+from sensitivity.analysis.claims import findings as findings_module
 from benchmarks import synthetic
 from sensitivity.studies import trial_rows
 
@@ -109,8 +109,8 @@ def test_they_are_read_back_from_postgresql_too(tmp_path, monkeypatch):
 
 
 def test_a_report_reads_back_the_importance_while_the_study_and_the_code_are_unchanged(stored, monkeypatch, tmp_path):
-    from sensitivity.analysis import claims
-    from sensitivity.analysis.report import write_report
+    from sensitivity.analysis.report import claims
+    from sensitivity.analysis.report.page import write_report
 
     calls, compute = [], claims.parameter_importance
     monkeypatch.setattr(claims, "parameter_importance", lambda table: calls.append(1) or compute(table))

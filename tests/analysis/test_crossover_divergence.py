@@ -4,8 +4,8 @@ Fisher's exact test, and no p comes from a cell of imputed chance accuracy."""
 import numpy as np
 from planted import CROSSOVER, as_frame, crossover_rows
 
-from sensitivity.analysis.crossover import crossover_comparisons
-from sensitivity.analysis.findings import findings
+from sensitivity.analysis.tables.crossover import crossover_comparisons
+from sensitivity.analysis.claims.findings import findings
 
 
 def _with_a_diverged_cell(seed: int = 5):

@@ -2,7 +2,7 @@
 import pytest
 from analysis_data import frame
 
-from sensitivity.analysis.curves import contour_grid, curve_metric, learning_curves, slice_points
+from sensitivity.analysis.tables.curves import contour_grid, curve_metric, learning_curves, slice_points
 from sensitivity.analysis.table import NotEnoughData, trials_table
 
 

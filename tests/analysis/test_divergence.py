@@ -2,7 +2,7 @@
 import pytest
 from analysis_data import frame
 
-from sensitivity.analysis.divergence import divergence_rates
+from sensitivity.analysis.tables.divergence import divergence_rates
 from sensitivity.analysis.table import NotEnoughData, trials_table
 
 

@@ -7,8 +7,8 @@ import typing
 import pandas as pd
 import pytest
 
-from sensitivity.analysis.export import write_data
-from sensitivity.analysis.plots import KINDS, STUDY_KINDS, figure, figure_data
+from sensitivity.analysis.figures.export import write_data
+from sensitivity.analysis.figures import KINDS, STUDY_KINDS, figure, figure_data
 from sensitivity.analysis.table import trials_table
 
 

@@ -13,11 +13,11 @@ from planted import (EPS, KEEPS, KEEPS_BY_DEFAULT, LEVELS, NULL_CROSSOVER, NULL_
                      matched_world, robustness_records, sweep_rows, transfer_rows, true_accuracy,
                      true_home_advantage)
 
-from sensitivity.analysis.crossover import crossover_comparisons
-from sensitivity.analysis.findings import CLAIMS, findings, trade_off
-from sensitivity.analysis.importance import parameter_importance
-from sensitivity.analysis.robustness_pairs import robustness_comparisons
-from sensitivity.analysis.transfer import transfer_comparisons, transfer_matrix
+from sensitivity.analysis.tables.crossover import crossover_comparisons
+from sensitivity.analysis.claims.findings import CLAIMS, findings, trade_off
+from sensitivity.analysis.rankings.importance import parameter_importance
+from sensitivity.analysis.tables.robustness_pairs import robustness_comparisons
+from sensitivity.analysis.tables.transfer import transfer_comparisons, transfer_matrix
 
 STUDIES = 200
 LABEL = re.compile(r"(?:default )?(\S+) on (\S+), (\S+)$")
@@ -425,7 +425,7 @@ def test_findings_command_names_a_missing_study(storage, capsys):
 
 
 def test_the_report_opens_with_the_findings_and_shows_the_crossover_and_every_dataset(storage, tmp_path):
-    from sensitivity.analysis.report import write_report
+    from sensitivity.analysis.report.page import write_report
     from sensitivity.studies.catalog import load
 
     sweep, transfer = load("sweep", storage), load("transfer", storage)
@@ -507,7 +507,7 @@ def test_robustness_that_differs_only_with_training_is_found_at_no_framework_onc
 def test_gradient_masking_is_flagged_by_the_checks():
     """jax's models give an all-zero input gradient on 30% of their samples (FGSM leaves them alone): the checks
     flag every jax model, the claim says so, and the other frameworks pass."""
-    from sensitivity.analysis.robustness import robustness_checks
+    from sensitivity.analysis.tables.robustness import robustness_checks
 
     rng = np.random.default_rng(21)
     rows = transfer_rows(rng, seeds=(3, 3), study=21)
@@ -528,7 +528,7 @@ def test_gradient_masking_is_flagged_by_the_checks():
 def test_the_attack_check_reads_the_checks_radius_not_the_grids_top():
     """A grid whose top keeps some accuracy by design is no failed attack: the check reads the strongest attack at
     the checks' radius where a state has it (a study attacked before it was recorded: the grid's top)."""
-    from sensitivity.analysis.robustness import robustness_checks
+    from sensitivity.analysis.tables.robustness import robustness_checks
 
     rows = transfer_rows(np.random.default_rng(22), seeds=(3, 3), study=22)
     records, protocol = robustness_records(rows, study=22)

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from analysis_data import frame
 
-from sensitivity.analysis.frontier import hypervolume, pareto_mask, runtime_accuracy_frontier
+from sensitivity.analysis.tables.frontier import hypervolume, pareto_mask, runtime_accuracy_frontier
 from sensitivity.analysis.table import NotEnoughData, trials_table
 
 

@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 from analysis_data import frame
 
-from sensitivity.analysis.importance import (FANOVA_DEPTH, FANOVA_TREES, importance_warnings, make_evaluator,
+from sensitivity.analysis.rankings.importance import (FANOVA_DEPTH, FANOVA_TREES, importance_warnings, make_evaluator,
                                              parameter_importance, planned_trials)
-from sensitivity.analysis.parameter_values import parameter_distributions
+from sensitivity.analysis.tables.parameter_values import parameter_distributions
 from sensitivity.analysis.table import NotEnoughData, trials_table
 
 
@@ -113,7 +113,7 @@ def test_fanovas_estimate_is_optunas_and_its_interval_narrows_as_trials_grow():
     """fANOVA's interval is one of the forest's mean importance (a bootstrap of the forest), so it narrows about
     as 1/sqrt(n): 8 times the trials give less than 0.6 of the width. The spread of single trees it replaced
     stays wide however many trials there are."""
-    from sensitivity.analysis.importance import FrozenTrialsStudy, _fanova, _negated_accuracy_trials
+    from sensitivity.analysis.rankings.importance import FrozenTrialsStudy, _fanova, _negated_accuracy_trials
 
     widths = {}
     for n in (40, 320):
@@ -132,7 +132,7 @@ def test_a_ranking_is_settled_where_its_top_leads_the_resamples_beyond_the_secon
     """fANOVA's ranking of a study without a design is settled or not as a design's is (`indices.settled`)."""
     import numpy as np
 
-    from sensitivity.analysis.importance import block_importance, ranking_verdict
+    from sensitivity.analysis.rankings.importance import block_importance, ranking_verdict
 
     rows = trials_table(synthetic_study(320))
     verdicts = block_importance(rows[rows["semantics"].eq(rows["semantics"].iloc[0])]).attrs["verdicts"]

@@ -1,4 +1,4 @@
-"""sensitivity.analysis.indices on functions whose indices are known: Ishigami (a = 7, b = 0.1) and Sobol's
+"""sensitivity.analysis.rankings.indices on functions whose indices are known: Ishigami (a = 7, b = 0.1) and Sobol's
 G-function. The coverage of SALib's intervals is measured over repeats (printed, and in the run's summary)."""
 import math
 import warnings
@@ -8,8 +8,8 @@ import optuna
 import pytest
 from planted import REPORTED
 
-from sensitivity.analysis import indices
-from sensitivity.analysis.indices import (Param, configuration_of, configurations_of, design_size,
+from sensitivity.analysis.rankings import indices
+from sensitivity.analysis.rankings.indices import (Param, configuration_of, configurations_of, design_size,
                                           largest_base_within, morris_design, morris_indices,
                                           params_of_distributions, problem_of, row_of, saltelli_design, settled,
                                           sobol_indices)

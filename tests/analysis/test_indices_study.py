@@ -1,5 +1,5 @@
 """Designed studies through Optuna: Ishigami's known indices read back from a study's trials by
-sensitivity.analysis.designed and by `sensitivity importance` on a real SQLite storage; per framework, with
+sensitivity.analysis.rankings.designed and by `sensitivity importance` on a real SQLite storage; per framework, with
 differences between them; missing points, diverged runs, and a study without a design refused in one line."""
 import json
 import math
@@ -10,8 +10,8 @@ import numpy as np
 import optuna
 import pytest
 
-from sensitivity.analysis.designed import designed_importance, importance_record
-from sensitivity.analysis.plain_importance import plain_importance
+from sensitivity.analysis.rankings.designed import designed_importance, importance_record
+from sensitivity.analysis.rankings.plain import plain_importance
 from sensitivity.cli import main
 from sensitivity.config.design import Design, Param, configurations_of
 
@@ -140,7 +140,7 @@ def test_a_plain_optuna_study_is_one_group_with_its_own_parameters():
     assert min(fanova, key=fanova.get) == "x3" and fanova["x1"] > 0.3 and fanova["x2"] > 0.3
     assert max(ped, key=ped.get) == "x1"
     print(f"\nplain Optuna Ishigami, 1,024 QMC trials: fANOVA {fanova}; PED-ANOVA {ped}")
-    from sensitivity.analysis.importance import parameter_importance
+    from sensitivity.analysis.rankings.importance import parameter_importance
     from sensitivity.analysis.table import NotEnoughData, trials_table
     with pytest.raises(NotEnoughData, match="none of these 1024 complete trials has") as caught:
         parameter_importance(trials_table(study))  # the report's section: not "needs at least 2 complete trials"
@@ -183,7 +183,7 @@ def test_a_small_base_is_never_settled():
 
 
 def test_the_figure_draws_each_framework_s_indices_with_their_intervals():
-    from sensitivity.analysis.plots.indices import plot_indices
+    from sensitivity.analysis.figures.indices import plot_indices
 
     design = Design("sobol", 64, 1, PARAMS)
     study = planted_study(None, design, {"strong": ishigami, "weak": lambda c: ishigami(c, a=2.0)})
@@ -203,9 +203,9 @@ def test_the_figure_draws_each_framework_s_indices_with_their_intervals():
 
 def test_the_report_leads_its_importance_with_the_designed_study_and_its_interaction_map(tmp_path):
     """Ishigami's only interaction is x1 with x3 (S2 = ST3 = 0.244): the heat map's largest cell, per framework."""
-    from sensitivity.analysis.designed_section import designed_html
-    from sensitivity.analysis.plots.indices import plot_interactions
-    from sensitivity.analysis.report import write_report
+    from sensitivity.analysis.report.designed import designed_html
+    from sensitivity.analysis.figures.indices import plot_interactions
+    from sensitivity.analysis.report.page import write_report
 
     study = planted_study(None, Design("sobol", 256, 1, PARAMS), {"strong": ishigami,
                                                                    "weak": lambda c: ishigami(c, a=2.0)})
@@ -230,7 +230,7 @@ def test_the_report_leads_its_importance_with_the_designed_study_and_its_interac
     assert importance.index("Designed study ishigami") < importance.index("data-kind=\"designed-interactions\"")
     from analysis_data import make_study
 
-    from sensitivity.analysis.claims import findings_html
+    from sensitivity.analysis.report.claims import findings_html
     from sensitivity.analysis.table import trials_table
 
     findings = findings_html(trials_table(make_study(n_configs=6, seeds=1)), designed=[("ishigami", record)])
@@ -242,7 +242,7 @@ def test_the_findings_sensitivity_claims_name_the_top_parameter_and_where_framew
     """Ishigami at a = 7 and a = 2: x2's ST is 0.442 against 0.061, a difference the design's intervals resolve
     even widened to a Bonferroni family; at a = 2, x1 explains most of the variance (ST 0.93) and its ranking
     settles, the others below it. Every claim's line fits the Findings' 240 characters."""
-    from sensitivity.analysis.designed_claims import sensitivity_claims
+    from sensitivity.analysis.claims.sensitivity import sensitivity_claims
 
     worlds = {"strong": ishigami, "weak": lambda c: ishigami(c, a=2.0)}
     study = planted_study(None, Design("sobol", 256, 1, PARAMS), worlds)
@@ -271,7 +271,7 @@ def test_the_findings_sensitivity_claims_name_the_top_parameter_and_where_framew
 def test_a_ranking_of_indices_that_interact_or_of_intervals_past_the_range_is_not_settled():
     """Two parameters that lead together through their interaction (overlapping intervals, ST - S1 large) are
     named together, the one below them apart; an ST interval holding the whole of [0, 1] ranks nothing."""
-    from sensitivity.analysis.designed_claims import interaction_note, sensitivity_claims
+    from sensitivity.analysis.claims.sensitivity import interaction_note, sensitivity_claims
 
     def framework(lr, optimizer, batch, settled=False):
         return {"n": 256, "points": 256, "diverged": 0, "settled": settled, "top": "lr", "lead": 0.87,

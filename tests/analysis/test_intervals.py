@@ -10,8 +10,8 @@ from analysis_data import frame
 from scipy import stats
 
 from sensitivity.analysis.intervals import difference, group_intervals, interval_text, mean_interval, ratio
-from sensitivity.analysis.significance import holm, seeds_needed
-from sensitivity.analysis.seeds import seed_intervals
+from sensitivity.analysis.statistics import holm, seeds_needed
+from sensitivity.analysis.tables.seeds import seed_intervals
 from sensitivity.analysis.table import trials_table
 
 
@@ -93,7 +93,7 @@ def test_welch_difference_and_ratio_are_scipys():
 def test_an_exact_permutation_test_is_scipys_and_bottoms_out_at_its_seeds():
     rng = np.random.default_rng(3)
     a, b = rng.normal(0.9, 0.01, 5), rng.normal(0.88, 0.01, 4)
-    from sensitivity.analysis.significance import exact_permutation, min_permutation_p
+    from sensitivity.analysis.statistics import exact_permutation, min_permutation_p
 
     ours, floor = exact_permutation([(1, a), (-1, b)])
     assert floor == pytest.approx(min_permutation_p(5, 4))
@@ -159,7 +159,7 @@ def test_summary_tost_fisher_and_the_sds_upper_bound():
     from scipy import stats
 
     from sensitivity.analysis.intervals import summary
-    from sensitivity.analysis.significance import divergence, sd_upper, tost
+    from sensitivity.analysis.statistics import divergence, sd_upper, tost
 
     same = [difference([0.90, 0.91, 0.92, 0.905], [0.90, 0.915, 0.91, 0.90])] * 2
     pooled = summary(same)

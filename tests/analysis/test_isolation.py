@@ -2,7 +2,7 @@
 import pytest
 from analysis_data import frame
 
-from sensitivity.analysis.isolation import isolation
+from sensitivity.analysis.tables.isolation import isolation
 from sensitivity.analysis.table import NotEnoughData, trials_table
 
 

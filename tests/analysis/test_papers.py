@@ -2,7 +2,7 @@
 import pandas as pd
 import pytest
 
-from sensitivity.analysis.papers import forecast_html, load_papers, paper_rows, papers_html
+from sensitivity.analysis.report.papers import forecast_html, load_papers, paper_rows, papers_html
 
 
 def _table(scale=0.02):
@@ -56,7 +56,7 @@ def test_the_forecast_stands_beside_the_measured_train_time():
 
 
 def test_a_resumed_run_has_no_measured_wall_beside_the_forecast():
-    from sensitivity.analysis.papers import measured_beside
+    from sensitivity.analysis.report.papers import measured_beside
     table = _table()
     table.attrs["last_run"] = {"wall_s": 5.0, "trials": 1}  # a rerun that ran 1 of the forecast's 4
     found = measured_beside(table.attrs["forecast"], table)

@@ -6,8 +6,8 @@ import plotly.graph_objects as go
 import pytest
 from analysis_data import frame
 
-from sensitivity.analysis.plots import KINDS, STUDY_KINDS, figure, write_figure
-from sensitivity.analysis.style import DEFAULT_NAME
+from sensitivity.analysis.figures import KINDS, STUDY_KINDS, figure, write_figure
+from sensitivity.analysis.figures.style import DEFAULT_NAME
 from sensitivity.analysis.table import NotEnoughData, trials_table
 
 COMPARING = ("frontier", "isolation", "seeds", "resources", "divergence", "curves", "slice")

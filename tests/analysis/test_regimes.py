@@ -7,21 +7,21 @@ import pandas as pd
 import pytest
 from analysis_data import CANONICAL_OFFSET, HAND_WRITTEN, REGIMES, frame, make_study
 
-from sensitivity.analysis.curves import contour_grid, learning_curves, slice_points
-from sensitivity.analysis.divergence import divergence_rates
-from sensitivity.analysis.frontier import runtime_accuracy_frontier
-from sensitivity.analysis.importance import NEEDS, parameter_importance
-from sensitivity.analysis.isolation import isolation
-from sensitivity.analysis.plots import STUDY_KINDS, figure
-from sensitivity.analysis.report import environment, regime_counts, render_report
-from sensitivity.analysis.resources import resource_use
-from sensitivity.analysis.robustness import robustness_curves
-from sensitivity.analysis.seeds import seed_intervals
-from sensitivity.analysis.summary import framework_summary
+from sensitivity.analysis.tables.curves import contour_grid, learning_curves, slice_points
+from sensitivity.analysis.tables.divergence import divergence_rates
+from sensitivity.analysis.tables.frontier import runtime_accuracy_frontier
+from sensitivity.analysis.rankings.importance import NEEDS, parameter_importance
+from sensitivity.analysis.tables.isolation import isolation
+from sensitivity.analysis.figures import STUDY_KINDS, figure
+from sensitivity.analysis.report.page import environment, regime_counts, render_report
+from sensitivity.analysis.tables.resources import resource_use
+from sensitivity.analysis.tables.robustness import robustness_curves
+from sensitivity.analysis.tables.seeds import seed_intervals
+from sensitivity.analysis.tables.summary import framework_summary
 from sensitivity.analysis.table import grouped, parameter_names, regime_note, trials_table
-from sensitivity.analysis.figure_results import transfer_data
-from sensitivity.analysis.plots import plot_transfer
-from sensitivity.analysis.transfer import transfer_matrix
+from sensitivity.analysis.figures.results import transfer_data
+from sensitivity.analysis.figures import plot_transfer
+from sensitivity.analysis.tables.transfer import transfer_matrix
 
 SECTIONS = ("environment", "summary", "frontier", "importance", "isolation", "seeds", "resources", "divergence",
             "curves", "slice", "contour", "transfer", "robustness", "runtime")

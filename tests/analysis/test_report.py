@@ -5,8 +5,8 @@ import sys
 import pytest
 from analysis_data import make_study
 
-from sensitivity.analysis.plots import STUDY_KINDS as KINDS
-from sensitivity.analysis.report import environment, write_report
+from sensitivity.analysis.figures import STUDY_KINDS as KINDS
+from sensitivity.analysis.report.page import environment, write_report
 from sensitivity.analysis.table import trials_table
 
 SECTIONS = ("study", "environment", "summary", "frontier", "importance", "isolation", "seeds", "resources",

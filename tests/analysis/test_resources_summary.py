@@ -2,8 +2,8 @@
 import pytest
 from analysis_data import frame
 
-from sensitivity.analysis.resources import DEFAULTS, resource_use
-from sensitivity.analysis.summary import framework_summary
+from sensitivity.analysis.tables.resources import DEFAULTS, resource_use
+from sensitivity.analysis.tables.summary import framework_summary
 from sensitivity.analysis.table import NotEnoughData, trials_table
 
 

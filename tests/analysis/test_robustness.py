@@ -3,9 +3,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sensitivity.analysis.figure_results import robustness_data
-from sensitivity.analysis.plots import plot_robustness
-from sensitivity.analysis.robustness import robustness_curves, robustness_rows
+from sensitivity.analysis.figures.results import robustness_data
+from sensitivity.analysis.figures import plot_robustness
+from sensitivity.analysis.tables.robustness import robustness_curves, robustness_rows
 from sensitivity.analysis.table import NotEnoughData, trials_table
 
 EPS = [0.0, 0.1]
@@ -85,7 +85,7 @@ def test_figure_has_curves_with_n_and_the_matrix_at_the_largest_eps():
 def test_the_area_difference_and_its_bootstrap_over_seeds_and_samples():
     """Per seed, each shared sample's area under A's curve minus B's: the estimate is the mean over seeds of their
     means over the samples both got right; equal seeds give an exact difference, spread ones an interval."""
-    from sensitivity.analysis.robustness_pairs import areas, auc_difference
+    from sensitivity.analysis.tables.robustness_pairs import areas, auc_difference
 
     assert areas(np.array([[1, 0], [0, 0]]), [0.0, 0.1, 0.2]) == pytest.approx([0.75, 0.25])  # trapezoids / 0.2
     shared = np.ones((3, 4))
@@ -104,7 +104,7 @@ def test_the_area_difference_and_its_bootstrap_over_seeds_and_samples():
 def test_frameworks_are_compared_only_where_clean_accuracies_agree():
     """A protocol's set of three frameworks: the pair whose clean accuracies agree is compared on the third's
     examples; the pair that does not is not."""
-    from sensitivity.analysis.robustness_pairs import robustness_comparisons
+    from sensitivity.analysis.tables.robustness_pairs import robustness_comparisons
     from sensitivity.core.correctness import pack
 
     rng = np.random.default_rng(1)
@@ -144,7 +144,7 @@ def test_a_seed_whose_two_models_share_no_correct_sample_is_left_out_of_the_comp
     compared, and a pair with no such seed at all says why it was not."""
     import warnings
 
-    from sensitivity.analysis.robustness_pairs import robustness_comparisons
+    from sensitivity.analysis.tables.robustness_pairs import robustness_comparisons
     from sensitivity.core.correctness import pack
 
     def comparisons(disjoint_seeds):

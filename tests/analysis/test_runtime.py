@@ -1,4 +1,4 @@
-"""Runtime beside accuracy (sensitivity.analysis.runtime): time to a target validation accuracy and accuracy at
+"""Runtime beside accuracy (sensitivity.analysis.tables.runtime): time to a target validation accuracy and accuracy at
 equal wall-clock from the curves of the same configuration on every framework, and the sweep's times against the
 same configurations timed alone."""
 import json
@@ -6,7 +6,7 @@ import json
 import pytest
 from planted import as_frame
 
-from sensitivity.analysis.runtime import parallel_ratios, ratios_text, same_configuration_times
+from sensitivity.analysis.tables.runtime import parallel_ratios, ratios_text, same_configuration_times
 
 
 def curve(seconds: float, accuracies: list) -> str:

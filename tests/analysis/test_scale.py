@@ -5,11 +5,11 @@ import pandas as pd
 import pytest
 from analysis_data import frame
 
-from sensitivity.analysis import importance as importance_module
-from sensitivity.analysis.plots import study as plots  # where the caps live and the study figures read them
-from sensitivity.analysis.claims import importance_html
-from sensitivity.analysis.figure_results import curves_data, slice_data
-from sensitivity.analysis.frontier import runtime_accuracy_frontier
+from sensitivity.analysis.rankings import importance as importance_module
+from sensitivity.analysis.figures import study as plots  # where the caps live and the study figures read them
+from sensitivity.analysis.report.claims import importance_html
+from sensitivity.analysis.figures.results import curves_data, slice_data
+from sensitivity.analysis.tables.frontier import runtime_accuracy_frontier
 from sensitivity.analysis.table import trials_table
 
 
@@ -38,7 +38,7 @@ def test_importance_past_its_cap_runs_on_a_seeded_subsample_and_says_so(monkeypa
     again = importance_module.parameter_importance(table, evaluators=("ped_anova",), resamples=10)
     pd.testing.assert_frame_equal(out, again)  # seeded: the same subsample every time
     monkeypatch.setattr(importance_module, "parameter_importance", lambda t: again)
-    monkeypatch.setattr("sensitivity.analysis.claims.parameter_importance", lambda t: again)
+    monkeypatch.setattr("sensitivity.analysis.report.claims.parameter_importance", lambda t: again)
     assert "a random subsample of 150 of 400 sampled trials" in importance_html(table)
 
 
@@ -104,7 +104,7 @@ def test_seeds_needed_leaves_scipy_stats_unimported():
     import subprocess
     import sys
 
-    code = ("import sys; from sensitivity.analysis.intervals import difference; from sensitivity.analysis.significance import seeds_needed; "
+    code = ("import sys; from sensitivity.analysis.intervals import difference; from sensitivity.analysis.statistics import seeds_needed; "
             "print(seeds_needed(0.02, 0.015), difference([1, 2, 3], [2, 3, 5]).p is not None, "
             "'scipy.stats' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()

@@ -5,7 +5,7 @@ import pytest
 from analysis_data import frame
 
 from sensitivity.analysis.intervals import mean_interval
-from sensitivity.analysis.seeds import framework_comparisons, has_intervals, seed_intervals
+from sensitivity.analysis.tables.seeds import framework_comparisons, has_intervals, seed_intervals
 from sensitivity.analysis.table import NotEnoughData, trials_table
 
 T_975_2 = 4.302652729911275  # scipy.stats.t.ppf(0.975, 2)

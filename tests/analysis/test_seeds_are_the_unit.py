@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from planted import REPORTED, as_frame, crossover_rows, robustness_records, transfer_rows
 
-from sensitivity.analysis.findings import ALPHA, decidable, findings, seeds_to_test
-from sensitivity.analysis.significance import min_permutation_p
+from sensitivity.analysis.claims.findings import ALPHA, decidable, findings, seeds_to_test
+from sensitivity.analysis.statistics import min_permutation_p
 
 MAIN_JOB = Path(__file__).resolve().parents[2] / "results" / "optuna.db"
 

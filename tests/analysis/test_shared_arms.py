@@ -4,7 +4,7 @@ moves it. Pooled as one contrast of the arms (`transfer.pooled_transfer`), a sha
 import numpy as np
 from planted import DEFAULTS, REPORTED, as_frame, transfer_rows, true_accuracy
 
-from sensitivity.analysis.transfer import pooled_transfer
+from sensitivity.analysis.tables.transfer import pooled_transfer
 
 REPEATS = 500
 

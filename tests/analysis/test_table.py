@@ -8,7 +8,7 @@ import pytest
 from analysis_data import DISTRIBUTIONS, frame, make_study, tell
 from optuna.distributions import CategoricalDistribution, FloatDistribution
 
-from sensitivity.analysis.parameter_values import bin_parameter, configuration_label, parameter_distributions
+from sensitivity.analysis.tables.parameter_values import bin_parameter, configuration_label, parameter_distributions
 from sensitivity.analysis.table import grouped, parse_curves, storage_description, trained, trials_table
 from sensitivity.studies.catalog import trials_frame
 
@@ -123,7 +123,8 @@ def test_the_table_module_reads_and_groups_and_parameter_values_are_their_own():
     """Issue 32: table.py under 400 lines; the values' bins and labels have one home, not two import paths."""
     import pathlib
 
-    from sensitivity.analysis import parameter_values, table
+    from sensitivity.analysis import table
+    from sensitivity.analysis.tables import parameter_values
 
     for module in (table, parameter_values):
         assert len(pathlib.Path(module.__file__).read_text().splitlines()) < 400, module.__name__

@@ -3,9 +3,9 @@ import pandas as pd
 import pytest
 
 from sensitivity.analysis.table import NotEnoughData
-from sensitivity.analysis.figure_results import transfer_data
-from sensitivity.analysis.plots import plot_transfer
-from sensitivity.analysis.transfer import budget_note, richest_transfer, transfer_comparisons, transfer_matrix
+from sensitivity.analysis.figures.results import transfer_data
+from sensitivity.analysis.figures import plot_transfer
+from sensitivity.analysis.tables.transfer import budget_note, richest_transfer, transfer_comparisons, transfer_matrix
 
 
 def row(number, default, source, framework, dataset, accuracy, own, seed=0):

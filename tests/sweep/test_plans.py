@@ -89,7 +89,7 @@ def test_transfer_runs_every_default_on_the_target_and_reports_the_matrix(tmp_pa
     ran = sorted(t.user_attrs["default"] for t in study.trials)
     assert ran == sorted(e.name for e in load_table() if e.published_epochs("digits"))  # DLBench gives no budget
     assert sum(t.user_attrs["own_default"] for t in study.trials) == 1  # torch's own: its demo's default
-    from sensitivity.analysis.transfer import transfer_matrix
+    from sensitivity.analysis.tables.transfer import transfer_matrix
     cells = transfer_matrix(study)
     assert (cells["own_default"] == "torch-train-on-mnist").all() and cells["relative_accuracy"].notna().all()
     report = subprocess.run([sys.executable, "-m", "sensitivity.cli", "report", "transfer"], cwd=tmp_path,

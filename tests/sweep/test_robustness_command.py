@@ -12,8 +12,8 @@ import optuna
 import pytest
 
 from sensitivity import datasets, frameworks
-from sensitivity.analysis.robustness import PREFIX
-from sensitivity.analysis.robustness_pairs import PROTOCOL_ATTR
+from sensitivity.analysis.tables.robustness import PREFIX
+from sensitivity.analysis.tables.robustness_pairs import PROTOCOL_ATTR
 from sensitivity.core.correctness import unpack
 from sensitivity.trial.loop import checkpoint_path
 

@@ -97,7 +97,7 @@ def timed(recorded):
 
 
 def test_timing_runs_the_best_configurations_alone_pinned_to_one_core(recorded, timed):
-    from sensitivity.analysis.seeds import seed_intervals
+    from sensitivity.analysis.tables.seeds import seed_intervals
     from sensitivity.analysis.table import trials_table
 
     sweep = load(recorded)

@@ -1,0 +1,285 @@
+"""One self-contained HTML page about a study: plotly.js inline once, every figure as a div, the tables,
+the environment the trials ran in and the study's storage (never its password). It opens offline.
+
+It opens with the findings: what the studies' data says about each claim, with verdicts, effect sizes,
+intervals and Holm-corrected tests (`findings`, drawn by `claims.findings_html`).
+
+A section without the data it needs says what would fill it. "Transfer of defaults" and "Robustness" come
+from the study's trials of defaults and its robustness records, or from another study given beside it
+(the study of `sensitivity transfer`, say). Every section says the regime (`semantics`) its numbers come
+from, read from the rows it used; where it holds both, they are kept apart (rows, panels, traces).
+"""
+from __future__ import annotations
+
+import datetime
+import html
+from pathlib import Path
+
+import pandas as pd
+
+from sensitivity.analysis.tables.ablation import ablation_path
+from sensitivity.analysis.report.claims import findings_html, importance_html, robustness_html, transfer_html
+from sensitivity.analysis.tables.curves import DRAWN_FIELDS
+from sensitivity.analysis.rankings.designed import designed_importance, importance_record
+from sensitivity.analysis.report.designed import designed_html
+from sensitivity.analysis.figures.results import Ablation, Resources, Seeds
+from sensitivity.analysis.tables.frontier import runtime_accuracy_frontier
+from sensitivity.analysis.intervals import Interval
+from sensitivity.analysis.report.html import STYLE, figure_html, guarded, missing_html, note_html, regime_html, table_html
+from sensitivity.analysis.report.papers import forecast_html, papers_html
+from sensitivity.analysis.figures import KINDS, plot_ablation, plot_frontier, plot_resources, plot_seeds
+from sensitivity.analysis.tables.resources import resource_use
+from sensitivity.analysis.tables.robustness import robustness_curves
+from sensitivity.analysis.tables.runtime import first_same_configuration_times, parallel_ratios, ratios_text
+from sensitivity.analysis.tables.seeds import NEEDS_SEEDS, has_intervals, seed_intervals
+from sensitivity.analysis.tables.summary import framework_summary
+from sensitivity.analysis.table import (OUTCOMES, REGIME, UNFRAMED, NotEnoughData, regime_sorted, regimes_of,
+                                        trials_table, unframed)
+from sensitivity.config.design import DESIGN_ATTR
+from sensitivity.core.attacks import PGD_STEPS
+
+ENVIRONMENT = (("host", "env_host"), ("CPU", "env_cpu"), ("GPU", "gpu_name"), ("device", "env_device"),
+               ("python", "env_python"), ("numpy", "env_numpy"), ("git revision", "env_git_revision"),
+               ("initialiser", "env_init"), ("threads", "env_threads"))
+
+
+def write_report(study, out_path, *, others=()) -> Path:
+    """Write the report of `study` (or of a trial table) to `out_path` (.html); returns the path.
+    `others` are further studies (or tables) whose transfer matrix or robustness records fill those
+    sections where `study` has none, such as the study of `sensitivity transfer`."""
+    out = Path(out_path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    table = trials_table(study)
+    designed = [(s.study_name, designed_record(s)) for s in (study, *others)
+                if DESIGN_ATTR in getattr(s, "user_attrs", {})]  # studies, not tables: a design reads the study
+    out.write_text(render_report(table, [trials_table(other) for other in others], designed), encoding="utf-8")
+    return out
+
+
+def designed_record(study) -> dict:
+    """`designed.importance_record` of a study run with `sweep --design`."""
+    return importance_record(designed_importance(study))
+
+
+DRAWN = {"curves": {"fields": DRAWN_FIELDS}}  # options of a figure's compute function: only what the figure draws
+SECTIONS = (("findings", "Findings"), ("study", "Study"), ("environment", "Environment"),
+            ("summary", "Framework by dataset"), ("frontier", "Runtime-accuracy frontier"),
+            ("runtime", "Runtime beside accuracy"),
+            ("importance", "Hyper-parameter importance"), ("isolation", "Isolation of each parameter"),
+            ("seeds", "Seeds: mean and interval"), ("resources", "Resource use"), ("divergence", "Divergence"),
+            ("curves", "Learning curves"), ("slice", "Slice"), ("contour", "Contour"),
+            ("transfer", "Transfer of defaults"), ("robustness", "Robustness"),
+            ("ablation", "Ablation path between set-ups"), ("papers", "The study's numbers beside ours"),
+            ("forecast", "Forecast beside measured"))  # the page's order
+UNFRAMED_SECTIONS = ("study", "environment", "importance")  # a study without frameworks: no groups to invent
+
+
+def render_report(table: pd.DataFrame, others=(), designed=()) -> str:
+    """The page of trial table `table`, with the tables `others` beside it, and the importance of the designed
+    studies `designed` ([(name, `designed_record`)]) leading its importance section."""
+    # lazy: plotly
+    from plotly.offline import get_plotlyjs  # plotly: a heavy import, made when a page is drawn
+
+    name = table.attrs.get("study", "trial table")
+    sections = _sections(table, list(others), list(designed))
+    shown = [s for s in SECTIONS if s[0] in UNFRAMED_SECTIONS] if unframed(table) else SECTIONS
+    drawn = {anchor: sections[anchor]() for anchor, _ in shown}
+    nav = " ".join(f'<a href="#{anchor}">{html.escape(title)}</a>' for anchor, title in shown)
+    body = "\n".join(f'<section id="{anchor}"><h2>{html.escape(title)}</h2>\n{drawn[anchor]}\n</section>'
+                     for anchor, title in shown)
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>sensitivity report: '
+            f'{html.escape(name)}</title>\n<style>{STYLE}</style>\n<script type="text/javascript">{get_plotlyjs()}'
+            f'</script></head>\n<body><h1>sensitivity report: {html.escape(name)}</h1>\n<nav>{nav}</nav>\n{body}\n'
+            f'</body></html>\n')
+
+
+def _sections(table: pd.DataFrame, others, designed=()) -> dict:
+    """{anchor: the function that draws its section's HTML} for every anchor of SECTIONS."""
+    sources = [table, *others]
+    return {"findings": lambda: guarded(lambda: findings_html(table, others, designed)),
+            "study": lambda: study_section(table, others),
+            "environment": lambda: _environment(table),
+            "summary": lambda: guarded(lambda: _summary(table)),
+            "frontier": lambda: guarded(lambda: _frontier(table)),
+            "importance": lambda: "".join(designed_html(name, record) for name, record in designed)
+            + guarded(lambda: importance_html(table)),
+            "seeds": lambda: guarded(lambda: _seeds(table)),
+            "resources": lambda: guarded(lambda: _resources(table)),
+            **{kind: (lambda kind=kind: _figure_section(table, kind))
+               for kind in ("isolation", "divergence", "curves", "slice", "contour")},
+            "transfer": lambda: _transfer(sources),
+            "runtime": lambda: _runtime(sources),
+            "robustness": lambda: _first_of(sources, robustness_curves, _robustness, "run sensitivity robustness"),
+            "ablation": lambda: _first_of(sources, ablation_path, _ablation, "run sensitivity ablate"),
+            "papers": lambda: papers_html(sources), "forecast": lambda: forecast_html(sources)}
+
+
+def study_section(table: pd.DataFrame, others=()) -> str:
+    attrs = table.attrs
+    counts = table["outcome"].value_counts()
+    rows = [("study", attrs.get("study", "(a trial table, not a study)")),
+            ("storage", attrs.get("storage", "unknown")), ("dataset", attrs.get("dataset") or "unknown"),
+            ("objectives", ", ".join(attrs.get("directions") or []) or "unknown"),
+            ("final trials", f"{len(table)}: " + ", ".join(f"{counts.get(o, 0)} {o}" for o in OUTCOMES)),
+            ("regimes", regime_counts(table)),
+            *([("framework", UNFRAMED)] if unframed(table) else []),
+            ("report written", datetime.datetime.now().isoformat(" ", "seconds"))]
+    rows += [("with study", f"{o.attrs.get('study', 'a trial table')}: {len(o)} final trials ({regime_counts(o)}; "
+                            "transfer, robustness)") for o in others]
+    return table_html(pd.DataFrame(rows, columns=["", "value"]))
+
+
+def regime_counts(table: pd.DataFrame) -> str:
+    """"native: 38 trials; canonical: 12 trials": the final trials of each regime, native first."""
+    counts = table[REGIME].value_counts() if REGIME in table else pd.Series(dtype=int)
+    return "; ".join(f"{r}: {counts[r]} trial{'' if counts[r] == 1 else 's'}"
+                     for r in regimes_of(table)) or "none recorded"
+
+
+def environment(table: pd.DataFrame) -> pd.DataFrame:
+    """Where the trials ran: framework versions per framework, then host, CPU, GPU, git revision..., and
+    the optimizer implementations each framework ran in each regime (the env's `semantics` record)."""
+    rows = []
+    if "framework_version" in table and table["framework_version"].notna().any():
+        versions = table.dropna(subset=["framework_version"]).groupby("framework")["framework_version"].unique()
+        rows += [(f"{framework} version", ", ".join(map(str, v))) for framework, v in versions.items()]
+    for label, column in ENVIRONMENT:
+        if column in table and table[column].notna().any():
+            rows.append((label, ", ".join(sorted(map(str, table[column].dropna().unique())))))
+    return pd.DataFrame(rows + optimizers(table), columns=["", "value"])
+
+
+def optimizers(table: pd.DataFrame) -> list:
+    """[("optimizer (torch, native)", "torch.optim.SGD(...), ...")]: the distinct optimizer implementations
+    recorded in the env's `semantics` per framework and regime; none where no trial recorded one."""
+    if "env_semantics" not in table:
+        return []
+    # each record once per framework and regime: the table holds equal records as one object (`table._compact`)
+    distinct = {(fw, regime, id(record)): record
+                for fw, regime, record in zip(table["framework"], table[REGIME], table["env_semantics"])}
+    records = [(fw, (record.get("regime") or regime), record.get("optimizer"))
+               for (fw, regime, _), record in distinct.items() if isinstance(record, dict) and record.get("optimizer")]
+    found = regime_sorted(pd.DataFrame(records, columns=["framework", REGIME, "optimizer"]), [REGIME, "framework"])
+    return [(f"optimizer ({fw}, {regime})", ", ".join(sorted(part["optimizer"].unique())))
+            for (fw, regime), part in found.groupby(["framework", REGIME], sort=False)]
+
+
+def _environment(table: pd.DataFrame) -> str:
+    env = environment(table)
+    if env.empty:
+        return missing_html("not recorded: the trials carry no environment (env) attributes")
+    return regime_html(table) + table_html(env)
+
+
+def _summary(table: pd.DataFrame) -> str:
+    summary = framework_summary(table)
+    return regime_html(summary) + table_html(summary)
+
+
+def _figure_section(table: pd.DataFrame, kind: str) -> str:
+    compute, plot = KINDS[kind]
+
+    def build():
+        data = compute(table, **DRAWN.get(kind, {}))
+        return regime_html(data.rows) + figure_html(plot(data), kind)
+    return guarded(build)
+
+
+def _frontier(table: pd.DataFrame) -> str:
+    frontier = runtime_accuracy_frontier(table)
+    note = (f'<p class="note">Reference point for the hypervolume: accuracy {frontier.reference_point[0]:g}, '
+            f'train time {frontier.reference_point[1]:.4g} s (1.1 x the slowest ok trial), shared by every '
+            'regime and framework.</p>')
+    apart = ", a frontier for each" if len(regimes_of(frontier.points)) > 1 else ""
+    return (regime_html(frontier.points, apart) + figure_html(plot_frontier(frontier), "frontier") + note
+            + table_html(frontier.summary))
+
+
+def _runtime(sources: list) -> str:
+    """The sweep's times against the same configurations run alone, and the same configuration's time to target
+    and accuracy at equal wall-clock on every framework (`runtime`)."""
+
+    ratios = parallel_ratios(sources[0], sources[1:])
+    alone = (note_html("Train time in the main study over the same configuration and seed run alone (sensitivity "
+                       "timing), per framework: geometric mean over the configurations timed, with its 95% "
+                       "interval. In words: " + ratios_text(ratios).removeprefix("; ") + ".")
+             + table_html(ratios)) if len(ratios) else missing_html(
+        "the main study's train times were measured with trials side by side; none was timed alone: run "
+        "sensitivity timing SWEEP and give its study with --with-study")
+    times, study = first_same_configuration_times(sources)
+    if times.empty:
+        return alone + missing_html("no study holds one configuration run on two frameworks or more: run "
+                                    "sensitivity transfer and give its study with --with-study")
+    return alone + note_html(
+        f"The same configuration on every framework (study {study}): mean time to the lowest mean final validation "
+        "accuracy among the frameworks (target), over the runs that reached it, and validation accuracy after the "
+        "last epoch finished within the shortest mean train time among them (budget), 95% intervals over "
+        "seeds.") + regime_html(times) + table_html(_times_shown(times))
+
+
+def _times_shown(times: pd.DataFrame) -> pd.DataFrame:
+    shown = regime_sorted(times, [REGIME, "dataset", "default", "framework"])
+    return shown.rename(columns={"n": "runs", "target": "target val accuracy", "reached": "runs that reached it",
+                                 "time_text": "time to target", "budget": "budget s",
+                                 "at_budget_text": "val accuracy at budget"})[
+        [REGIME, "dataset", "default", "framework", "runs", "target val accuracy", "runs that reached it",
+         "time to target", "budget s", "val accuracy at budget"]]
+
+
+def _seeds(table: pd.DataFrame) -> str:
+    intervals = seed_intervals(table)
+    note = "" if has_intervals(intervals) else missing_html(
+        f"{NEEDS_SEEDS} (the space's `seeds: 2` or more); the means below are single runs, n=1")
+    columns = ["framework", REGIME, "configuration", "n_seeds", "accuracy_mean", "accuracy_low", "accuracy_high",
+               "train_time_s_mean", "train_time_s_low", "train_time_s_high"]
+    shown = intervals.sort_values("accuracy_mean", ascending=False).head(30)[columns]
+    return regime_html(intervals) + note + figure_html(plot_seeds(Seeds.of(intervals)), "seeds") + table_html(shown)
+
+
+def _resources(table: pd.DataFrame) -> str:
+    usage = resource_use(table)
+    return regime_html(usage) + figure_html(plot_resources(Resources.of(usage)), "resources") + table_html(usage)
+
+
+def _first_of(sources, compute, section, missing: str) -> str:
+    """The section drawn from the first source `compute` finds data in; else what would fill it."""
+    reasons = []
+    for source in sources:
+        try:
+            data = compute(source)
+        except NotEnoughData as reason:
+            reasons.append(str(reason))
+            continue
+        label = source.attrs.get("study")
+        origin = note_html(f"From study {label}.") if source is not sources[0] and label else ""
+        return origin + section(data, source)
+    return missing_html(f"not computed for this study: {missing} ({reasons[0]})")
+
+
+def _transfer(sources: list) -> str:
+    """The crossovers of any source, and framework transfer from the source whose defaults span the most
+    datasets and frameworks (`transfer.richest_transfer`)."""
+    try:
+        return transfer_html(sources)
+    except NotEnoughData as reason:
+        return missing_html(f"not computed for this study: run sensitivity transfer or crossover ({reason})")
+
+
+def _ablation(path: pd.DataFrame, source=None) -> str:
+    note = (f'<p class="note">From {html.escape(path.attrs["source"])} to {html.escape(path.attrs["target"])}, '
+            f'{path.attrs["seeds"]} seeds per point: each step changes the knob that moved validation accuracy '
+            'most (test accuracy beside it, never used to choose); mean and 95% interval (within the metric\'s '
+            'range; n=2 gives the range, no interval).' + (f' No effect on this configuration, not walked: '
+                                                        f'{html.escape(", ".join(path.attrs["inert"]))}.'
+                                                        if path.attrs.get("inert") else "") + '</p>')
+    shown = path[["step", "change", "n"]].copy()
+    for metric, label in (("val_accuracy", "validation accuracy"), ("accuracy", "test accuracy"),
+                          ("train_time_s", "train time (s)")):
+        shown[label] = [Interval(r[f"{metric}_mean"], r[f"{metric}_low"], r[f"{metric}_high"], r["n"],
+                                 r[f"{metric}_method"]).text() for _, r in path.iterrows()]
+    shown["change of validation accuracy"] = path["delta"]
+    return note + figure_html(plot_ablation(Ablation.of(path)), "ablation") + table_html(shown)
+
+
+def _robustness(curves: pd.DataFrame, source: pd.DataFrame) -> str:
+    return robustness_html(curves, source, PGD_STEPS)
