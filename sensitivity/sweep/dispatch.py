@@ -6,10 +6,12 @@ it and a framework is imported once per node and slot for as long as the cluster
 depend on which trials ran before it in a worker: each builds a fresh model and reseeds every generator. On a GPU
 the worker is limited to the trial's share of the GPU (`gpu.allocator_variables`), and idle workers of other
 frameworks on that GPU are ended first, so that no idle framework holds GPU memory. The trainable reports one
-Tune result per epoch and a final one carrying the whole TrialResult, whose spec is the one that ran (`device:
-gpu:N`, N the node's GPU Ray assigned) and whose env says whether the trial started its worker (`worker`); a
-trial stopped by a scheduler ends its worker. A metric without a value (a failed trial, a diverged epoch) is
-left out of the result, never reported as None.
+Tune result per epoch, carrying that epoch's figures and its point of the curve alone (`point_json`: the searcher
+keeps the curve it has seen, so a report's size, and what Tune sends, logs and the searcher parses, does not grow
+with the epochs), and a final one carrying the whole TrialResult, whose curve is then sent once, whose spec is the
+one that ran (`device: gpu:N`, N the node's GPU Ray assigned) and whose env says whether the trial started its
+worker (`worker`); a trial stopped by a scheduler ends its worker. A metric without a value (a failed trial, a
+diverged epoch) is left out of the result, never reported as None.
 
 Ray Tune keeps every trial of a run in the driver's memory until the run ends (ray-project/ray#64231): its
 last result and statistics of each of its metrics. `ForgetFinished` drops both once a trial is told to the
@@ -40,6 +42,13 @@ def epoch_metrics(event: dict, elapsed: float) -> dict:
                          "final": False})
 
 
+def epoch_report(event: dict, elapsed: float) -> dict:
+    """One epoch's Tune result: its metrics, and its point of the curve (the worker's epoch event) as JSON text
+    (Tune flattens nested dicts), the one point only."""
+    point = {k: v for k, v in event.items() if k != "event"}
+    return {**epoch_metrics(event, elapsed), "point_json": json.dumps(point)}
+
+
 def trainable(config: dict) -> None:
     """Run one trial in a warm worker of this node's keeper; report each epoch, then the TrialResult."""
     # lazy: ray
@@ -54,17 +63,15 @@ def trainable(config: dict) -> None:
     env, variables = worker_setup(spec, share)
     node_id = ray.get_runtime_context().get_node_id()  # in each report: a lost node is then named
     elapsed = 0.0
-    curve = []
     last_epoch = None if spec.iterations else spec.epochs
 
     def on_event(event: dict) -> None:
         nonlocal elapsed
         if event.get("event") == "epoch":
             elapsed += event["seconds"]
-            curve.append({k: v for k, v in event.items() if k != "event"})
             if event["epoch"] == last_epoch:
                 return  # the final report stands for the last epoch, so a scheduler cannot cut it off
-            tune.report({**epoch_metrics(event, elapsed), "curve_json": json.dumps(curve), "ray_node_id": node_id})
+            tune.report({**epoch_report(event, elapsed), "ray_node_id": node_id})
 
     keeper, lease, payload = keeper_here(), uuid.uuid4().hex, None
     try:
@@ -96,7 +103,7 @@ class ForgetFinished(Callback):
     only the scalars of its last result: not the TrialResult's JSON nor the curve, and no statistics of its
     metrics (max, min, averages: about 1 KiB a metric, which no part of the sweep reads)."""
 
-    BULKY = ("result_json", "curve_json")
+    BULKY = ("result_json", "point_json")
 
     def on_trial_complete(self, iteration, trials, trial, **info) -> None:
         metadata = trial.run_metadata

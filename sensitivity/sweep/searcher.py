@@ -2,7 +2,10 @@
 
 One Tune trial is one Optuna trial. `suggest` asks the study (queued retries and seed siblings first),
 `on_trial_result` records each epoch as an intermediate value (single objective only: Optuna 5 has no
-intermediate values with several objectives), and `on_trial_complete` tells the outcome: COMPLETE for
+intermediate values with several objectives) and keeps its point of the curve (each report carries its own
+epoch's alone, so that a report costs the same at epoch 5,000 as at epoch 1: the curve seen is what a trial
+stopped early or whose actor died keeps; a trial that ends carries its whole curve once, in its final result),
+and `on_trial_complete` tells the outcome: COMPLETE for
 ok and diverged runs (a diverged run is told its measured, chance-level score), PRUNED with its last
 value for a run a scheduler stopped, FAIL with the reason for a failed or timed-out run, or for a
 configuration that cannot be turned into a TrialSpec. Trials still live when Tune ends (time budget,
@@ -84,7 +87,7 @@ class StudySearcher(Searcher):
         self.single_objective = len(space.objectives) == 1
         self.live: dict = {}  # Tune trial id -> Optuna trial
         self.reported: dict = {}  # Optuna trial number -> {epoch: intermediate value recorded}
-        self.last_curve: dict = {}
+        self.last_curve: dict = {}  # Tune trial id -> the points of the curve its reports carried, in order
         self.node_of: dict = {}  # Tune trial id -> the Ray node it was placed on (else reported from)
         self.taken: Optional[int] = None  # trials counting towards N (final or running); None: not read yet
         self.waiting = 0  # trials waiting in the queue
@@ -229,7 +232,7 @@ class StudySearcher(Searcher):
         trial = self.live.get(trial_id)
         if trial is None or result.get("final"):
             return
-        self.last_curve[trial_id] = json.loads(result.get("curve_json") or "[]")
+        _add_point(self.last_curve.setdefault(trial_id, []), result)
         try:
             if result.get("ray_node_id") and trial_id not in self.node_of:
                 self.node_of[trial_id] = result["ray_node_id"]
@@ -296,7 +299,7 @@ class StudySearcher(Searcher):
             self._finish(trial, state, values, attrs, result if trained else None)
         elif result and not error and self.pruning:  # stopped early by the scheduler, on the result given here
             attrs = {"status": "pruned", "reason": f"stopped by the scheduler after epoch {result.get('epoch')}",
-                     "curve": json.loads(result.get("curve_json") or "null") or curve,
+                     "curve": _add_point(curve or [], result),
                      **{name: result.get(name) for name in PRUNED_FIELDS}}  # what the last report measured
             self._finish(trial, TrialState.PRUNED, None, attrs, result)
         elif result and not error:  # stopped, but by no scheduler: the run ended around it
@@ -365,3 +368,14 @@ class StudySearcher(Searcher):
         """One trial this driver asked no longer counts towards N (an orphan, a surplus)."""
         if self.taken is not None:
             self.taken -= 1
+
+
+def _add_point(curve: list, result: Optional[dict]) -> list:
+    """`curve` with the point of the curve an epoch's report carries (`point_json`) added, unless the curve
+    holds that epoch already (the result a scheduler stops a trial on may have been recorded before)."""
+    text = (result or {}).get("point_json")
+    if text:
+        point = json.loads(text)
+        if not curve or point.get("epoch") is None or point["epoch"] > curve[-1].get("epoch", -1):
+            curve.append(point)
+    return curve

@@ -7,6 +7,7 @@ import pytest
 from optuna.trial import TrialState
 
 from sensitivity.config.spaces import Space, load_space
+from sensitivity.sweep.dispatch import epoch_report
 from sensitivity.sweep.searcher import StudySearcher
 from sensitivity.sweep.tuning import scheduler
 
@@ -28,9 +29,10 @@ def searcher(target=3, pruning=False, **kw):
     return StudySearcher(study, s, "me", target, {"timeout": None, "threads": 1}, pruning=pruning)
 
 
-def epoch(n, value=0.5, curve=None):
-    return {"epoch": n, "val_accuracy": value, "accuracy": value - 0.01, "loss": 1.0, "train_time_s": 0.1 * n,
-            "final": False, "curve_json": json.dumps(curve or [{"epoch": i} for i in range(1, n + 1)])}
+def epoch(n, value=0.5):
+    """Epoch n's report as the trainable makes it (`dispatch.epoch_report`): that epoch's point alone."""
+    return {**epoch_report({"event": "epoch", "epoch": n, "train_loss": 1.0, "val_accuracy": value,
+                            "test_accuracy": value - 0.01, "seconds": 0.1}, 0.1 * n), "ray_node_id": "n"}
 
 
 def test_seed_siblings_are_not_queued_beyond_n():
@@ -69,10 +71,21 @@ def test_pruned_trial_keeps_the_last_reports_measurements():
 def test_a_trial_whose_actor_died_keeps_the_epochs_it_reported():
     s = searcher()
     s.suggest("t0")
-    s.on_trial_result("t0", epoch(2))
+    for n in (1, 2):
+        s.on_trial_result("t0", epoch(n, 0.3 + n / 10))
     s.on_trial_complete("t0", error=True)
     t = s.study.get_trials()[0]
-    assert t.state == TrialState.FAIL and [p["epoch"] for p in t.user_attrs["curve"]] == [1, 2]
+    assert t.state == TrialState.FAIL
+    assert [(p["epoch"], p["val_accuracy"], p["test_accuracy"]) for p in t.user_attrs["curve"]] == \
+        [(1, 0.4, pytest.approx(0.39)), (2, 0.5, 0.49)]
+
+
+def test_each_report_carries_its_own_epoch_alone():
+    """A report's size does not grow with the epochs: epoch 2,000's is as long as epoch 2's (the curve is kept
+    by the searcher, and comes whole once, in the final result)."""
+    assert len(json.dumps(epoch(2_000))) <= len(json.dumps(epoch(2))) + 40  # digits, not 2,000 points
+    assert json.loads(epoch(7)["point_json"]) == {"epoch": 7, "train_loss": 1.0, "val_accuracy": 0.5,
+                                                   "test_accuracy": 0.49, "seconds": 0.1}
 
 
 def test_a_trial_finished_by_another_driver_is_left_alone():
