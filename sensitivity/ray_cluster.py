@@ -40,12 +40,6 @@ RAY_TEMP = "r"  # Ray's temp folder, inside the driver's private one
 _local_ray: dict = {}  # the local Ray this process started: its temporary folder and its reaper
 
 
-def tune_dir() -> str:
-    path = Path("results") / "ray-tune"
-    path.mkdir(parents=True, exist_ok=True)
-    return str(path.resolve())
-
-
 def init_ray(address=None) -> None:
     """Start a local Ray, or join the cluster at `address`; Ray reads these variables when imported."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")

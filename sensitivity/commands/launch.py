@@ -44,6 +44,10 @@ def add_run_options(p) -> None:
     p.add_argument("--keep-checkpoints", action="store_true",
                    help="--keep-weights, and each epoch's weights beside them (robustness matches clean accuracy "
                         "with them, then keeps only those that bracket its target)")
+    p.add_argument("--tune-dir", metavar="FOLDER",
+                   help="where Ray Tune keeps its files while the run lasts (default: beside the storage's file, "
+                        "FOLDER/ray-tune; results/ray-tune for a database server); removed once the study holds "
+                        "every final trial")
     p.add_argument("--no-progress", action="store_true")
 
 
@@ -92,7 +96,7 @@ def sweep_options(args, trials: int):
         timeout_per_trial=args.timeout_per_trial, time_budget=args.time_budget, seed=getattr(args, "seed", None),
         allow_space_change=args.allow_space_change, progress=not args.no_progress,
         keep_weights=args.keep_weights or args.keep_checkpoints, keep_checkpoints=args.keep_checkpoints,
-        deterministic=args.deterministic)
+        deterministic=args.deterministic, tune_dir=getattr(args, "tune_dir", None))
 
 
 def run_command(command: str, run):

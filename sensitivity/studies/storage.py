@@ -241,6 +241,14 @@ def _file_of(url: str):
     return None
 
 
+def folder_beside(url: str, name: str) -> Path:
+    """The folder NAME beside the storage's file (its SQLite or journal file's folder), absolute: where a run
+    keeps what belongs to its study (Ray Tune's files, robustness's surrogates); for a database server, NAME
+    under results/ of the current folder."""
+    path = _file_of(url)
+    return ((path.parent if path is not None else DEFAULT_DB.parent) / name).absolute()
+
+
 # Health during a sweep --------------------------------------------------------------------------------
 
 _IDENTITY: dict = {}  # SQLite file -> (device, inode) when this process opened it

@@ -26,6 +26,7 @@ import uuid
 from ray.tune import Callback
 
 from sensitivity.core.spec import TrialResult, TrialSpec
+from sensitivity.sweep import tune_files
 from sensitivity.sweep.keeper import keeper_here
 from sensitivity.trial.runner import worker_setup
 
@@ -110,3 +111,15 @@ class ForgetFinished(Callback):
         metadata.last_result = {k: v for k, v in metadata.last_result.items() if k not in self.BULKY}
         metadata.metric_analysis.clear()
         metadata.metric_n_steps.clear()
+
+
+class TrialFolders(Callback):
+    """Notes each trial's folders when it starts (`tune_files.note_folders`), so that a failed trial keeps the tail
+    of what Ray wrote of it. Holds nothing, so it pickles as it is."""
+
+    def on_trial_start(self, iteration, trials, trial, **info) -> None:
+        try:
+            working = trial.storage.trial_working_directory
+        except Exception:  # Tune has not named the trial's folder
+            working = None
+        tune_files.note_folders(trial.trial_id, trial.local_path, working)

@@ -35,6 +35,7 @@ from sensitivity.studies import storage_health
 from sensitivity.studies.records import SPACE_HASH, beat, count_final, counts_towards_target, is_final
 from sensitivity.studies.redaction import describe, reason
 from sensitivity.studies.storage import StorageLost, default_url, open_storage
+from sensitivity.sweep import tune_files
 from sensitivity.sweep.plans import default_plan, enqueue_plan
 from sensitivity.sweep.recovery import recover
 from sensitivity.sweep.samplers import PRUNERS, SAMPLERS, make_sampler
@@ -73,6 +74,7 @@ class SweepOptions:
     keep_weights: bool = False  # each trial saves its trained weights (for sensitivity robustness)
     keep_checkpoints: bool = False  # and each epoch's weights beside them (trial.loop.checkpoint_path)
     deterministic: bool = False  # each trial sets its framework's deterministic-kernel flags
+    tune_dir: Optional[str] = None  # where Ray Tune's files go (default: beside the storage; sweep.tune_files)
 
 
 def sweep_plan(space_path, options: SweepOptions, with_defaults: bool = False, **overrides) -> tuple:
@@ -143,6 +145,8 @@ def run_space(space: Space, options: SweepOptions, plan: list = (), keep_ray: bo
                     keep_run(study, driver_id, missing, not (options.address or os.environ.get("RAY_ADDRESS")))
                 budget_out = options.time_budget is not None and time.monotonic() - started >= options.time_budget
                 summary["final_trials"] = _check_final(study, options.trials, url, driver_id, budget_out)
+                # the study holds every final trial of the run: Tune's files are read by nothing now
+                tune_files.remove_run(study, driver_id, tune_files.tune_root(url, options.tune_dir))
                 return summary
             finally:
                 stop_beating()
@@ -280,6 +284,7 @@ def check_destinations(options: SweepOptions) -> None:
         check_address(options.address)
         check_open_files()
         check_results_folder()
+        tune_files.check_tune_dir(options.tune_dir)
     except ValueError as exc:
         raise SweepError(str(exc)) from None
     ray_address = os.environ.get("RAY_ADDRESS")

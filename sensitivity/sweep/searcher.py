@@ -45,7 +45,7 @@ from sensitivity.config.spaces import Space
 from sensitivity.core.spec import TrialSpec
 from sensitivity.studies import redaction, storage, storage_health
 from sensitivity.studies.records import QUEUED_ATTRS, counts_towards_target, driver_alive, heartbeats, result_fields
-from sensitivity.sweep import nodes
+from sensitivity.sweep import nodes, tune_files
 from sensitivity.sweep.driver_storage import flush
 from sensitivity.sweep.recovery import STALE_AFTER_S, orphan_attrs, requeue_orphans
 from sensitivity.sweep.trial_log import log_trial
@@ -265,6 +265,7 @@ class StudySearcher(Searcher):
             return
         curve = self.last_curve.pop(trial_id, None)
         node = self.node_of.pop(trial_id, None)
+        ray_log = tune_files.log_tail(trial_id) if error else tune_files.forget(trial_id)
         try:
             if error and node is not None and nodes.node_lost(node):  # no fault of the trial's: run it again
                 log.warning("trial %s: Ray node %s was lost while it ran; it runs again", trial.number, node)
@@ -272,9 +273,9 @@ class StudySearcher(Searcher):
                 requeue_orphans(self.study)
             else:
                 if error:
-                    log.warning("trial %s failed: its Ray actor died or raised on node %s, which is alive (Ray's "
-                                "logs: results/ray-tune)", trial.number, node or "unknown")
-                self._tell(trial, result, error, curve, node)
+                    log.warning("trial %s failed: its Ray actor died or raised on node %s, which is alive (the "
+                                "tail of Ray's log of it: the trial's ray_log)", trial.number, node or "unknown")
+                self._tell(trial, result, error, curve, node, ray_log)
         except UpdateFinishedTrialError:  # finished by another driver that thought this one dead
             log.warning("trial %s was finished elsewhere; its result here is dropped", trial.number)
             self.taken = None
@@ -284,7 +285,8 @@ class StudySearcher(Searcher):
         if storage_health.lost_reason() is None:
             self.on_change()
 
-    def _tell(self, trial, result: Optional[dict], error: bool, curve, node: Optional[str] = None) -> None:
+    def _tell(self, trial, result: Optional[dict], error: bool, curve, node: Optional[str] = None,
+              ray_log: Optional[str] = None) -> None:
         if result and result.get("final"):
             payload = json.loads(result["result_json"])
             # the spec as it ran (device gpu:N), else as asked; per-sample correctness only where recorded
@@ -306,8 +308,10 @@ class StudySearcher(Searcher):
             self._interrupt(trial, "interrupted: Tune stopped the trial before its end")
         else:
             where = f"on Ray node {node}, which is alive" if node else "on a Ray node not known"
-            attrs = {"status": "failed", "reason": f"the Ray trial's actor died or raised an error {where} (see Ray's "
-                                                   "logs in results/ray-tune)"}
+            attrs = {"status": "failed", "reason": f"the Ray trial's actor died or raised an error {where} (the tail "
+                                                   "of Ray's log of it: ray_log)"}
+            if ray_log:  # Tune's error.txt and the actor's stderr, kept before Tune's folder is removed
+                attrs["ray_log"] = ray_log
             if curve:  # the epochs it reported before its actor died
                 attrs["curve"] = curve
             self._finish(trial, TrialState.FAIL, None, attrs)

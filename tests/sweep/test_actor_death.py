@@ -1,7 +1,8 @@
 """A trial's Ray actor killed on a live node (a local Ray): the trial is a final FAIL judged at once, not after
 the node-loss check's 30 s wait; stderr says so in one line of the tool's (no Ray traceback, no "Trials did
 not complete"), and stdout holds the tool's summary alone (Ray's "(raylet) A worker died ..." goes to a file
-under results/ray-tune)."""
+beside the study while the run lasts); the trial's record keeps the tail of Ray's log of it, and Tune's files go
+once the study holds the trial."""
 import subprocess
 import sys
 import time
@@ -62,4 +63,6 @@ def test_a_killed_actor_is_one_line_judged_at_once_and_no_ray_text(tmp_path):
     lines = [line for line in stderr.splitlines() if not line.startswith(RAY_NOTICES) and "A new study" not in line]
     assert len(lines) == 1 and lines[0].startswith("trial 0 failed: its Ray actor died"), stderr
     assert "Traceback" not in stderr and "Trials did not complete" not in stderr
-    assert "(raylet)" in "".join(p.read_text() for p in (tmp_path / "results" / "ray-tune").glob("*.ray.log"))
+    assert trial.user_attrs["ray_log"].startswith("[error.txt] Failure # 1")  # Tune's note of the actor's death
+    assert "The actor died unexpectedly" in trial.user_attrs["ray_log"]
+    assert not (tmp_path / "results" / "ray-tune").exists()
