@@ -19,7 +19,6 @@ from sensitivity.core.spec import TrialSpec
 from sensitivity.sweep.progress import Progress
 from sensitivity.sweep.recovery import MAX_ATTEMPTS
 from sensitivity.sweep.trial_log import log_path
-from sensitivity.sweep.tune_files import run_name, tune_root
 
 
 class ResourceError(Exception):
@@ -51,12 +50,48 @@ def check_address(address, timeout_s: float = 3.0) -> None:
     if not host or not (port.isascii() and port.isdigit() and 0 < int(port) < 65536):
         raise ValueError(f"--address {address!r}: expected auto or HOST:PORT, PORT from 1 to 65535")
     try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
-            pass
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s) as connection:
+            answer = _grpc_answer(connection, timeout_s)
     except (OSError, ValueError) as exc:  # ValueError: a host name no resolver takes (too long, a NUL)
         why = "no answer" if isinstance(exc, socket.timeout) else (getattr(exc, "strerror", None) or str(exc))
         raise ValueError(f"--address {address}: no Ray cluster reachable there ({why} within {timeout_s:g} s)") \
             from None
+    if answer is not None:  # Ray would retry "Failed to connect to GCS" for minutes
+        raise ValueError(f"--address {address}: not a Ray cluster's head: the server there does not speak gRPC, as "
+                         f"Ray's GCS does ({answer}); give the head's GCS port (6379 by default, `ray status` shows "
+                         "it)")
+
+
+# An HTTP/2 client's connection preface and an empty SETTINGS frame (RFC 9113, 3.4): a gRPC server, as Ray's GCS
+# is, answers with its own SETTINGS frame (type 4, stream 0) before anything else
+HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+
+
+def _grpc_answer(connection: socket.socket, timeout_s: float):
+    """None where the server at the other end of `connection` answers an HTTP/2 preface with a SETTINGS frame
+    within `timeout_s`, else what it did instead. With Ray's TLS on (RAY_USE_TLS), the TCP answer has to do."""
+    if os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true"):
+        return None
+    header, deadline = b"", time.monotonic() + timeout_s
+    try:
+        connection.sendall(HTTP2_PREFACE)
+    except ConnectionError:
+        return "it closed the connection"
+    while len(header) < 9:
+        connection.settimeout(max(0.01, deadline - time.monotonic()))
+        try:
+            chunk = connection.recv(9 - len(header))
+        except socket.timeout:
+            return f"it answered {header!r} and then nothing within {timeout_s:g} s" if header else \
+                f"it answered nothing within {timeout_s:g} s"
+        except ConnectionError:
+            chunk = b""
+        if not chunk:
+            return f"it closed the connection after {len(header)} bytes" if header else "it closed the connection"
+        header += chunk
+    if header[3] == 4 and header[5:9] == bytes(4):
+        return None
+    return f"it answered {header!r}"
 
 
 OPEN_FILES = 1024  # what a sweep raises its open-file limit to, where the hard limit allows
@@ -150,16 +185,17 @@ def run_tune(study, space, options, driver_id: str, missing: int) -> None:
     """Run the missing trials on the Ray that start_ray started or joined."""
     # lazy: ray
     from ray import tune
+    from ray.tune.logger import JsonLoggerCallback
 
     # lazy: optuna, ray
-    from sensitivity.sweep.dispatch import ForgetFinished, TrialFolders, trainable
+    from sensitivity.sweep.dispatch import ForgetFinished, trainable
     from sensitivity.sweep.nodes import NodeOfTrial
     from sensitivity.sweep.searcher import StopOnLostStorage, StudySearcher
 
     # a failed trial's result has no metric (never None, see dispatch): Tune must not insist on one
     os.environ["TUNE_DISABLE_STRICT_METRIC_CHECKING"] = "1"
-    # the study is the record: none of Tune's loggers (its JSON logger wrote every epoch's result and a
-    # params.pkl per trial; its TensorBoard logger imported tensorboardX, and so torch, into the driver)
+    # the study is the record: of Tune's own loggers only the JSON one, which Tune reads back when fit()
+    # ends; its TensorBoard logger imported tensorboardX, and so torch, into the driver
     os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
     # a trial's error is the searcher's one line (its actor died, or its node was lost), not Ray's traceback
     os.environ.setdefault("TUNE_PRINT_ALL_TRIAL_ERRORS", "0")
@@ -181,7 +217,6 @@ def run_tune(study, space, options, driver_id: str, missing: int) -> None:
                                      pruning=options.pruner != "none", log_path=log_path(study.study_name),
                                      keep_checkpoints=options.keep_checkpoints, parallel=options.parallel)
             resources = {"cpu": options.cpus_per_trial, "gpu": options.gpus_per_trial}
-            root = tune_root(options.storage, options.tune_dir)  # beside the study (tune_files)
             tuner = tune.Tuner(
                 tune.with_resources(trainable, resources),
                 tune_config=tune.TuneConfig(search_alg=searcher, scheduler=scheduler(options.pruner, space),
@@ -189,15 +224,14 @@ def run_tune(study, space, options, driver_id: str, missing: int) -> None:
                                             # retries (a lost node's trial runs again in this run)
                                             num_samples=missing * MAX_ATTEMPTS, max_concurrent_trials=options.parallel,
                                             reuse_actors=True, time_budget_s=options.time_budget),
-                run_config=tune.RunConfig(name=run_name(study.study_name, driver_id), verbose=0,
-                                          storage_path=str(root), log_to_file=True,
-                                          callbacks=[ForgetFinished(), NodeOfTrial(driver_id), TrialFolders()],
+                run_config=tune.RunConfig(name=f"{study.study_name}-{driver_id}", verbose=0,
+                                          storage_path=ray_cluster.tune_dir(), log_to_file=True,
+                                          callbacks=[JsonLoggerCallback(), ForgetFinished(), NodeOfTrial(driver_id)],
                                           stop=StopOnLostStorage(),
                                           failure_config=tune.FailureConfig(max_failures=0)),
             )
             try:
-                root.mkdir(parents=True, exist_ok=True)
-                aside = root / f"{run_name(study.study_name, driver_id)}.ray.log"  # Ray's messages
+                aside = Path(ray_cluster.tune_dir()) / f"{study.study_name}-{driver_id}.ray.log"  # Ray's messages
                 with ray_cluster.ray_text_aside(aside):
                     tuner.fit()
                 reason = "the sweep ended before the trial did"
