@@ -19,6 +19,7 @@ from sensitivity.core.spec import TrialSpec
 from sensitivity.sweep.progress import Progress
 from sensitivity.sweep.recovery import MAX_ATTEMPTS
 from sensitivity.sweep.trial_log import log_path
+from sensitivity.sweep.tune_files import run_name, tune_root
 
 
 class ResourceError(Exception):
@@ -185,17 +186,16 @@ def run_tune(study, space, options, driver_id: str, missing: int) -> None:
     """Run the missing trials on the Ray that start_ray started or joined."""
     # lazy: ray
     from ray import tune
-    from ray.tune.logger import JsonLoggerCallback
 
     # lazy: optuna, ray
-    from sensitivity.sweep.dispatch import ForgetFinished, trainable
+    from sensitivity.sweep.dispatch import ForgetFinished, TrialFolders, trainable
     from sensitivity.sweep.nodes import NodeOfTrial
     from sensitivity.sweep.searcher import StopOnLostStorage, StudySearcher
 
     # a failed trial's result has no metric (never None, see dispatch): Tune must not insist on one
     os.environ["TUNE_DISABLE_STRICT_METRIC_CHECKING"] = "1"
-    # the study is the record: of Tune's own loggers only the JSON one, which Tune reads back when fit()
-    # ends; its TensorBoard logger imported tensorboardX, and so torch, into the driver
+    # the study is the record: none of Tune's loggers (its JSON logger wrote every epoch's result and a
+    # params.pkl per trial; its TensorBoard logger imported tensorboardX, and so torch, into the driver)
     os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
     # a trial's error is the searcher's one line (its actor died, or its node was lost), not Ray's traceback
     os.environ.setdefault("TUNE_PRINT_ALL_TRIAL_ERRORS", "0")
@@ -217,6 +217,7 @@ def run_tune(study, space, options, driver_id: str, missing: int) -> None:
                                      pruning=options.pruner != "none", log_path=log_path(study.study_name),
                                      keep_checkpoints=options.keep_checkpoints, parallel=options.parallel)
             resources = {"cpu": options.cpus_per_trial, "gpu": options.gpus_per_trial}
+            root = tune_root(options.storage, options.tune_dir)  # beside the study (tune_files)
             tuner = tune.Tuner(
                 tune.with_resources(trainable, resources),
                 tune_config=tune.TuneConfig(search_alg=searcher, scheduler=scheduler(options.pruner, space),
@@ -224,14 +225,15 @@ def run_tune(study, space, options, driver_id: str, missing: int) -> None:
                                             # retries (a lost node's trial runs again in this run)
                                             num_samples=missing * MAX_ATTEMPTS, max_concurrent_trials=options.parallel,
                                             reuse_actors=True, time_budget_s=options.time_budget),
-                run_config=tune.RunConfig(name=f"{study.study_name}-{driver_id}", verbose=0,
-                                          storage_path=ray_cluster.tune_dir(), log_to_file=True,
-                                          callbacks=[JsonLoggerCallback(), ForgetFinished(), NodeOfTrial(driver_id)],
+                run_config=tune.RunConfig(name=run_name(study.study_name, driver_id), verbose=0,
+                                          storage_path=str(root), log_to_file=True,
+                                          callbacks=[ForgetFinished(), NodeOfTrial(driver_id), TrialFolders()],
                                           stop=StopOnLostStorage(),
                                           failure_config=tune.FailureConfig(max_failures=0)),
             )
             try:
-                aside = Path(ray_cluster.tune_dir()) / f"{study.study_name}-{driver_id}.ray.log"  # Ray's messages
+                root.mkdir(parents=True, exist_ok=True)
+                aside = root / f"{run_name(study.study_name, driver_id)}.ray.log"  # Ray's messages
                 with ray_cluster.ray_text_aside(aside):
                     tuner.fit()
                 reason = "the sweep ended before the trial did"
