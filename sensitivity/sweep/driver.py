@@ -39,7 +39,7 @@ from sensitivity.sweep import tune_files
 from sensitivity.sweep.plans import default_plan, enqueue_plan
 from sensitivity.sweep.recovery import recover
 from sensitivity.sweep.samplers import PRUNERS, SAMPLERS, make_sampler
-from sensitivity.sweep.trial_log import log_path, log_study
+from sensitivity.sweep.trial_log import check_log, log_path, log_study
 from sensitivity.sweep.tuning import ResourceError, check_address, check_open_files, run_tune, start_ray, stop_ray
 
 HEARTBEAT_S = 5.0
@@ -299,8 +299,13 @@ def check_destinations(options: SweepOptions) -> None:
 def check_inputs(space: Space, options: SweepOptions, datasets_used=None) -> None:
     """After `check_destinations`, the first write: the datasets (`datasets_used`, else the space's) load here
     without a download (parsed into the cache now: a missing or corrupt file is one line before Ray starts,
-    not a failed trial); and a fixed GPU exists on this machine where Ray is local (no --address)."""
+    not a failed trial); and a fixed GPU exists on this machine where Ray is local (no --address). The study's
+    trial log is checked with the destinations: a FIFO there would block the first append forever."""
     check_destinations(options)
+    try:
+        check_log(options.study or space.study)
+    except ValueError as exc:
+        raise SweepError(str(exc)) from None
     if not options.address:
         try:
             gpu.check_here(space.fixed.get("device", "cpu"))

@@ -16,13 +16,15 @@ A log must be a regular file of at most MAX_LOG_BYTES, lines of at most torn.MAX
 from __future__ import annotations
 
 import datetime
+import errno
 import fcntl
 import json
 import os
+import stat
 import warnings
 from pathlib import Path
 
-from sensitivity.core.paths import RESULTS, UnsafeName, check_name, under
+from sensitivity.core.paths import RESULTS, UnsafeName, check_name, check_output, under
 from sensitivity.studies import torn
 from sensitivity.studies.redaction import describe
 from sensitivity.studies.storage import check_url, default_url, open_storage
@@ -42,10 +44,41 @@ def log_path(study_name: str) -> Path:
     return under(LOGS, study_name, ".jsonl")
 
 
+def check_log(study_name: str) -> Path:
+    """Before anything is written: the study's trial log is absent or a regular file (a FIFO would block the
+    first append forever, a device or a folder fail it); ValueError naming it otherwise."""
+    path = LOGS / (check_name(study_name) + ".jsonl")
+    hint = "a sweep appends each finished trial there; remove it, or name another --study"
+    try:
+        check_output(path, "trial log")
+        return log_path(study_name)  # UnsafeName: a link that leads out of LOGS
+    except UnsafeName:
+        raise ValueError(f"trial log {str(path)!r}: a link to {os.readlink(path)!r}, out of {LOGS}: {hint}") from None
+    except ValueError as exc:
+        raise ValueError(f"{exc}: {hint}") from None
+
+
+def _open_for_append(path: Path) -> int:
+    """A descriptor appending to the regular file `path` (created if absent). Opened without blocking and
+    checked with fstat: a FIFO put there during a run is a LogError at once, not a write that waits forever."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a FIFO no one reads
+            raise LogError(f"trial log {path}: a FIFO, not a regular file") from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise LogError(f"trial log {path}: not a regular file")
+    os.set_blocking(fd, True)
+    return fd
+
+
 def _append(path: Path, record: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     line = json.dumps(record, default=str, allow_nan=True) + "\n"
-    with open(path, "a", encoding="utf-8") as f:  # one write per line: O_APPEND keeps drivers' lines whole
+    # one write per line: O_APPEND keeps drivers' lines whole
+    with os.fdopen(_open_for_append(path), "a", encoding="utf-8") as f:
         fcntl.flock(f, fcntl.LOCK_EX)  # drivers of one study: a line being written is never taken for torn
         try:
             torn.set_aside(path, f"trial log {path}", OPENING)  # a full disk's torn line: the next starts anew
