@@ -21,6 +21,7 @@ from pathlib import Path
 
 from sensitivity import private_apis
 from sensitivity.studies import torn
+from sensitivity.studies.journal_lock import LockError, check_lock, journal_lock
 from sensitivity.studies.redaction import describe, reason
 from sensitivity.studies.storage_health import retried
 
@@ -34,6 +35,23 @@ class StorageError(Exception):
 
 class StorageLost(StorageError):
     """The storage failed during a sweep (beyond the retry window, or its file deleted): exit 1."""
+
+
+class LockFault(StorageLost):
+    """A journal's lock that no writer of the journal holds (a link to nothing or to another file): no wait
+    would end; one line naming it, exit 1 (`journal_lock`)."""
+
+
+def check_journal_lock(url: str) -> None:
+    """LockFault where `url` is a journal whose lock no writer of it holds (`journal_lock.check_lock`): checked
+    with the destinations, before anything is written."""
+    path = _file_of(url)
+    if path is None or not url.startswith("journal:"):
+        return
+    try:
+        check_lock(path)
+    except LockError as exc:
+        raise LockFault(f"storage {describe(url)}: {exc}") from None
 
 
 def default_url() -> str:
@@ -289,19 +307,23 @@ _JOURNAL = []
 
 def _journal_backend():
     """Optuna's journal file backend whose failed append (a full disk: ENOSPC) is a StorageError, so that the
-    sweep stops with its one line (and the torn record is set aside by the next run) rather than a traceback."""
+    sweep stops with its one line (and the torn record is set aside by the next run) rather than a traceback,
+    and whose lock names every wait (`journal_lock`: a lock no writer holds is a LockFault, a stale one is
+    broken with one line)."""
     # lazy: optuna
     import optuna
 
     if not _JOURNAL:
         class JournalFile(optuna.storages.journal.JournalFileBackend):
             def __init__(self, file_path: str) -> None:
-                super().__init__(file_path)
+                super().__init__(file_path, lock_obj=journal_lock(file_path))
                 self.path = file_path
 
             def append_logs(self, logs):
                 try:
                     super().append_logs(logs)
+                except LockError as exc:
+                    raise LockFault(f"journal {self.path}: {exc}") from None
                 except OSError as exc:
                     raise StorageError(f"journal {self.path}: a write failed ({exc.strerror})") from None
         _JOURNAL.append(JournalFile)

@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+from sensitivity.studies.journal_lock import LockError, journal_lock
+
 MAX_LINE = 16 * 2**20  # bytes in one record's line (a trial with 10,000 epochs' curves takes well under 1 MiB)
 _CHUNK = 2**16
 
@@ -182,8 +184,6 @@ def check_journal(path, what: str) -> None:
 def mend_journal(path, what: str) -> None:
     """Set a journal's torn last record aside (`set_aside`) before a writer appends to it, under the lock
     Optuna's writers take, so that a record another driver is writing is never taken for torn."""
-    # lazy: optuna
-    import optuna
     path = Path(path)
     if not path.exists():
         return
@@ -194,9 +194,11 @@ def mend_journal(path, what: str) -> None:
         os.close(fd)
     if whole:  # the usual case: no lock taken (a killed driver's stale lock would cost its 30 s grace)
         return
-    lock = optuna.storages.journal.JournalFileSymlinkLock(str(path))
+    lock = journal_lock(str(path))
     try:
         lock.acquire()
+    except LockError as exc:
+        raise RecordFileError(f"{what}: {exc}") from None
     except OSError as exc:
         raise RecordFileError(f"{what}: its lock {path}.lock cannot be taken ({exc.strerror})") from None
     try:

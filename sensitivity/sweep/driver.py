@@ -278,6 +278,9 @@ def check_destinations(options: SweepOptions) -> None:
     try:
         check_results_link()  # before default_url resolves a path through it
         st.check_url(options.storage or default_url())
+        st.check_journal_lock(options.storage or default_url())  # a lock no writer holds: exit 1, no wait
+    except st.LockFault:
+        raise
     except (st.StorageError, ValueError) as exc:
         raise SweepError(str(exc)) from None
     try:
