@@ -4,12 +4,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from sensitivity.analysis.figure_table import KINDS
 from sensitivity.commands.common import EXIT_OK, EXIT_TRIAL_FAILED, UsageError, load_study, number
 from sensitivity.core import paths
+from sensitivity.studies.storage import default_url, folder_beside
 
-# the kinds of sensitivity.analysis.figures.KINDS, named here so that parsing imports no plotting library
-KINDS = ("findings", "frontier", "importance", "isolation", "slice", "contour", "curves", "seeds", "resources",
-         "divergence", "transfer", "robustness", "ablation")
 
 
 def add_parsers(commands) -> None:
@@ -24,6 +23,10 @@ def add_parsers(commands) -> None:
     p.add_argument("--defaults-only", action="store_true", help="only each framework's own default")
     p.add_argument("--semantics", choices=("native", "canonical", "both"), default="native",
                    help="attack the models trained in this regime (default native)")
+    p.add_argument("--keep-checkpoints", action="store_true",
+                   help="keep the models' weights and checkpoints, and the surrogates' files, after the attacks "
+                        "(default: removed once every model is attacked; a later robustness run of the study is "
+                        "then refused)")
     p.add_argument("--storage")
     p.set_defaults(handler=_cmd_robustness)
     p = commands.add_parser("plot", help="write one figure of a study (.html, .png, .svg or .pdf)")
@@ -62,7 +65,8 @@ def _cmd_robustness(args) -> int:
         regimes = ("native", "canonical") if args.semantics == "both" else (args.semantics,)
         records, failures = attack_study(study, args.samples, args.defaults_only, regimes=regimes,
                                          log=lambda message: print(message, file=sys.stderr),
-                                         protocol_path=args.protocol)
+                                         protocol_path=args.protocol, keep_weights=args.keep_checkpoints,
+                                         surrogate_root=folder_beside(args.storage or default_url(), "robustness"))
     except RobustnessError as exc:
         raise UsageError(f"sensitivity robustness: {exc}")
     for trial_number, reason in failures.items():
@@ -81,7 +85,7 @@ def _cmd_robustness(args) -> int:
 def _cmd_plot(args) -> int:
     # lazy: optuna, pandas, plotly
     from sensitivity.analysis.figures.export import FORMATS
-    from sensitivity.analysis.figures import write_figure
+    from sensitivity.analysis.figure_table import write_figure
     from sensitivity.analysis.table import NotEnoughData
 
     _check_out("plot", args.out, FORMATS)

@@ -16,6 +16,7 @@ from sensitivity.config.defaults import DefaultsError
 from sensitivity.config.spaces import MAX_SEEDS
 from sensitivity.forecast.launch import run_device, run_threads
 from sensitivity.forecast.runs import ABSENT, runs_of_plan
+from sensitivity.studies.storage import default_url, folder_beside
 from sensitivity.sweep.driver import SweepError, check_destinations, check_inputs, run_space
 from sensitivity.sweep.plans import defaults_space
 from sensitivity.sweep.reproduce import PRESETS, ReproduceError, check_scale, placements, plan
@@ -137,7 +138,8 @@ def _launch(args, preset, space, options, planned: list, attrs: dict) -> int:
     failed = False
     if preset.robustness:
         try:
-            _, failures = attack_study(study, log=lambda message: print(message, file=sys.stderr))
+            _, failures = attack_study(study, log=lambda message: print(message, file=sys.stderr),
+                                       surrogate_root=folder_beside(args.storage or default_url(), "robustness"))
             failed = bool(failures)
         except RobustnessError as exc:
             print(f"sensitivity reproduce: robustness: {exc}", file=sys.stderr)

@@ -16,12 +16,15 @@ compared at the published budget only.
 Attacks. Every state (each model as trained, and each matched checkpoint) is attacked white-box on the whole test
 set at every eps of the protocol's grid. Transfer attacks have one source per dataset and seed: the protocol's
 surrogate, a model no compared framework trained, trained on one framework with that seed and attacked white-box,
-its examples saved under results/robustness/STUDY/. Every state of that dataset and seed is tested on those
-examples (`transfer[SURROGATE]`), and its state records which surrogate made them (`surrogate`): every target
-meets the same examples, made without any compared model's gradient. The driver writes the protocol with its sets
-and targets (study attribute `robustness_protocol`) before the first attack, then one record per trial
-(`robustness:NUMBER`: {"published": state, "checkpoints": {epoch: state}}) as soon as it is made. A run
-replaces earlier runs' records; a model whose attack failed is reported and has none.
+its examples saved under robustness/STUDY/ beside the storage's file (results/robustness/STUDY/ for a database
+server). Every state of that dataset and seed is tested on those examples (`transfer[SURROGATE]`), and its state
+records which surrogate made them (`surrogate`): every target meets the same examples, made without any compared
+model's gradient. The driver writes the protocol with its sets and targets (study attribute `robustness_protocol`)
+before the first attack, then one record per trial (`robustness:NUMBER`: {"published": state, "checkpoints":
+{epoch: state}}) as soon as it is made. A run replaces earlier runs' records; a model whose attack failed is
+reported and has none. A run that attacked every model then removes their weights and the surrogates' files,
+unless asked to keep them (`robustness_weights`: a later run of the study is refused, naming the command that
+trains them again).
 """
 from __future__ import annotations
 
@@ -32,6 +35,7 @@ from sensitivity import datasets
 from sensitivity.core import paths
 from sensitivity.analysis.tables.robustness import PREFIX
 from sensitivity.analysis.tables.robustness_pairs import PROTOCOL_ATTR, SURROGATE  # SURROGATE: the source's key in a state
+from sensitivity.experiments import robustness_weights
 from sensitivity.experiments.robustness_protocol import ProtocolError, load
 from sensitivity.core.spec import TrialSpec
 from sensitivity.studies.specs import trial_spec
@@ -148,9 +152,13 @@ def _prune(trials: dict, keep: dict) -> int:
 
 
 def attack_study(study, samples: Optional[int] = None, defaults_only: bool = False,
-                 log: Optional[Callable[[str], None]] = None, regimes=("native",), protocol_path=None) -> tuple:
+                 log: Optional[Callable[[str], None]] = None, regimes=("native",), protocol_path=None,
+                 surrogate_root=None, keep_weights: bool = False) -> tuple:
     """Attack every attackable model of `study` by the protocol; returns ({trial number: record} as written in
-    the study, {trial number: why its attack failed})."""
+    the study, {trial number: why its attack failed}). The surrogates' files go under `surrogate_root`/STUDY
+    (`robustness` beside the storage: `studies.storage.folder_beside`; default results/robustness). Where every
+    attack succeeded, the models' weights and the surrogates' files are then removed unless `keep_weights`
+    (`robustness_weights`)."""
     log = log or (lambda message: None)
     try:
         protocol, recorded = load(protocol_path)
@@ -158,11 +166,14 @@ def attack_study(study, samples: Optional[int] = None, defaults_only: bool = Fal
         raise RobustnessError(str(exc)) from None
     trials = attackable(study, defaults_only, regimes)
     if not trials:
+        refusal = robustness_weights.removed_refusal(study)
+        if refusal:
+            raise RobustnessError(refusal)
         which = ("own defaults" if defaults_only else "completed trials") + f" ({' or '.join(regimes)})"
         raise RobustnessError(f"study {study.study_name} has no {which} with kept weights on this disk: run the "
                               "sweep (or defaults, transfer) with --keep-weights")
     try:
-        out_dir = paths.under(paths.RESULTS / "robustness", study.study_name).resolve()
+        out_dir = paths.under(surrogate_root or paths.RESULTS / "robustness", study.study_name).resolve()
     except paths.UnsafeName as exc:
         raise RobustnessError(str(exc)) from None
     by_number = {t.number: t for t in trials}
@@ -216,6 +227,13 @@ def attack_study(study, samples: Optional[int] = None, defaults_only: bool = Fal
         checkpoints = {str(e): made[(n, e)] for n, e in made if n == number and e is not None}
         records[number] = {"published": made[(number, None)], "checkpoints": checkpoints}
         study.set_user_attr(f"{PREFIX}{number}", records[number])
+    if keep_weights or failures:
+        log("robustness: weights kept" + (f" ({len(failures)} models' attacks failed: a rerun needs them)"
+                                          if failures and not keep_weights else ""))
+    else:
+        removed = robustness_weights.remove_attacked(study, trials, out_dir)
+        log(f"robustness: {removed} weights files removed, every model attacked (robustness --keep-checkpoints "
+            "keeps them)")
     return records, failures
 
 

@@ -35,7 +35,7 @@ def records_of(study) -> dict:
 @pytest.fixture(scope="module")
 def attacked(tmp_path_factory):
     """Torch's and MXNet's MNIST defaults on torch and two other frameworks, digits, 3 seeds, cut to 3 epochs,
-    checkpoints kept; then every model attacked by a protocol of two radii."""
+    checkpoints kept; then every model attacked by a protocol of two radii, the weights kept after."""
     if len(OTHERS) < 2:
         pytest.skip("needs three frameworks")
     cwd = tmp_path_factory.mktemp("robustness")
@@ -44,7 +44,7 @@ def attacked(tmp_path_factory):
                "torch-train-on-mnist,mxnet-train-mnist", "--seeds", 3, "--budget-epochs", 3, "--keep-checkpoints",
                "--parallel", 2, "--study", "d", "--no-progress")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    attack = cli(cwd, "robustness", "d", "--protocol", "protocol.yaml")
+    attack = cli(cwd, "robustness", "d", "--protocol", "protocol.yaml", "--keep-checkpoints")  # later tests attack
     assert attack.returncode == 0, attack.stderr[-3000:]
     (cwd / "attack.log").write_text(attack.stderr)
     study = optuna.load_study(study_name="d", storage=f"sqlite:///{cwd}/results/optuna.db")

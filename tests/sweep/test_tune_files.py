@@ -1,15 +1,21 @@
-"""A --tune-dir that cannot be written is refused before anything is written."""
+"""Ray Tune's files and robustness's surrogates go beside their study, and go once the study holds them: a real
+transfer study whose storage is in another folder than the current one, attacked by real workers; a --tune-dir
+that cannot be written is refused before anything is."""
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
+import optuna
 import pytest
 
 from sensitivity import frameworks
+from sensitivity.experiments.robustness_weights import REMOVED_ATTR
 
 pytestmark = pytest.mark.skipif(not frameworks.importable("torch"), reason="needs torch")
+PROTOCOL = "eps: [0.1]\nsurrogate: {framework: torch, epochs: 1}\n"
 
 
 def cli(cwd, *args, timeout=600):
@@ -17,8 +23,65 @@ def cli(cwd, *args, timeout=600):
                           text=True, timeout=timeout)
 
 
+class Seen:
+    """Polls in a thread, while a command runs, which of `paths` exist at some moment."""
+
+    def __init__(self, *paths):
+        self.paths, self.seen, self._stop = paths, set(), threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+
+    def _poll(self):
+        while not self._stop.wait(0.05):
+            self.seen |= {p for p in self.paths if p.exists()}
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join()
+        return self.seen
+
+
 def files_under(folder: Path) -> list:
     return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+
+
+def test_a_study_in_another_folder_leaves_no_tune_files_nor_surrogates_in_the_current_one(tmp_path):
+    here, store = tmp_path / "here", tmp_path / "store"
+    here.mkdir(), store.mkdir()
+    url = f"sqlite:///{store}/s.db"
+    (here / "protocol.yaml").write_text(PROTOCOL)
+    seen = Seen(store / "ray-tune", here / "results" / "ray-tune")
+    proc = cli(here, "transfer", "--frameworks", "torch", "--datasets", "digits", "--defaults",
+               "torch-train-on-mnist,mxnet-train-mnist", "--budget-epochs", 2, "--keep-weights", "--study", "d",
+               "--storage", url, "--no-progress")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert seen.stop() == {store / "ray-tune"}  # Tune's files were beside the study while it ran
+    assert not (store / "ray-tune").exists()  # and went once the study held every trial
+    assert {p.name for p in (here / "results").iterdir()} == {"trial-logs", "ray-processes", "weights"}, \
+        files_under(here)
+
+    weights = [Path(t.user_attrs["weights"]) for t in optuna.load_study(study_name="d", storage=url).trials]
+    assert len(weights) == 2 and all(w.exists() for w in weights)
+    seen = Seen(store / "robustness" / "d" / "surrogate-digits-0.npz", here / "results" / "robustness")
+    attacked = cli(here, "robustness", "d", "--storage", url, "--protocol", "protocol.yaml", "--samples", 30)
+    assert attacked.returncode == 0, attacked.stderr[-3000:]
+    assert seen.stop() == {store / "robustness" / "d" / "surrogate-digits-0.npz"}  # beside the study
+    assert "weights files removed" in attacked.stderr
+    assert not any(w.exists() for w in weights) and not (store / "robustness").exists()
+    assert not (here / "results" / "weights" / "d").exists()  # the study's folder, left empty, went too
+    study = optuna.load_study(study_name="d", storage=url)
+    assert study.user_attrs[REMOVED_ATTR]["models"] == 2 and len(
+        [k for k, v in study.user_attrs.items() if k.startswith("robustness:") and v]) == 2  # the records stay
+
+    again = cli(here, "robustness", "d", "--storage", url)
+    lines = again.stderr.strip().splitlines()
+    assert again.returncode == 2 and len(lines) == 1, again.stderr
+    assert "were removed after its robustness run" in lines[0] and "--keep-checkpoints" in lines[0]
+    command = lines[0].split("train them into a new study: ")[1].split(", then ")[0]
+    assert command == ("sensitivity transfer --frameworks torch --datasets digits --defaults "
+                       "mxnet-train-mnist,torch-train-on-mnist --seeds 1 --semantics native --budget-epochs 2 "
+                       "--keep-weights --study d-retrained")
+    assert dict(optuna.load_study(study_name="d", storage=url).user_attrs) == dict(study.user_attrs)
 
 
 def unwritable(tmp_path) -> Path:
