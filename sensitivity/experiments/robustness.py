@@ -40,7 +40,8 @@ from sensitivity.experiments.robustness_protocol import ProtocolError, load
 from sensitivity.core.spec import TrialSpec
 from sensitivity.studies.specs import trial_spec
 from sensitivity.trial.loop import checkpoint_path
-from sensitivity.trial.runner import Worker, WorkerError, worker_setup
+from sensitivity.trial.pool import WorkerPool
+from sensitivity.trial.runner import WorkerError, worker_setup
 
 ATTACK_TIMEOUT_S = 3600.0
 
@@ -186,7 +187,7 @@ def attack_study(study, samples: Optional[int] = None, defaults_only: bool = Fal
         "(kept: those that bracket a target)")
     states = [(t.number, None) for t in trials] + sorted({(int(n), e) for s in sets for n, e in
                                                           (s["matched"] or {}).items() if e is not None})
-    records, failures, workers = {}, {}, {}
+    records, failures, workers = {}, {}, WorkerPool()
     grids = {n: list(protocol.grid(specs[n].dataset)) for n in by_number}
     requests = {state: {**_request(specs[state[0]], by_number[state[0]], state[1], list(protocol.attacks),
                                    grids[state[0]], samples), "check_eps": protocol.checks.eps} for state in states}
@@ -194,7 +195,8 @@ def attack_study(study, samples: Optional[int] = None, defaults_only: bool = Fal
 
     def run(state, request: dict):
         try:
-            return _worker(workers, specs[state[0]]).attack(request, timeout=ATTACK_TIMEOUT_S)
+            with workers.lent(*worker_setup(specs[state[0]])) as worker:
+                return worker.attack(request, timeout=ATTACK_TIMEOUT_S)
         except WorkerError as exc:  # one model's failure is reported; the others go on
             failures[state[0]] = str(exc).splitlines()[0] if str(exc) else "worker error"
             log(f"trial {state[0]}: attack failed: {failures[state[0]]}")
@@ -219,8 +221,7 @@ def attack_study(study, samples: Optional[int] = None, defaults_only: bool = Fal
                 made[state].update(transfer=result["transfer"], transfer_correct=result["transfer_correct"],
                                    surrogate=surrogate["record"])
     finally:
-        for worker in workers.values():
-            worker.close()
+        workers.close()
     for number in by_number:
         if (number, None) not in made or number in failures:
             continue
@@ -237,7 +238,8 @@ def attack_study(study, samples: Optional[int] = None, defaults_only: bool = Fal
     return records, failures
 
 
-def _surrogates(protocol, keys: list, template: TrialSpec, samples, out_dir: Path, workers: dict, log) -> dict:
+def _surrogates(protocol, keys: list, template: TrialSpec, samples, out_dir: Path, workers: WorkerPool,
+                log) -> dict:
     """{(dataset, seed): {"examples": path, "record": what it was}}: the protocol's surrogate trained once per
     dataset and seed on its one framework, then attacked white-box, its examples saved (see the module); a
     dataset and seed whose surrogate failed is logged and has none."""
@@ -250,15 +252,16 @@ def _surrogates(protocol, keys: list, template: TrialSpec, samples, out_dir: Pat
                          seed=seed, keep_weights=str(weights))
         log(f"training the surrogate for {dataset}, seed {seed}: {s.describe()}")
         try:
-            trained = _worker(workers, spec).run(spec)
-            if trained.status != "ok":
-                raise WorkerError(f"training {trained.status}: {trained.reason}")
-            request = {"spec": spec.model_copy(update={"keep_weights": None}).model_dump(mode="json"),
-                       "data": str(datasets.prepare(dataset, spec.data_dir)), "model": s.model,
-                       "weights": str(weights), "samples": samples, "attacks": list(protocol.attacks),
-                       "eps": list(protocol.grid(dataset)), "save_examples": str(out_dir / f"surrogate-{dataset}-"
-                                                                                    f"{seed}.npz")}
-            attacked = _worker(workers, spec).attack(request, timeout=ATTACK_TIMEOUT_S)
+            with workers.lent(*worker_setup(spec)) as worker:
+                trained = worker.run(spec)
+                if trained.status != "ok":
+                    raise WorkerError(f"training {trained.status}: {trained.reason}")
+                request = {"spec": spec.model_copy(update={"keep_weights": None}).model_dump(mode="json"),
+                           "data": str(datasets.prepare(dataset, spec.data_dir)), "model": s.model,
+                           "weights": str(weights), "samples": samples, "attacks": list(protocol.attacks),
+                           "eps": list(protocol.grid(dataset)),
+                           "save_examples": str(out_dir / f"surrogate-{dataset}-{seed}.npz")}
+                attacked = worker.attack(request, timeout=ATTACK_TIMEOUT_S)
         except WorkerError as exc:
             log(f"surrogate for {dataset}, seed {seed}: failed: {str(exc).splitlines()[0] if str(exc) else exc}; "
                 "its targets have no transfer attack")
@@ -287,12 +290,3 @@ def _request(spec: TrialSpec, trial, epoch, attacks, eps, samples) -> dict:
     return {"spec": spec.model_dump(mode="json"), "data": str(datasets.prepare(spec.dataset, spec.data_dir)),
             "model": spec.model or datasets.REGISTRY[spec.dataset].default_model, "weights": weights,
             "samples": samples, "attacks": attacks, "eps": eps, "save_examples": None}
-
-
-def _worker(workers: dict, spec: TrialSpec):
-    """The worker of `spec`'s set-up (`worker_setup`: the training's threads and variables), one per set-up."""
-    env, variables = worker_setup(spec)
-    key = (env, tuple(sorted(variables.items())))
-    if key not in workers:
-        workers[key] = Worker(env, variables)
-    return workers[key]

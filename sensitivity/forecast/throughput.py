@@ -21,6 +21,7 @@ from sensitivity.core.paths import cache_root
 from sensitivity.core.spec import TrialSpec
 from sensitivity.forecast.probe import STEPS, Cell
 from sensitivity.ray_cluster import joined
+from sensitivity.trial.pool import pool_key
 from sensitivity.trial.runner import worker_setup
 
 PROBE_TIMEOUT_S = 1800.0  # one environment's probe process, every cell of it
@@ -96,8 +97,7 @@ def _environment(cell: Cell) -> tuple:
     """(environment, sorted start-up variables) of the probe of `cell`: those of a trial's worker
     (`worker_setup`) of its framework, backend and threads."""
     spec = TrialSpec(framework=cell.framework, dataset="probe", backend=cell.backend or None, threads=cell.threads)
-    env, variables = worker_setup(spec)
-    return env, tuple(sorted(variables.items()))
+    return pool_key(*worker_setup(spec))
 
 
 def run_probe(env: str, variables: dict, keys: list, steps: int = STEPS) -> list:

@@ -10,7 +10,7 @@ them.
 
 The trainable asks the keeper of its node to run its trial (`run`, a Ray generator: the worker's events stream
 back one by one, then the TrialResult). The keeper lends the trial an idle worker of the same environment and
-start-up variables, or starts one, and takes it back when the trial ends:
+start-up variables, or starts one, and takes it back when the trial ends (its `trial.pool.WorkerPool`):
 - each trial still builds a fresh model and reseeds every generator in the worker (as before);
 - a trial whose caller is gone (its actor died, or it was stopped and asked `stop`) ends its worker;
 - a GPU trial first ends the idle workers of other variables on its GPU, so that no idle framework holds the
@@ -27,6 +27,7 @@ import threading
 import time
 
 from sensitivity.core.spec import TrialSpec
+from sensitivity.trial.pool import WorkerPool, pool_key
 from sensitivity.trial.runner import Worker
 
 NAMESPACE = "sensitivity"
@@ -41,11 +42,10 @@ class Keeper:
 
     def __init__(self, idle_s: float = IDLE_S):
         self.idle_s = float(idle_s)
-        self._idle: dict = {}  # (env, variables) -> [(Worker, last used)]
+        self.pool = WorkerPool()  # the idle workers, by set-up
         self._lent: dict = {}  # lease -> Worker
         self._stopped: set = set()
         self._lock = threading.Lock()
-        self.started = 0  # workers started by this keeper (`counts`)
         threading.Thread(target=self._reap, daemon=True).start()
 
     def run(self, spec_json: str, env: str, variables: dict, lease: str, caller_pid: int):
@@ -97,48 +97,28 @@ class Keeper:
 
     def counts(self) -> dict:
         with self._lock:
-            return {"idle": sum(len(v) for v in self._idle.values()), "lent": len(self._lent),
-                    "started": self.started}
+            return {"idle": self.pool.idle(), "lent": len(self._lent), "started": self.pool.started}
 
     def _lend(self, env: str, variables: dict, lease: str) -> tuple:
-        key = (env, tuple(sorted(variables.items())))
         gpus = variables.get("CUDA_VISIBLE_DEVICES")
-        closing = []
+        if gpus:  # idle workers of other variables on this GPU would hold memory beside this trial's share
+            mine = pool_key(env, variables)
+            self.pool.end_idle(where=lambda key: key != mine and dict(key[1]).get("CUDA_VISIBLE_DEVICES") == gpus)
+        worker, cold = self.pool.take(env, variables)
         with self._lock:
-            if gpus:  # idle workers of other variables on this GPU would hold memory beside this trial's share
-                for other in [k for k in self._idle if k != key and dict(k[1]).get("CUDA_VISIBLE_DEVICES") == gpus]:
-                    closing += [w for w, _ in self._idle.pop(other)]
-            pool = self._idle.get(key, [])
-            while pool and not pool[-1][0].alive():
-                pool.pop()
-            worker = pool.pop()[0] if pool else None
-            cold = worker is None
-            if cold:
-                worker = Worker(env, variables)
-                self.started += 1
             self._lent[lease] = worker
-        for idle in closing:
-            idle.close()
         return worker, cold
 
     def _take_back(self, env: str, variables: dict, lease: str, worker: Worker) -> None:
-        key = (env, tuple(sorted(variables.items())))
         with self._lock:
             self._lent.pop(lease, None)
             self._stopped.discard(lease)
-            if worker.alive():
-                self._idle.setdefault(key, []).append((worker, time.monotonic()))
+        self.pool.give_back(env, variables, worker)
 
     def _reap(self) -> None:
         while True:
             time.sleep(min(30.0, max(1.0, self.idle_s / 4)))
-            now, ending = time.monotonic(), []
-            with self._lock:
-                for key, pool in self._idle.items():
-                    ending += [w for w, used in pool if now - used > self.idle_s]
-                    pool[:] = [(w, used) for w, used in pool if now - used <= self.idle_s]
-            for worker in ending:
-                worker.close()
+            self.pool.end_idle(older_than_s=self.idle_s)
 
 
 def _alive(pid: int) -> bool:

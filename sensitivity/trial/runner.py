@@ -87,11 +87,11 @@ class Worker:
         self._stderr_seen = threading.Condition()
         self._stderr_reader: Optional[threading.Thread] = None
 
-    @classmethod
-    def for_spec(cls, spec: TrialSpec, gpu_share=None, echo_stderr: bool = False) -> "Worker":
+    @staticmethod
+    def for_spec(spec: TrialSpec, gpu_share=None, echo_stderr: bool = False) -> "Worker":
         """A worker (not yet started) set up to run `spec` (`worker_setup`)."""
         env, variables = worker_setup(spec, gpu_share)
-        return cls(env, variables, echo_stderr)
+        return new_worker(env, variables, echo_stderr)
 
     @property
     def pid(self) -> Optional[int]:
@@ -296,6 +296,12 @@ class Worker:
         self.stderr_tail.append(line)
         if self.echo_stderr:
             sys.stderr.write(line)
+
+
+def new_worker(env: str, variables: Optional[dict] = None, echo_stderr: bool = False) -> Worker:
+    """A worker of environment `env` and start-up `variables`, not yet started: the one factory of workers
+    (`Worker.for_spec`, and `pool.WorkerPool`, which the keeper and robustness keep theirs in)."""
+    return Worker(env, variables, echo_stderr)
 
 
 def run_trial(spec: TrialSpec, on_event=None, echo_stderr: bool = False) -> TrialResult:

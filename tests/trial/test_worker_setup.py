@@ -13,6 +13,7 @@ from sensitivity import frameworks
 from sensitivity.core import envs
 from sensitivity.core.spec import TrialSpec
 from sensitivity.trial import runner
+from sensitivity.trial.pool import WorkerPool
 from sensitivity.trial.runner import Worker, worker_setup
 
 pytestmark = pytest.mark.skipif(not frameworks.importable("torch"), reason="needs torch")
@@ -57,8 +58,9 @@ def test_the_sweep_timing_robustness_and_the_forecast_start_the_same_worker(tmp_
     spec = TrialSpec(dataset="digits", **{**timed, "framework": "torch"})  # threads 1, pinned, as timing runs it
     assert spec.threads == 1
     assert dispatch.worker_setup is worker_setup  # the sweep's trainable sets up the keeper's worker with it
-    sweep = Worker(*worker_setup(spec))  # what the keeper builds from what the trainable sends
-    attacks = robustness._worker({}, spec)
+    assert robustness.worker_setup is worker_setup  # and robustness its attacks' workers, from the trained spec
+    sweep = WorkerPool().take(*worker_setup(spec))[0]  # what the keeper's pool lends for what the trainable sends
+    attacks = WorkerPool().take(*robustness.worker_setup(spec))[0]  # robustness's pool
     probe_env, probe_variables = throughput._environment(Cell(framework="torch", model="mlp", input_shape=(64,),
                                                                 classes=10, batch_size=32, threads=spec.threads))
     assert (attacks.env, attacks.variables) == (sweep.env, sweep.variables) == (probe_env, dict(probe_variables))
