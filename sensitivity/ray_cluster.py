@@ -44,8 +44,9 @@ def init_ray(address=None) -> None:
     """Start a local Ray, or join the cluster at `address`; Ray reads these variables when imported."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
-    # A cluster started with Ray's token authentication (Ray 2.60's default) admits token clients only.
-    if address and ((Path.home() / ".ray" / "auth_token").exists() or os.environ.get("RAY_AUTH_TOKEN")):
+    # A cluster started with Ray's token authentication (Ray 2.60's default) admits token clients only; a local
+    # Ray turns it on where a token exists, and says so on stderr unless the mode is given (it is: token)
+    if (Path.home() / ".ray" / "auth_token").exists() or os.environ.get("RAY_AUTH_TOKEN"):
         os.environ.setdefault("RAY_AUTH_MODE", "token")
     # lazy: ray
     import ray
