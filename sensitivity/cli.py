@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import importlib
 import os
+import signal
 import sys
 import unicodedata
 
 from sensitivity.commands.common import EXIT_USAGE, Parser, UsageError
+from sensitivity.sweep import stopping
 
 EXIT_ENVIRONMENT = 1  # a fault of the machine or the environment, not of the input
 
@@ -60,6 +62,7 @@ def main(argv=None) -> int:
                   file=sys.stderr)
             return EXIT_ENVIRONMENT
         args = build_parser(argv[0] if argv else None).parse_args(argv)
+        stopping.set_command_line(argv)
         return args.handler(args)
     except UsageError as exc:
         print(escaped(str(exc).rstrip("\n")), file=sys.stderr)
@@ -74,7 +77,11 @@ def main(argv=None) -> int:
         print(escaped(f"sensitivity: {exc}: fix or remove the link"), file=sys.stderr)
         return EXIT_ENVIRONMENT
     except KeyboardInterrupt:
-        return 130
+        name = stopping.stopped_by()
+        if name is None:
+            return 130
+        print(escaped(stopping.line(name)), file=sys.stderr)  # a sweep ended by SIGTERM or SIGINT: told, Ray stopped
+        return 128 + signal.Signals[name].value
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ from sensitivity.studies import storage_health
 from sensitivity.studies.records import SPACE_HASH, beat, count_final, counts_towards_target, is_final
 from sensitivity.studies.redaction import describe, reason
 from sensitivity.studies.storage import StorageLost, default_url, open_storage
-from sensitivity.sweep import tune_files
+from sensitivity.sweep import stopping, tune_files
 from sensitivity.sweep.plans import default_plan, enqueue_plan
 from sensitivity.sweep.recovery import recover
 from sensitivity.sweep.samplers import PRUNERS, SAMPLERS, make_sampler
@@ -107,11 +107,16 @@ def run_space(space: Space, options: SweepOptions, plan: list = (), keep_ray: bo
     """Run a validated space to N final trials; `plan`'s trials (PlannedTrial) are queued first, once.
     With `keep_ray`, a Ray this process started stays up for the next call (stop it with tuning.stop_ray).
     `attrs` (the forecast made before the launch, a preset's description) are kept as the study's user
-    attributes, each unless the study holds it already (a resumed run keeps its first forecast)."""
+    attributes, each unless the study holds it already (a resumed run keeps its first forecast). SIGTERM and
+    SIGINT end it with `stopping.Stopped`, after the live trials are told and Ray is stopped."""
     _check_options(space, options)
     _check_environments(space, options)
     check_inputs(space, options)
+    with stopping.signals_end_the_sweep():
+        return _run_checked(space, options, plan, keep_ray, attrs)
 
+
+def _run_checked(space: Space, options: SweepOptions, plan, keep_ray: bool, attrs: Optional[dict]) -> dict:
     url = options.storage or default_url()
     storage = open_storage(url)
     if not ray_cluster.started():
@@ -120,6 +125,8 @@ def run_space(space: Space, options: SweepOptions, plan: list = (), keep_ray: bo
             start_ray(options)
         except ResourceError as exc:
             raise SweepError(str(exc)) from None
+        finally:
+            stopping.rearm()  # Ray's start installs its own SIGTERM handler
     try:
         with _storage_failures(url, options.study or space.study):
             storage_health.reset_lost()

@@ -16,6 +16,7 @@ from pathlib import Path
 from sensitivity import ray_cluster
 from sensitivity.core.paths import RESULTS, under
 from sensitivity.core.spec import TrialSpec
+from sensitivity.sweep import stopping
 from sensitivity.sweep.progress import Progress
 from sensitivity.sweep.recovery import MAX_ATTEMPTS
 from sensitivity.sweep.trial_log import log_path
@@ -237,8 +238,8 @@ def run_tune(study, space, options, driver_id: str, missing: int) -> None:
                 with ray_cluster.ray_text_aside(aside):
                     tuner.fit()
                 reason = "the sweep ended before the trial did"
-            except KeyboardInterrupt:
-                reason = "the sweep was stopped (Ctrl-C)"
+            except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (sweep.stopping)
+                reason = f"the sweep was stopped ({stopping.stopped_by() or 'Ctrl-C'})"
                 raise
             except Exception as exc:
                 reason = f"the driver failed: {type(exc).__name__}"
