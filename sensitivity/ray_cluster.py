@@ -19,6 +19,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import shutil
 import signal
 import socket
@@ -177,21 +178,47 @@ class _DropToldTrials(logging.Filter):
         return not str(record.msg).startswith(("Trials did not complete", "Failed to fetch metrics"))
 
 
+class _WriteFaults(logging.Filter):
+    """Tune's logged failures to write its files (its experiment state, synced to the run's folder: a traceback
+    each time, 11 on a full disk): a fault of the folder, not of the trials. Each is passed to `on_fault` (one
+    line's text) instead of being logged."""
+
+    LOGGERS = ("ray.tune.execution.experiment_state", "ray.tune.tune", "ray.train._internal.syncer",
+               "ray.train._internal.storage")
+
+    def __init__(self, on_fault):
+        super().__init__()
+        self.on_fault = on_fault
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if not isinstance(error, OSError) or record.levelno < logging.ERROR:
+            return True
+        where = re.search(r"'([^']+)'", str(record.msg))
+        why = os.strerror(error.errno) if error.errno else str(error)
+        self.on_fault(f"Ray Tune's folder {where.group(1) if where else ''} cannot be written ({why})")
+        return False
+
+
 @contextlib.contextmanager
-def ray_text_aside(path: Path):
+def ray_text_aside(path: Path, on_write_fault=None):
     """While a sweep runs: Ray's own messages about its workers ("(raylet) A worker died ...", which the driver
     prints to stdout from a thread of its own) go to `path`, so that stdout holds the tool's output alone, and
-    Tune's notes on unfinished trials are not logged (the study says what became of each)."""
-    streams, quiet = (sys.stdout, sys.stderr), _DropToldTrials()
+    Tune's notes on unfinished trials are not logged (the study says what became of each); with `on_write_fault`,
+    nor are its failures to write its files (a full disk), which go to it instead (`_WriteFaults`)."""
+    streams = (sys.stdout, sys.stderr)
+    filters = (_DropToldTrials(),) + ((_WriteFaults(on_write_fault),) if on_write_fault else ())
     sys.stdout, sys.stderr = _Aside(sys.stdout, path), _Aside(sys.stderr, path)
-    for name in quiet.LOGGERS:
-        logging.getLogger(name).addFilter(quiet)
+    for quiet in filters:
+        for name in quiet.LOGGERS:
+            logging.getLogger(name).addFilter(quiet)
     try:
         yield
     finally:
         sys.stdout, sys.stderr = streams
-        for name in quiet.LOGGERS:
-            logging.getLogger(name).removeFilter(quiet)
+        for quiet in filters:
+            for name in quiet.LOGGERS:
+                logging.getLogger(name).removeFilter(quiet)
 
 
 def started() -> bool:

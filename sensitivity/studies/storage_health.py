@@ -5,7 +5,8 @@ Every call on an RDB storage is retried with backoff for `RETRY_WINDOW_S` second
 restarting, a locked SQLite file): a short outage only delays the driver, and trials finishing during it
 are written after. Beyond the window the error is raised. The heartbeat tries its calls once
 (`single_attempt`) and counts its own failures; the heartbeat or a write that fails beyond the window
-declares the storage lost (`mark_lost`), and the sweep stops.
+declares the storage lost (`mark_lost`), and the sweep stops; so does a file of the sweep that cannot be
+written (`mark_write_fault`: a full disk under results/).
 """
 from __future__ import annotations
 
@@ -39,6 +40,24 @@ def lost_reason():
 
 def reset_lost() -> None:
     _LOST.clear()
+    _WRITE_FAULT.clear()
+
+
+_WRITE_FAULT: list = []  # why a file of the sweep under results/ (or Tune's folder) could not be written
+
+
+def mark_write_fault(why: str) -> None:
+    """A file the sweep writes beside the study (its trial log, Ray Tune's files) cannot be written (a full
+    disk): a storage fault like the study's own, so the sweep takes no new trial (`mark_lost`), while the study,
+    still sound, is told what it can; the driver ends with `why` in one line, exit 1."""
+    if not _WRITE_FAULT:
+        _WRITE_FAULT.append(why)
+    mark_lost(why)
+
+
+def write_fault():
+    """Why a file of the sweep could not be written during it (`mark_write_fault`), or None."""
+    return _WRITE_FAULT[0] if _WRITE_FAULT else None
 
 
 # Retries -----------------------------------------------------------------------------------------------

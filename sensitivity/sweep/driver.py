@@ -190,6 +190,15 @@ def _check_final(study, target: int, url: str, driver_id: str, budget_out: bool)
     from optuna.trial import TrialState
 
     st.check_intact(url)
+    fault = storage_health.write_fault()  # a full disk: the study took what it could, the folder did not
+    if fault is not None:
+        final = sum(is_final(t) for t in study.get_trials(deepcopy=False))
+        if final < target:
+            raise SweepFailed(f"{fault}; study {study.study_name} in {describe(url)} has {final} final trials of "
+                              f"{target}, the trials that were running are left to the next run: free space there, "
+                              "then rerun the same command")
+        log.warning("%s; study %s in %s holds its %d final trials", fault, study.study_name, describe(url), final)
+        return final
     if storage_health.lost_reason() is not None:
         raise StorageLost(f"storage {describe(url)} failed during the sweep ({storage_health.lost_reason()})")
     trials = study.get_trials(deepcopy=False)

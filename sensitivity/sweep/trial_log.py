@@ -25,7 +25,7 @@ import warnings
 from pathlib import Path
 
 from sensitivity.core.paths import RESULTS, UnsafeName, check_name, check_output, under
-from sensitivity.studies import torn
+from sensitivity.studies import storage_health, torn
 from sensitivity.studies.redaction import describe
 from sensitivity.studies.storage import check_url, default_url, open_storage
 
@@ -100,16 +100,24 @@ def log_study(study) -> Path:
 
 def log_trial(path: Path, trial, state, values, intermediate: dict, attrs: dict) -> None:
     """Append a final trial (an optuna.Trial the driver asked, with `attrs` about to be written), before it
-    is written to the study."""
+    is written to the study. A log that cannot be written (results/ full: ENOSPC; a FIFO put there) is a fault
+    of the results folder, not of the trial or the study: the trial is still told to the study, the sweep takes
+    no new trial (`storage_health.mark_lost` stops Tune; trials still running are left to the orphan rule), and
+    the driver ends with one line (`storage_health.write_fault`), exit 1."""
     # lazy: optuna
     from optuna.distributions import distribution_to_json
 
     attrs = {**trial.user_attrs, **attrs}
-    _append(path, {"kind": "trial", "key": f"{attrs.get('driver')}:{trial.number}", "number": trial.number,
-                   "state": state.name, "values": values, "params": trial.params,
-                   "distributions": {k: distribution_to_json(d) for k, d in trial.distributions.items()},
-                   "user_attrs": attrs, "intermediate_values": {str(k): v for k, v in intermediate.items()},
-                   "datetime_start": trial.datetime_start, "datetime_complete": datetime.datetime.now()})
+    try:
+        _append(path, {"kind": "trial", "key": f"{attrs.get('driver')}:{trial.number}", "number": trial.number,
+                       "state": state.name, "values": values, "params": trial.params,
+                       "distributions": {k: distribution_to_json(d) for k, d in trial.distributions.items()},
+                       "user_attrs": attrs, "intermediate_values": {str(k): v for k, v in intermediate.items()},
+                       "datetime_start": trial.datetime_start, "datetime_complete": datetime.datetime.now()})
+    except (OSError, LogError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        storage_health.mark_write_fault(f"trial log {path} cannot be written ({why}; trial {trial.number} and those "
+                                        "after it are in the study only)")
 
 
 def read(path) -> tuple:

@@ -16,6 +16,7 @@ from pathlib import Path
 from sensitivity import ray_cluster
 from sensitivity.core.paths import RESULTS, under
 from sensitivity.core.spec import TrialSpec
+from sensitivity.studies import storage_health
 from sensitivity.sweep import stopping
 from sensitivity.sweep.progress import Progress
 from sensitivity.sweep.recovery import MAX_ATTEMPTS
@@ -235,7 +236,7 @@ def run_tune(study, space, options, driver_id: str, missing: int) -> None:
             try:
                 root.mkdir(parents=True, exist_ok=True)
                 aside = root / f"{run_name(study.study_name, driver_id)}.ray.log"  # Ray's messages
-                with ray_cluster.ray_text_aside(aside):
+                with ray_cluster.ray_text_aside(aside, on_write_fault=storage_health.mark_write_fault):
                     tuner.fit()
                 reason = "the sweep ended before the trial did"
             except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (sweep.stopping)
