@@ -3,8 +3,9 @@
 A local Ray listens on the loopback interface only: its node address is 127.0.0.1, so its GCS, raylet,
 workers, runtime-env agent and autoscaler metrics bind there (README, "Sweeps", lists them); the dashboard is
 off. It keeps its files in a temporary folder of its own (/tmp/ray-XXXX/r, which Ray makes world-writable,
-inside /tmp/ray-XXXX at 0700, which no one else can enter; the folders Ray has made when it is up lose
-their group and other write bits too), removed when it stops.
+inside /tmp/ray-XXXX at 0700, which no one else can enter; the folders Ray has made lose their group and other
+write bits when it is up, and again every half second while the sweep runs, by the reaper), removed when it
+stops.
 
 A driver killed with SIGKILL cannot stop the local Ray it started (raylet, GCS, agents, workers, and the
 framework workers of its trials). A reaper process, started with the local Ray in a session of its own,
@@ -114,8 +115,10 @@ def _start_reaper(temp_dir: str) -> subprocess.Popen:
 
 
 def reap(driver: dict, temp_dir: str, interval_s: float = REAP_INTERVAL_S) -> None:
-    """The reaper's loop: follow the driver's descendants while it lives; once it is gone, kill those
-    still running and whatever they started since, then remove `temp_dir`."""
+    """The reaper's loop: follow the driver's descendants while it lives, and keep the folders Ray makes as the
+    driver set them (`tighten`: Ray's agents make theirs 0777 after the driver's start, and Ray makes a folder
+    for each runtime environment and worker later); once the driver is gone, kill those still running and
+    whatever they started since, then remove `temp_dir`."""
     seen = {}
     me = os.getpid()
     while _alive(driver):
@@ -124,6 +127,7 @@ def reap(driver: dict, temp_dir: str, interval_s: float = REAP_INTERVAL_S) -> No
                          if p.pid != me})
         except psutil.Error:
             pass
+        tighten(temp_dir)
         time.sleep(interval_s)
     _kill_all([{"pid": pid, "created": created} for pid, created in seen.items()])
     shutil.rmtree(temp_dir, ignore_errors=True)
