@@ -16,6 +16,7 @@ LINT = Path(sys.executable).with_name("lint-imports")
 ANALYSIS = "The analysis imports no framework, trial, sweep or forecast code"
 CONFIG = "The configuration imports no framework"
 TRIAL_RUNNERS = "What runs a trial imports neither Ray nor Optuna"
+ROOMS = "The analysis' rooms"
 
 
 def lint(root: Path) -> subprocess.CompletedProcess:
@@ -56,6 +57,10 @@ def test_the_contracts_are_kept():
     ("frameworks/torch_adapter.py", "def added():\n    import ray.tune\n", TRIAL_RUNNERS),
     ("trial/worker.py", "def added():\n    from optuna.trial import TrialState\n", TRIAL_RUNNERS),
     ("datasets/registry.py", "def added():\n    import ray\n", TRIAL_RUNNERS),
+    ("analysis/figures/frontier.py", "from sensitivity.analysis.claims import registry\n", ROOMS),  # figure -> claim
+    ("analysis/claims/findings.py", "def added():\n    from sensitivity.analysis.figures import style\n", ROOMS),
+    ("analysis/claims/base.py", "from sensitivity.analysis.report import html\n", ROOMS),  # claim -> report
+    ("analysis/tables/seeds.py", "def added():\n    from sensitivity.analysis.rankings import base\n", ROOMS),
 ])
 def test_an_import_across_the_layers_breaks_them(tmp_path, module, added, contract):
     root = copy_of_package(tmp_path)

@@ -1,10 +1,13 @@
-"""Analysis of a study: pure functions over the trial table (`table.trials_table`) that return data frames
-or named tuples, thin `plot_*` functions that draw them with plotly (`plots`), and the HTML report
-(`report`). Nothing is imported here, so `import sensitivity.analysis` stays light.
+"""Analysis of studies, in rooms (docs/architecture.md, "The analysis, as rooms"), top to bottom:
 
-Modules: table (the trial table, grouping and binning), intervals (the one interval helper: means, differences,
-Holm, seeds needed), frontier, importance, divergence, isolation, seeds, resources, summary, curves (learning
-curves, slice, contour), transfer, robustness, ablation, findings (a verdict per claim of the studies), style
-(colours, labels, default markers), export (html, png, svg, pdf), plots (one plot per kind and the KINDS
-registry), pages and claims (the report's HTML pieces and its sections on the claims), report.
+- report/: the HTML page and its sections, and its check in a browser;
+- figure_table: FIGURES, every figure kind and the module that draws it (plot --kind, export --figure, the report);
+- figures/: one module per figure kind (its typed data, compute and plot); claims/: one module per claim, the
+  registry, each comparison judged, the Findings and their words;
+- rankings/: one Evaluator interface returning one Ranking (fANOVA, PED-ANOVA, Sobol', Morris) and the designed
+  study as one object;
+- tables/: pure functions from the trial table to data frames and named tuples;
+- intervals, table (the trial table), statistics (what every claim shares: ALPHA, the margin, quantiles, tests).
+
+Nothing is imported here, so `import sensitivity.analysis` stays light.
 """

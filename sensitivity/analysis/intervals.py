@@ -1,7 +1,7 @@
 """The one interval helper every analysis uses: a mean over seeds (or models) with its 95% interval inside the
 metric's range, the difference (or ratio) of two such groups with its interval and test, contrasts on shared
 test sets, and the pooled summary of a claim's comparisons. The tests that need no interval (exact permutation,
-Holm, TOST, Fisher's) and the seeds a comparison would need are `analysis.significance`'s.
+Holm, TOST, Fisher's) and the seeds a comparison would need are `analysis.statistics`'.
 
 Means (`mean_interval`, and `group_intervals` for many groups at once):
 - Student t on the values: mean +- t(0.975, n-1) * s / sqrt(n), cut to the metric's range (accuracy
@@ -49,7 +49,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from sensitivity.analysis.statistics import MIN_FOR_INTERVAL, exact_permutation, t_quantile
+from sensitivity.analysis.statistics import MIN_FOR_INTERVAL, exact_permutation, t_quantile, z_quantile
 
 LOGIT_EPS = 1e-3
 CONFIDENCE = 0.95
@@ -100,7 +100,7 @@ def _logit(values):
     return np.log(p / (1 - p))
 
 
-def _bounds(mean, sd, n, logit_mean, logit_sd, minimum, maximum, metric: str, confidence: float):
+def _bounds(mean, sd, n, *, logit_mean, logit_sd, minimum, maximum, metric: str, confidence: float):
     """Vectorised: (low, high, method) from each group's statistics, as the module describes."""
     mean, sd, n = (np.asarray(x, float) for x in (mean, sd, n))
     low_bound, high_bound = bounds_of(metric)
@@ -135,9 +135,9 @@ def mean_interval(values, metric: str = "accuracy", confidence: float = CONFIDEN
         return Interval(math.nan, None, None, 0, "none")
     sd = float(values.std(ddof=1)) if n > 1 else math.nan
     logits = _logit(values)
-    low, high, method = _bounds([values.mean()], [sd], [n], [logits.mean()],
-                                [logits.std(ddof=1) if n > 1 else math.nan], [values.min()], [values.max()],
-                                metric, confidence)
+    low, high, method = _bounds([values.mean()], [sd], [n], logit_mean=[logits.mean()],
+                                logit_sd=[logits.std(ddof=1) if n > 1 else math.nan], minimum=[values.min()],
+                                maximum=[values.max()], metric=metric, confidence=confidence)
     as_float = (lambda x: None if x != x else float(x))
     return Interval(float(values.mean()), as_float(low[0]), as_float(high[0]), n, str(method[0]))
 
@@ -153,8 +153,9 @@ def group_intervals(rows: pd.DataFrame, keys, column: str, metric: Optional[str]
     stats = data.groupby(list(keys), dropna=False, sort=False).agg(
         mean=("v", "mean"), sd=("v", "std"), n=("v", "count"), lmean=("logit", "mean"), lsd=("logit", "std"),
         minimum=("v", "min"), maximum=("v", "max"))
-    low, high, method = _bounds(stats["mean"], stats["sd"], stats["n"], stats["lmean"], stats["lsd"],
-                                stats["minimum"], stats["maximum"], metric, confidence)
+    low, high, method = _bounds(stats["mean"], stats["sd"], stats["n"], logit_mean=stats["lmean"],
+                                logit_sd=stats["lsd"], minimum=stats["minimum"], maximum=stats["maximum"],
+                                metric=metric, confidence=confidence)
     out = pd.DataFrame({f"{prefix}_mean": stats["mean"].to_numpy(), f"{prefix}_low": low, f"{prefix}_high": high,
                         f"{prefix}_n": stats["n"].to_numpy().astype(int),
                         f"{prefix}_method": np.where(stats["n"].to_numpy() == 0, "none", method)},
@@ -348,7 +349,7 @@ def summary(diffs, confidence: float = CONFIDENCE) -> Summary:
     tau2 = max(0.0, (q - (len(y) - 1)) / float(w.sum() - (w ** 2).sum() / w.sum()))
     w = 1 / (v + tau2)
     estimate, se = float((w * y).sum() / w.sum()), float(math.sqrt(1 / w.sum()))
-    half = float(special.ndtri((1 + confidence) / 2)) * se
+    half = float(z_quantile((1 + confidence) / 2)) * se
     p = float(2 * special.ndtr(-abs(estimate) / se)) if se > 0 else (0.0 if estimate else 1.0)
     return Summary(estimate, estimate - half, estimate + half, se, p, len(y), math.sqrt(tau2))
 

@@ -1,12 +1,15 @@
-"""The seeds' tests that need no interval, and the seeds a comparison would need.
+"""The statistics every claim shares, in one place: the level and the margin of every verdict (ALPHA, EFFECT,
+`margin_of`), the names every claim reads (REGIME, the regime column), the quantiles of Student t and of the normal
+(`t_quantile`, `z_quantile`, `t_half_width`, `bonferroni_z`), and the tests that need no interval.
 
 `exact_permutation` is the exact permutation test over seeds (every split of the pooled values into groups of the
-two sizes; with n and m seeds its p cannot go below 2 / C(n+m, n), `min_permutation_p`). `holm` adjusts a family
-of p-values. `tost` is the two one-sided tests of equivalence within +-margin. `divergence` compares two
-divergence rates with Fisher's exact test. `seeds_needed` is the seeds per group for a two-sample t test to detect
-a stated effect with 80% power (Student t's noncentral distribution), given the SD's upper confidence bound
-(`sd_upper`) and the test set's share of the variance. `t_quantile` is Student t's quantile, which the intervals
-(`analysis.intervals`) use too.
+two sizes; with n and m seeds its p cannot go below 2 / C(n+m, n), `min_permutation_p`); `sign_flip` the exact
+test of paired seeds (at least 2 / 2^n). `holm` adjusts a family of p-values. `tost` is the two one-sided tests of
+equivalence within +-margin. `divergence` compares two divergence rates with Fisher's exact test. `seeds_needed`
+is the seeds per group for a two-sample t test to detect a stated effect with 80% power (Student t's noncentral
+distribution), given the SD's upper confidence bound (`sd_upper`) and the test set's share of the variance. The
+intervals (`analysis.intervals`) take their quantiles from here. No other module of the package calls a quantile
+function or defines ALPHA or REGIME (`tests/analysis/test_rooms.py` checks).
 """
 from __future__ import annotations
 
@@ -16,6 +19,9 @@ from typing import Optional
 
 import numpy as np
 
+REGIME = "semantics"  # the trial table's column, and a comparison's field, that names the regime
+ALPHA = 0.05  # the level of every test of a verdict (after Holm within a claim's family)
+EFFECT = 0.02  # of accuracy, a dataset: the smallest difference that matters (`findings --effect`)
 MIN_FOR_INTERVAL = 3  # seeds below which no parametric test or interval is made
 MAX_SEEDS = 1000  # seeds_needed gives up beyond this
 
@@ -27,6 +33,40 @@ def t_quantile(q, df):
     from scipy import special
 
     return special.stdtrit(df, q)
+
+
+def z_quantile(q):
+    """The standard normal's quantile (scipy.special's ufunc)."""
+    # lazy: scipy
+    from scipy import special
+
+    return special.ndtri(q)
+
+
+def t_half_width(df, se, confidence: float = 0.95) -> float:
+    """The half-width of a two-sided Student t interval of `confidence` on `df` degrees of freedom."""
+    return float(t_quantile((1 + confidence) / 2, df)) * se
+
+
+def bonferroni_z(tests: int, alpha: float = ALPHA) -> float:
+    """The normal quantile of a two-sided interval widened to a Bonferroni family of `tests`."""
+    return float(z_quantile(1 - alpha / (2 * tests)))
+
+
+def margin_of(claim: str, effect: float, detail=None) -> float:
+    """A claim's margin of equivalence: `effect` a dataset (a home advantage of dataset transfer sums two
+    differences, unless a crossover's `detail` says it is one side alone)."""
+    one_side = isinstance(detail, dict) and detail.get("summed") in (False,)
+    return 2 * effect if claim == "dataset transfer" and not one_side else effect
+
+
+def sign_flip(means) -> float:
+    """The exact two-sided sign-flip test of paired seeds' mean differences: P(|mean of +-d| >= |mean of d|)
+    over every flip of the n seeds' signs (at least 2 / 2^n for untied values)."""
+    means = np.asarray(means, float)
+    flips = 1 - 2 * ((np.arange(2 ** len(means))[:, None] >> np.arange(len(means))[None, :]) & 1)
+    null = np.abs((flips * means[None, :]).mean(axis=1))
+    return float(np.mean(null >= abs(means.mean()) - 1e-12 * max(1.0, abs(means.mean()))))
 
 
 def min_permutation_p(n_a: int, n_b: int) -> float:
@@ -97,7 +137,7 @@ def seeds_needed(effect: float, sd: Optional[float], alpha: float = 0.05, power:
 
     if sd is None or sd != sd or effect <= 0:
         return None
-    z = special.ndtri(1 - alpha / 2) + special.ndtri(power)
+    z = z_quantile(1 - alpha / 2) + z_quantile(power)
     room = (effect / z) ** 2 - test_var  # the variance the seeds may take
     if room <= 0:
         return None

@@ -25,6 +25,7 @@ import weakref
 import numpy as np
 import pandas as pd
 
+from sensitivity.analysis.statistics import REGIME
 from sensitivity.private_apis import storage_location
 from sensitivity.studies.catalog import FRAME_ATTRS, TEXT_ATTRS, trials_frame
 from sensitivity.studies.records import FINAL_STATES
@@ -40,7 +41,6 @@ METRICS = ("accuracy", "val_accuracy", "loss", "train_time_s", "setup_time_s", "
 GPU_FIELDS = ("name", "utilization_percent", "peak_memory_mb", "energy_j")
 ENV_FIELDS = ("python", "numpy", "host", "platform", "cpu", "gpu", "device", "threads", "git_revision", "init",
               "model", "semantics")
-REGIME = "semantics"
 REGIMES = ("native", "canonical")  # the order every table and figure shows them in
 BY_FRAMEWORK = ("framework", REGIME)
 

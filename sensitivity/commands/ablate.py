@@ -57,6 +57,9 @@ def _cmd_ablate(args) -> int:
         start, end = Setup.parse(args.source, "--from"), Setup.parse(args.target, "--to")
     except AblationError as exc:
         raise UsageError(f"sensitivity ablate: {exc}")
+    if (start.framework, start.regime) == (end.framework, end.regime):
+        raise UsageError(f"sensitivity ablate: --from and --to are both {args.source}: a path from a setup to itself "
+                         "is one point; allowed: two setups that differ in framework or regime")
     if given.get("dataset") is None:
         raise UsageError("sensitivity ablate: --dataset is required")
     try:
@@ -122,13 +125,13 @@ def describe_path(path, study_name: str) -> str:
         return Interval(row[f"{metric}_mean"], row[f"{metric}_low"], row[f"{metric}_high"], row["n"],
                         row[f"{metric}_method"]).text(digits)
 
-    lines = [f"ablation path {path.attrs['source']} -> {path.attrs['target']}, study {study_name}: "
-             f"{path.attrs['seeds']} seeds per point, each step the knob that moved validation accuracy most; "
+    lines = [f"ablation path {path.source} -> {path.target}, study {study_name}: "
+             f"{path.seeds} seeds per point, each step the knob that moved validation accuracy most; "
              "mean [95% interval]"]
-    if path.attrs.get("inert"):
-        lines.append(f"no effect on this configuration, not walked: {', '.join(path.attrs['inert'])}")
+    if path.inert:
+        lines.append(f"no effect on this configuration, not walked: {', '.join(path.inert)}")
     rows = [("step", "change", "validation accuracy", "test accuracy", "train time s", "delta val")]
-    for _, row in path.iterrows():
+    for _, row in path.rows.iterrows():
         delta = "" if row["delta"] is None or row["step"] == 0 else f"{row['delta']:+.3f}"
         rows.append((str(row["step"]), row["change"], cell(row, "val_accuracy"), cell(row, "accuracy"),
                      cell(row, "train_time_s", 2), delta))

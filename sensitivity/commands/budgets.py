@@ -1,9 +1,10 @@
 """The budget options of the commands that run framework defaults (defaults, transfer, crossover): a cut for a
-quick look, and the definition of the published budget (`defaults.BUDGETS`)."""
+quick look, and the definition of the published budget (`core.budgets.BUDGETS`)."""
 from __future__ import annotations
 
 from sensitivity.commands.common import UsageError, number
-from sensitivity.config.defaults import BUDGETS, Cut
+from sensitivity.config.defaults import Cut
+from sensitivity.core.budgets import BUDGETS
 from sensitivity.core.spec import MAX_EPOCHS
 
 BUDGET_CHOICES = (*BUDGETS, "both")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from sensitivity.commands.analysis import KINDS, _check_out, _results_path
+from sensitivity.analysis.figure_table import KINDS
+from sensitivity.commands.analysis import _check_out, _results_path
 from sensitivity.commands.common import EXIT_OK, EXIT_TRIAL_FAILED, UsageError, storage_errors
 from sensitivity.studies import catalog
 
@@ -47,7 +48,7 @@ def _cmd_export(args) -> int:
 def _figure(study, kind: str, fmt: str, out: Path) -> int:
     # lazy: optuna, pandas, plotly
     from sensitivity.analysis.figures.export import write_data
-    from sensitivity.analysis.figures import figure_data
+    from sensitivity.analysis.figure_table import figure_data
     from sensitivity.analysis.table import NotEnoughData
 
     try:

@@ -55,12 +55,12 @@ def _cmd_importance(args) -> int:
     print(json.dumps(record, indent=2) if args.json else shown)
     if args.out:
         # lazy: plotly
+        from sensitivity.analysis.figures import designed_indices
         from sensitivity.analysis.figures.export import write
-        from sensitivity.analysis.figures.indices import plot_indices
-        design = record.get("design")
-        kind = {"sobol": "Sobol'", "morris": "Morris"}.get((design or {}).get("kind"), "fANOVA and PED-ANOVA")
+        kind = (record.get("ranking") or {}).get("title", "fANOVA and PED-ANOVA")
         title = f"{study.study_name}: {kind} indices of {record['objective']} per framework"
-        print(write(plot_indices(record, title), args.out), file=sys.stderr if args.json else sys.stdout)
+        figure = designed_indices.plot(designed_indices.Info(record, title))
+        print(write(figure, args.out), file=sys.stderr if args.json else sys.stdout)
     return EXIT_OK
 
 
@@ -71,7 +71,7 @@ def _interval(e) -> str:
 def text(found, record: dict) -> str:
     from sensitivity.analysis.rankings.designed import difference_verdict  # lazy: numpy, as the command's other imports
 
-    design = found.design
+    designed, design = found.design, found.design.design
     seeds = ("one seed a point: seed noise enters the indices" if design.seeds == 1 else
              f"the mean of {design.seeds} seeds a point")
     lines = [f"study: {design.describe()}; objective {found.objective}; {seeds}; intervals: SALib's 95% "
@@ -82,7 +82,7 @@ def text(found, record: dict) -> str:
         if "parameters" not in r:
             lines.append(f"  no indices: {r['why']}")
             continue
-        if design.kind == "sobol":
+        if designed.interactions:  # S1 and ST
             lines.append(f"  {'parameter':<16} {'S1 (alone)':<26} {'ST (with interactions)':<26} ST-S1")
             for name, p in sorted(r["parameters"].items(), key=lambda kv: -kv[1]["total"][0]):
                 lines.append(f"  {name:<16} {_interval(p['first']):<26} {_interval(p['total']):<26} "
@@ -94,11 +94,10 @@ def text(found, record: dict) -> str:
             lines.append(f"  {'parameter':<16} {'mu* (mean |effect|)':<26} sigma")
             for name, p in sorted(r["parameters"].items(), key=lambda kv: -kv[1]["mu_star"][0]):
                 lines.append(f"  {name:<16} {_interval(p['mu_star']):<26} {p['sigma']:.3f}")
-        by = "ST" if design.kind == "sobol" else "mu*"
-        lines.append(f"  ranking by {by}: {'settled' if r['settled'] else 'not settled'}: {r['why']}")
+        lines.append(f"  ranking by {designed.index}: {'settled' if r['settled'] else 'not settled'}: {r['why']}")
     for pair, params in record.get("differences", {}).items():
         a, b = pair.split("-", 1)
-        index = "ST" if design.kind == "sobol" else "mu*"
+        index = designed.index
         parts = []
         for name, (est, low, high) in params.items():
             verdict = difference_verdict(a, b, low, high)

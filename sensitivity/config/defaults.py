@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from sensitivity.config.caffe_import import CaffeImportError, import_phases, table_entry
 from sensitivity.config.files import read_mapping
 from sensitivity.core import envs
+from sensitivity.core.budgets import BUDGETS
 from sensitivity.core.spec import TrialSpec
 from sensitivity.datasets.registry import OFFICIAL_TRAIN_SIZE
 
@@ -36,8 +37,6 @@ FAMILY = {"mnist5k": "mnist", "mnist5k-a": "mnist", "mnist5k-b": "mnist", "digit
           "digits-b": "digits"}  # a set drawn from another
 HALVES = ({"digits-a", "digits-b"}, {"mnist5k-a", "mnist5k-b"})  # two disjoint halves of one set: a placebo
 SCHEDULE_IN_STEPS = ("stepsize", "stepvalues", "iterations")
-# the two definitions of a published budget on another dataset: the source's epochs, or its optimizer steps
-BUDGETS = ("epochs", "steps")
 
 
 def family(dataset: str) -> str:

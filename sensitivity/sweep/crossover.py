@@ -114,7 +114,7 @@ def _from_sweep(framework: str, dataset: str, regime: str, name: str, storage) -
 
 def crossover_plan(space, framework: str, sides: list, seeds: int, cut=None, model=None, budgets=("epochs",)) -> list:
     """Each side's tuned configuration on both datasets, in each regime of the space and each definition of its
-    budget in `budgets` (`defaults.BUDGETS`), `seeds` seeds from FIRST_SEED, as planned trials (each records its
+    budget in `budgets` (`core.budgets.BUDGETS`), `seeds` seeds from FIRST_SEED, as planned trials (each records its
     per-sample correctness); every run trains `model`, by default each dataset's own."""
     (a, b) = (side.dataset for side in sides)
     placebo = {a, b} in HALVES

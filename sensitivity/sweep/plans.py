@@ -51,8 +51,8 @@ def default_plan(space, frameworks: list, dataset_names: list, seeds: int, cut=N
                  names=None, record_correct: bool = False, budgets=("epochs",)) -> list:
     """Every framework's own defaults on every dataset (with `transfer`, every default on every framework
     and dataset), `seeds` seeds each, in each regime the space runs (`Space.regimes`), as planned trials.
-    Each runs its published budget under each definition of `budgets` (`defaults.BUDGETS`: the source's epochs,
-    its steps), or `cut`'s share of it (a `defaults.Cut`), recorded as its `Scale`; `names` limits
+    Each runs its published budget under each definition of `budgets` (`core.budgets.BUDGETS`: the source's
+    epochs, its steps), or `cut`'s share of it (a `defaults.Cut`), recorded as its `Scale`; `names` limits
     the entries; `record_correct` has each trial record its per-sample correctness (a transfer study's). A
     shared setting without a budget for a dataset is not planned there. DefaultsError for a budget below
     one step or a configuration beyond TrialSpec's bounds (docs/bounds.md), before anything runs."""

@@ -8,7 +8,8 @@ import pytest
 from analysis_data import make_study
 
 from sensitivity.analysis.report import browser
-from sensitivity.analysis.figures import STUDY_KINDS as KINDS, write_figure
+from sensitivity.analysis.figure_table import STUDY_KINDS as KINDS
+from sensitivity.analysis.figure_table import write_figure
 from sensitivity.analysis.report.page import write_report
 
 

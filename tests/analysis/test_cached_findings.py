@@ -109,7 +109,7 @@ def test_they_are_read_back_from_postgresql_too(tmp_path, monkeypatch):
 
 
 def test_a_report_reads_back_the_importance_while_the_study_and_the_code_are_unchanged(stored, monkeypatch, tmp_path):
-    from sensitivity.analysis.report import claims
+    from sensitivity.analysis.report import importance as claims
     from sensitivity.analysis.report.page import write_report
 
     calls, compute = [], claims.parameter_importance

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from sensitivity.analysis.figures.export import write_data
-from sensitivity.analysis.figures import KINDS, STUDY_KINDS, figure, figure_data
+from sensitivity.analysis.figure_table import FIGURES, STUDY_KINDS, compute_of, figure, figure_data, module_of
 from sensitivity.analysis.table import trials_table
 
 
@@ -17,15 +17,18 @@ def table(seeded_study):
     return trials_table(seeded_study)
 
 
-@pytest.mark.parametrize("kind", list(KINDS))
-def test_each_kind_computes_a_documented_named_tuple_which_its_plot_takes(kind):
-    compute, plot = KINDS[kind]
-    result = typing.get_type_hints(compute)["return"]
-    assert issubclass(result, tuple) and result._fields, f"{kind}: {compute.__name__} returns no NamedTuple"
-    first = next(iter(typing.get_type_hints(plot).values()))
-    assert first is result, f"{kind}: {plot.__name__} draws from {first}, not from {result.__name__}"
+@pytest.mark.parametrize("kind", list(FIGURES))
+def test_each_kind_is_one_module_whose_plot_draws_its_documented_named_tuple(kind):
+    module = module_of(kind)
+    result = module.Info
+    assert issubclass(result, tuple) and result._fields, f"{kind}: its Info is no NamedTuple"
+    returned = typing.get_type_hints(compute_of(kind)).get("return", result)
+    assert returned is result, f"{kind}: its compute returns {returned}, not its Info"
+    first = next(iter(typing.get_type_hints(module.plot).values()))
+    assert first is result, f"{kind}: its plot draws from {first}, not from {result.__name__}"
     undocumented = [field for field in result._fields if f"- {field}: " not in (result.__doc__ or "")]
     assert not undocumented, f"{result.__name__}: fields not documented: {undocumented}"
+    assert module.TITLE and module.__doc__, f"{kind}: no TITLE or docstring"
 
 
 def _read_back(path) -> dict:
@@ -39,9 +42,9 @@ def _read_back(path) -> dict:
 @pytest.mark.parametrize("kind", list(STUDY_KINDS))
 def test_a_figure_drawn_from_its_exported_json_is_the_same_figure(table, kind, tmp_path):
     data = figure_data(table, kind)
-    assert isinstance(data, typing.get_type_hints(KINDS[kind][0])["return"])
+    assert isinstance(data, module_of(kind).Info)
     [path] = write_data(data, kind, tmp_path / f"{kind}.json", "json")
-    again = KINDS[kind][1](type(data)(**_read_back(path)))
+    again = module_of(kind).plot(type(data)(**_read_back(path)))
     drawn = figure(table, kind)
     assert json.loads(again.to_json())["data"] == json.loads(drawn.to_json())["data"]
     assert again.layout.title.text == drawn.layout.title.text

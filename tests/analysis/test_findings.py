@@ -14,7 +14,9 @@ from planted import (EPS, KEEPS, KEEPS_BY_DEFAULT, LEVELS, NULL_CROSSOVER, NULL_
                      true_home_advantage)
 
 from sensitivity.analysis.tables.crossover import crossover_comparisons
-from sensitivity.analysis.claims.findings import CLAIMS, findings, trade_off
+from sensitivity.analysis.claims.findings import findings
+from sensitivity.analysis.claims.registry import CLAIMS
+from sensitivity.analysis.claims.runtime import trade_off
 from sensitivity.analysis.rankings.importance import parameter_importance
 from sensitivity.analysis.tables.robustness_pairs import robustness_comparisons
 from sensitivity.analysis.tables.transfer import transfer_comparisons, transfer_matrix
@@ -279,7 +281,7 @@ def test_the_frontier_and_the_cost_of_accuracy_are_stated(found):
 
 def test_every_claim_has_one_entry_per_regime_native_first(found):
     assert found.claims[["semantics", "claim"]].values.tolist() == [
-        [regime, name] for regime in ("native", "canonical") for name in CLAIMS]
+        [regime, name] for regime in ("native", "canonical") for name in [claim.name for claim in CLAIMS]]
     assert found.claims["sentence"].str.len().min() > 40 and found.claims["anchor"].notna().all()
     tested = found.comparisons[found.comparisons["p_holm"].notna()]
     assert (tested["p_holm"].astype(float) >= tested["p"].astype(float) - 1e-12).all()
@@ -287,12 +289,12 @@ def test_every_claim_has_one_entry_per_regime_native_first(found):
 
 def test_importance_recovers_lr_and_leaves_the_planned_defaults_out(planted):
     importance = parameter_importance(planted[0], resamples=20)
-    native = importance[importance["semantics"].eq("native")]
+    native = importance.rows[importance.rows["semantics"].eq("native")]
     for evaluator, rows in native.groupby("evaluator"):
         rows = rows.set_index("parameter")
         assert rows["importance"].idxmax() == "lr", evaluator
         assert rows.loc["lr", "low"] > rows.loc["momentum", "high"], evaluator  # beyond its interval
-    assert (native["n_trials"] == 180).all() and importance.attrs["planned"] == 18  # 3 defaults x 3 seeds x 2
+    assert (native["n_trials"] == 180).all() and importance.planned == 18  # 3 defaults x 3 seeds x 2
 
 
 # the worlds that catch a naive analysis --------------------------------------------------------------------

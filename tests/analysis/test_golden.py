@@ -11,6 +11,7 @@ To write the golden copy again (a change of behaviour, in a commit of its own th
 SENSITIVITY_WRITE_GOLDEN=1 .venv/bin/python -m pytest tests/analysis/test_golden.py
 """
 import json
+import re
 import lzma
 import os
 import shutil
@@ -88,3 +89,16 @@ def test_every_figures_data_is_the_golden_one(storage, capsys, tmp_path, study, 
     _run(capsys, "export", study, "--figure", kind, "--format", "json", "--out", str(out), "--storage", storage)
     _check(f"figure-{kind}.json", out.read_text(encoding="utf-8"))
 
+
+def test_the_report_of_the_main_job_draws_every_figure_of_the_table(storage, tmp_path):
+    import optuna
+
+    from sensitivity.analysis.figure_table import FIGURES
+    from sensitivity.analysis.report.page import write_report
+
+    def load(name):
+        return optuna.load_study(study_name=name, storage=storage)
+
+    page = write_report(load(SWEEP), tmp_path / "report.html", others=[load(name) for name in WITH]).read_text()
+    drawn = set(re.findall(r'<div class="figure" data-kind="([a-z-]+?)(?:-\d+)?">', page))
+    assert drawn == set(FIGURES), f"not drawn: {set(FIGURES) - drawn}; drawn beyond the table: {drawn - set(FIGURES)}"

@@ -36,9 +36,14 @@ def importance():
     return parameter_importance(trials_table(synthetic_study()), seed=0)
 
 
+@pytest.fixture(scope="module")
+def rows_of(importance):
+    return importance.rows
+
+
 @pytest.mark.parametrize("evaluator", ["ped_anova", "fanova"])
-def test_lr_ranks_first_for_both_evaluators(importance, evaluator):
-    rows = importance[importance["evaluator"] == evaluator].set_index("parameter")
+def test_lr_ranks_first_for_both_evaluators(rows_of, evaluator):
+    rows = rows_of[rows_of["evaluator"] == evaluator].set_index("parameter")
     assert rows["importance"].idxmax() == "lr" and rows.loc["lr", "rank"] == 1
     assert set(rows.index) == {"framework", "lr", "dummy"}  # the framework is a parameter like the others
     assert rows.loc["lr", "importance"] > 5 * rows.loc["dummy", "importance"]
@@ -49,7 +54,7 @@ def test_lr_ranks_first_for_both_evaluators(importance, evaluator):
 def test_ped_anova_explains_the_best_trials_not_the_worst():
     # the worst trials are the crashed ones (crash > 0.7); the best are those with lr near 0.01. Given
     # accuracy rather than its negation, PED-ANOVA would rank `crash` first.
-    rows = parameter_importance(trials_table(synthetic_study(200, crash=True)), evaluators=("ped_anova",))
+    rows = parameter_importance(trials_table(synthetic_study(200, crash=True)), evaluators=("ped_anova",)).rows
     assert rows.set_index("parameter")["importance"].idxmax() == "lr"
 
 
@@ -64,7 +69,7 @@ def test_framework_defaults_are_named_beside_their_parameters():
     rows = [{"framework": fw, "lr": lr, "accuracy": acc, "train_time_s": 1.0, "is_default": default}
             for fw, lr, acc, default in [("torch", 0.01, 0.9, True), ("torch", 0.1, 0.5, False),
                                          ("jax", 0.001, 0.7, True), ("jax", 0.3, 0.2, False)]]
-    out = parameter_importance(trials_table(frame(*rows)), evaluators=("ped_anova",))
+    out = parameter_importance(trials_table(frame(*rows)), evaluators=("ped_anova",)).rows
     assert out.set_index("parameter").loc["lr", "defaults"] == "torch 0.01; jax 0.001"
 
 
@@ -89,7 +94,7 @@ def test_planned_trials_are_left_out_and_counted():
     planned = study_rows.head(20).assign(is_default=True, accuracy=0.99)  # planned defaults scoring high
     table = trials_table(pd.concat([planned, study_rows.iloc[20:]], ignore_index=True))
     out = parameter_importance(table, evaluators=("ped_anova",), resamples=10)
-    assert (out["n_trials"] == 40).all() and out.attrs["planned"] == 20
+    assert (out.rows["n_trials"] == 40).all() and out.planned == 20
     listed = planned_trials(table)
     assert listed["accuracy_n"].sum() == 20 and (listed["accuracy_mean"] == 0.99).all()
 
@@ -102,8 +107,8 @@ def test_only_planned_trials_say_so():
 
 
 @pytest.mark.parametrize("evaluator", ["ped_anova", "fanova"])
-def test_each_importance_has_a_bootstrap_interval_around_it(importance, evaluator):
-    rows = importance[importance["evaluator"] == evaluator].set_index("parameter")
+def test_each_importance_has_a_bootstrap_interval_around_it(rows_of, evaluator):
+    rows = rows_of[rows_of["evaluator"] == evaluator].set_index("parameter")
     assert rows[["low", "high"]].notna().all().all()
     assert ((rows["low"] <= rows["importance"] + 1e-12) & (rows["importance"] <= rows["high"] + 1e-12)).all()
     assert rows.loc["lr", "low"] > rows.loc["dummy", "high"]  # lr matters beyond the intervals
@@ -113,14 +118,16 @@ def test_fanovas_estimate_is_optunas_and_its_interval_narrows_as_trials_grow():
     """fANOVA's interval is one of the forest's mean importance (a bootstrap of the forest), so it narrows about
     as 1/sqrt(n): 8 times the trials give less than 0.6 of the width. The spread of single trees it replaced
     stays wide however many trials there are."""
-    from sensitivity.analysis.rankings.importance import FrozenTrialsStudy, _fanova, _negated_accuracy_trials
+    from sensitivity.analysis.rankings.importance import FanovaEvaluator, FrozenTrialsStudy, _negated_accuracy_trials
 
     widths = {}
     for n in (40, 320):
         rows = trials_table(synthetic_study(n))
         distributions = {name: d for name, d in parameter_distributions(rows).items() if name != "semantics"}
         trials = _negated_accuracy_trials(rows, distributions)
-        scores, spread, _ = _fanova(trials, list(distributions), 0)
+        ranking = FanovaEvaluator().evaluate(trials, list(distributions), seed=0)
+        scores = {name: estimate.value for name, estimate in zip(ranking.names, ranking.estimates)}
+        spread = {name: (estimate.low, estimate.high) for name, estimate in zip(ranking.names, ranking.estimates)}
         reference = optuna.importance.get_param_importances(FrozenTrialsStudy(trials), params=list(distributions),
                                                             evaluator=make_evaluator("fanova", seed=0))
         assert scores == pytest.approx(reference) and set(spread) == set(distributions)
@@ -135,7 +142,7 @@ def test_a_ranking_is_settled_where_its_top_leads_the_resamples_beyond_the_secon
     from sensitivity.analysis.rankings.importance import block_importance, ranking_verdict
 
     rows = trials_table(synthetic_study(320))
-    verdicts = block_importance(rows[rows["semantics"].eq(rows["semantics"].iloc[0])]).attrs["verdicts"]
+    _, verdicts = block_importance(rows[rows["semantics"].eq(rows["semantics"].iloc[0])])
     assert verdicts["fanova"]["settled"] and verdicts["fanova"]["top"] == "lr", verdicts
     assert verdicts["fanova"]["lead"] >= 0.9 and verdicts["fanova"]["resamples"] == 20
     half = np.array([[0.6, 0.4]] * 10 + [[0.4, 0.6]] * 10)  # each leads in half the resamples
@@ -146,7 +153,7 @@ def test_a_ranking_is_settled_where_its_top_leads_the_resamples_beyond_the_secon
 
 
 def test_rank_agreement_is_printed_per_block(importance):
-    agreement = pd.DataFrame(importance.attrs["agreement"])
+    agreement = importance.agreement
     assert agreement.iloc[0]["n_parameters"] == 3 and agreement.iloc[0]["spearman"] == pytest.approx(1.0)
     assert agreement.iloc[0]["kendall"] == pytest.approx(1.0)
 

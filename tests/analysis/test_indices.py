@@ -8,11 +8,10 @@ import optuna
 import pytest
 from planted import REPORTED
 
-from sensitivity.analysis.rankings import indices
-from sensitivity.analysis.rankings.indices import (Param, configuration_of, configurations_of, design_size,
-                                          largest_base_within, morris_design, morris_indices,
-                                          params_of_distributions, problem_of, row_of, saltelli_design, settled,
-                                          sobol_indices)
+from sensitivity.analysis.rankings.base import Estimate, Ranking, settled
+from sensitivity.analysis.rankings.indices import morris_indices, sobol_indices
+from sensitivity.config.design import (Param, configuration_of, configurations_of, design_size, largest_base_within,
+                                       morris_design, params_of_distributions, problem_of, row_of, saltelli_design)
 
 A, B = 7.0, 0.1
 G_COEFFICIENTS = np.array([0.0, 1.0, 4.5, 9.0, 99.0, 99.0])
@@ -84,8 +83,8 @@ def coverage(design_of, repeats=REPEATS, n=COVERAGE_BASE):
         for r in range(repeats):
             X = design_of(problem, n, r)
             result = sobol_indices(problem, f(X), second_order=False, seed=r)
-            first = np.array([p.first for p in result.parameters])
-            total = np.array([p.total for p in result.parameters])
+            first = np.array(result.others["S1"])
+            total = np.array(result.estimates)
             rows.append(np.r_[(first[:, 1] <= s1) & (s1 <= first[:, 2]), (total[:, 1] <= st) & (st <= total[:, 2])])
         hits[name] = np.array(rows)
     return hits
@@ -136,8 +135,8 @@ def test_second_order_and_groups_on_ishigami():
     assert pairs[("x1", "x3")].low <= s13 <= pairs[("x1", "x3")].high
     assert max(pairs, key=lambda k: pairs[k].value) == ("x1", "x3")
     assert all(abs(pairs[k].value) < 0.05 for k in [("x1", "x2"), ("x2", "x3")])
-    for p, a, t in zip(result.parameters, s1, st):
-        assert abs(p.first.value - a) < 0.03 and abs(p.total.value - t) < 0.03, p
+    for first, total, a, t in zip(result.others["S1"], result.estimates, s1, st):
+        assert abs(first.value - a) < 0.03 and abs(total.value - t) < 0.03, (first, total)
     # x1 and x3 as one group: its indices are S1 + S3 + S13 and the same total; x2 keeps its own
     grouped = problem_of([Param("x1", low=-math.pi, high=math.pi, group="x1x3"), ISHIGAMI[1],
                           Param("x3", low=-math.pi, high=math.pi, group="x1x3")])
@@ -145,9 +144,9 @@ def test_second_order_and_groups_on_ishigami():
     X = saltelli_design(grouped, 1024, second_order=False, seed=2)
     assert X.shape == (1024 * 4, 3)
     result = sobol_indices(grouped, ishigami(X), second_order=False)
-    assert [p.name for p in result.parameters] == ["x1x3", "x2"]
-    assert abs(result.parameters[0].first.value - (s1[0] + s13)) < 0.03
-    assert abs(result.parameters[1].total.value - st[1]) < 0.03
+    assert result.names == ("x1x3", "x2")
+    assert abs(result.others["S1"][0].value - (s1[0] + s13)) < 0.03
+    assert abs(result.estimates[1].value - st[1]) < 0.03
 
 
 def test_design_sizes_and_the_largest_base_within_a_budget():
@@ -213,7 +212,7 @@ def test_params_from_optuna_distributions_and_bad_descriptions():
 
 
 def ranking(result):
-    return [p.name for p in sorted(result.parameters, key=lambda p: -p.mu_star.value)]
+    return [name for name, _ in sorted(zip(result.names, result.estimates), key=lambda p: -p[1].value)]
 
 
 def test_morris_ranks_the_g_function_as_its_total_indices():
@@ -233,9 +232,8 @@ def test_morris_on_ishigami_screens_x3_last_but_does_not_settle_x1_against_x2():
     problem = problem_of(ISHIGAMI)
     X = morris_design(problem, 200, levels=4, seed=0)
     result = morris_indices(problem, X, ishigami(X), levels=4)
-    report("Morris on Ishigami, 4 levels: mu* " + ", ".join(f"{p.name} {p.mu_star.value:.2f} "
-                                                             f"[{p.mu_star.low:.2f}, {p.mu_star.high:.2f}]"
-                                                             for p in result.parameters))
+    report("Morris on Ishigami, 4 levels: mu* " + ", ".join(f"{name} {mu.value:.2f} [{mu.low:.2f}, {mu.high:.2f}]"
+                                                             for name, mu in zip(result.names, result.estimates)))
     assert ranking(result)[2] == "x3"
     verdict = settled(result)
     assert not verdict.settled and "overlaps" in verdict.why and {verdict.top, verdict.second} == {"x1", "x2"}
@@ -259,7 +257,7 @@ def test_settled_sobol_ranking_and_why_not():
     verdict = settled(sobol_indices(twins, X[:, 0] + X[:, 1] + 0.1 * X[:, 2], second_order=False))
     assert not verdict.settled and verdict.lead < 0.9 and not verdict.separated, verdict
     assert "leads in only" in verdict.why and "overlaps" in verdict.why
-    assert settled(indices.Ranking(("a",), (indices.Estimate(1, 0, 2),), np.ones((3, 1)))).settled
+    assert settled(Ranking(("a",), (Estimate(1, 0, 2),), np.ones((3, 1)))).settled
 
 
 def test_fanova_on_a_plain_optuna_study_ranks_ishigami_as_its_first_order_indices():

@@ -55,12 +55,13 @@ def test_ishigami_indices_from_an_optuna_study_match_the_analytic_ones():
     study = planted_study(None, design, {"ishigami": ishigami})
     found = designed_importance(study)
     (world,) = found.frameworks
-    got = {p.name: p for p in world.result.parameters}
+    first = dict(zip(world.result.names, world.result.others["S1"]))
+    total = dict(zip(world.result.names, world.result.estimates))
     for name in S1:
-        assert abs(got[name].first.value - S1[name]) < 0.03, (name, got[name])
-        assert abs(got[name].total.value - ST[name]) < 0.03, (name, got[name])
-        assert got[name].first.low <= S1[name] <= got[name].first.high
-        assert got[name].total.low <= ST[name] <= got[name].total.high
+        assert abs(first[name].value - S1[name]) < 0.03, (name, first[name])
+        assert abs(total[name].value - ST[name]) < 0.03, (name, total[name])
+        assert first[name].low <= S1[name] <= first[name].high
+        assert total[name].low <= ST[name] <= total[name].high
     record = importance_record(found)
     assert set(record["parameters"]) == {"x1", "x2", "x3"} and record["n"] == design.points
     s13 = record["interactions"]["x1:x3"]
@@ -68,7 +69,7 @@ def test_ishigami_indices_from_an_optuna_study_match_the_analytic_ones():
     assert abs(record["interactions"]["x1:x2"][0]) < 0.06
     assert world.verdict.top == "x1"
     print("\nIshigami through an Optuna study, N=1024: " + "; ".join(
-        f"{n} S1 {got[n].first.value:.3f} ST {got[n].total.value:.3f}" for n in S1) + f"; {world.verdict.why}")
+        f"{n} S1 {first[n].value:.3f} ST {total[n].value:.3f}" for n in S1) + f"; {world.verdict.why}")
 
 
 def test_two_frameworks_each_get_indices_and_their_difference_has_an_interval():
@@ -179,16 +180,16 @@ def test_a_small_base_is_never_settled():
     design = Design("sobol", 2, 0, PARAMS)
     (world,) = designed_importance(planted_study(None, design, {"a": ishigami})).frameworks
     assert not world.verdict.settled and "too small for a bootstrap interval" in world.verdict.why
-    assert np.isfinite(world.result.parameters[0].first.value)
+    assert np.isfinite(world.result.others["S1"][0].value)
 
 
 def test_the_figure_draws_each_framework_s_indices_with_their_intervals():
-    from sensitivity.analysis.figures.indices import plot_indices
+    from sensitivity.analysis.figures.designed_indices import Info, plot
 
     design = Design("sobol", 64, 1, PARAMS)
     study = planted_study(None, design, {"strong": ishigami, "weak": lambda c: ishigami(c, a=2.0)})
     record = importance_record(designed_importance(study))
-    fig = plot_indices(record, "t")
+    fig = plot(Info(record, "t"))
     assert [t.name for t in fig.data] == ["S1 (alone)", "ST (with interactions)"] * 2
     st = record["per_framework"]["weak"]["parameters"]["x2"]["total"]
     trace = fig.data[3]
@@ -197,20 +198,21 @@ def test_the_figure_draws_each_framework_s_indices_with_their_intervals():
     assert trace.error_y.arrayminus[1] == pytest.approx(st[0] - st[1])
     wide = importance_record(designed_importance(planted_study(None, Design("sobol", 2, 1, PARAMS), {"a": ishigami},
                                                                name="wide")))
-    cut = plot_indices(wide, "t")
+    cut = plot(Info(wide, "t"))
     assert tuple(cut.layout.yaxis.range) == (-0.25, 1.25) and "intervals cut" in cut.layout.title.text
 
 
 def test_the_report_leads_its_importance_with_the_designed_study_and_its_interaction_map(tmp_path):
     """Ishigami's only interaction is x1 with x3 (S2 = ST3 = 0.244): the heat map's largest cell, per framework."""
-    from sensitivity.analysis.report.designed import designed_html
-    from sensitivity.analysis.figures.indices import plot_interactions
+    from sensitivity.analysis.report.importance import designed_html
+    from sensitivity.analysis.figures.designed_indices import Info
+    from sensitivity.analysis.figures.designed_interactions import plot
     from sensitivity.analysis.report.page import write_report
 
     study = planted_study(None, Design("sobol", 256, 1, PARAMS), {"strong": ishigami,
                                                                    "weak": lambda c: ishigami(c, a=2.0)})
     record = importance_record(designed_importance(study))
-    fig = plot_interactions(record, "t")
+    fig = plot(Info(record, "t"))
     cells = {}
     for trace, world in zip(fig.data, ("strong", "weak")):
         cells[world] = {(x, y): z for y, row in zip(trace.y, trace.z) for x, z in zip(trace.x, row) if z is not None}
@@ -230,7 +232,7 @@ def test_the_report_leads_its_importance_with_the_designed_study_and_its_interac
     assert importance.index("Designed study ishigami") < importance.index("data-kind=\"designed-interactions\"")
     from analysis_data import make_study
 
-    from sensitivity.analysis.report.claims import findings_html
+    from sensitivity.analysis.report.findings import findings_html
     from sensitivity.analysis.table import trials_table
 
     findings = findings_html(trials_table(make_study(n_configs=6, seeds=1)), designed=[("ishigami", record)])
@@ -280,6 +282,9 @@ def test_a_ranking_of_indices_that_interact_or_of_intervals_past_the_range_is_no
                                for name, total in (("lr", lr), ("optimizer", optimizer), ("batch_size", batch))}}
 
     record = {"design": {"kind": "sobol", "size": 32, "points": 256, "seeds": 1},
+              "ranking": {"index": "ST", "key": "total", "label": "ST (with interactions)", "title": "Sobol'",
+                          "article": "A Saltelli (Sobol' indices)", "interactions": True,
+                          "words": "Saltelli base N=32"},
               "per_framework": {"torch": framework([1.05, 0.38, 1.72], [0.75, 0.35, 1.15], [0.11, -0.01, 0.22]),
                                 "mxnet": framework([1.3, -19.2, 21.9], [0.75, -0.14, 1.65], [0.02, -0.06, 0.11]),
                                 "tensorflow": framework([1.08, 0.4, 1.76], [0.64, 0.22, 1.07], [0.18, 0.01, 0.36])},

@@ -7,7 +7,7 @@ import pytest
 from analysis_data import DISTRIBUTIONS, tell
 from optuna.distributions import CategoricalDistribution
 
-from sensitivity.analysis.figures import figure
+from sensitivity.analysis.figure_table import figure
 from sensitivity.analysis.tables.parameter_values import bin_parameter, numeric_sort_key
 from sensitivity.analysis.table import trials_table
 

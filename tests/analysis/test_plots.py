@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 import pytest
 from analysis_data import frame
 
-from sensitivity.analysis.figures import KINDS, STUDY_KINDS, figure, write_figure
+from sensitivity.analysis.figure_table import FIGURES, STUDY_KINDS, compute_of, figure, module_of, write_figure
 from sensitivity.analysis.figures.style import DEFAULT_NAME
 from sensitivity.analysis.table import NotEnoughData, trials_table
 
@@ -18,15 +18,19 @@ def table(seeded_study):
     return trials_table(seeded_study)
 
 
-def test_registry_maps_every_kind_to_compute_and_plot():
-    assert list(KINDS) == ["findings", "frontier", "importance", "isolation", "slice", "contour", "curves", "seeds",
-                           "resources", "divergence", "transfer", "robustness", "ablation"]
-    assert all(callable(compute) and callable(plot) for compute, plot in KINDS.values())
+def test_the_table_maps_every_kind_to_a_module_with_compute_and_plot():
+    assert list(FIGURES) == ["findings", "frontier", "designed-indices", "designed-interactions", "importance",
+                             "isolation", "seeds", "resources", "divergence", "curves", "slice", "contour", "crossover",
+                             "transfer", "robustness", "ablation"]
+    assert all(callable(compute_of(kind)) and callable(module_of(kind).plot) for kind in FIGURES)
 
 
-def test_the_plot_command_offers_every_kind_of_the_registry():
-    from sensitivity.commands.analysis import KINDS as COMMAND_KINDS
-    assert list(COMMAND_KINDS) == list(KINDS)
+def test_plot_and_export_offer_every_kind_of_the_table():
+    from sensitivity.cli import build_parser
+    commands = next(a for a in build_parser()._actions if a.dest == "command").choices
+    plot = next(a for a in commands["plot"]._actions if a.dest == "kind")
+    export = next(a for a in commands["export"]._actions if a.dest == "figure")
+    assert list(plot.choices) == list(export.choices) == list(FIGURES)
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +86,7 @@ def test_options_reach_the_function_that_takes_them(table):
     assert len(isolation.layout.annotations) == 1  # one subplot title: lr
     with pytest.raises(ValueError, match="unknown option 'colour' for frontier"):
         figure(table, "frontier", colour="red")
-    with pytest.raises(ValueError, match="unknown figure kind 'pie'; allowed: findings, frontier, importance"):
+    with pytest.raises(ValueError, match="unknown figure kind 'pie'; allowed: findings, frontier, designed-indices"):
         figure(table, "pie")
 
 

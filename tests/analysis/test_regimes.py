@@ -12,15 +12,14 @@ from sensitivity.analysis.tables.divergence import divergence_rates
 from sensitivity.analysis.tables.frontier import runtime_accuracy_frontier
 from sensitivity.analysis.rankings.importance import NEEDS, parameter_importance
 from sensitivity.analysis.tables.isolation import isolation
-from sensitivity.analysis.figures import STUDY_KINDS, figure
+from sensitivity.analysis.figure_table import STUDY_KINDS, figure
 from sensitivity.analysis.report.page import environment, regime_counts, render_report
 from sensitivity.analysis.tables.resources import resource_use
 from sensitivity.analysis.tables.robustness import robustness_curves
 from sensitivity.analysis.tables.seeds import seed_intervals
 from sensitivity.analysis.tables.summary import framework_summary
 from sensitivity.analysis.table import grouped, parameter_names, regime_note, trials_table
-from sensitivity.analysis.figures.results import transfer_data
-from sensitivity.analysis.figures import plot_transfer
+from sensitivity.analysis.figures import transfer as transfer_figure
 from sensitivity.analysis.tables.transfer import transfer_matrix
 
 SECTIONS = ("environment", "summary", "frontier", "importance", "isolation", "seeds", "resources", "divergence",
@@ -145,7 +144,7 @@ def test_transfer_cells_are_per_regime_and_relative_to_the_same_regimes_own_defa
 
 
 def test_transfer_figure_puts_the_regimes_side_by_side_native_first():
-    fig = plot_transfer(transfer_data(transfer_rows()))
+    fig = transfer_figure.plot(transfer_figure.compute(transfer_rows()))
     titles = [a.text for a in fig.layout.annotations]
     assert titles[:2] == ["Across datasets within a framework (native):<br>accuracy of its defaults",
                           "Across datasets within a framework (canonical):<br>accuracy of its defaults"]
@@ -161,21 +160,22 @@ def test_transfer_figure_puts_the_regimes_side_by_side_native_first():
 # importance: one block per regime, and "all" where the regime is a parameter
 
 def test_importance_has_a_block_per_regime_and_one_over_all_trials(both):
-    out = parameter_importance(both, evaluators=("ped_anova",))
+    found = parameter_importance(both, evaluators=("ped_anova",))
+    out = found.rows
     assert list(dict.fromkeys(out["semantics"])) == ["native", "canonical", "all"]
     blocks = {block: set(rows["parameter"]) for block, rows in out.groupby("semantics")}
     assert "semantics" in blocks["all"] and "semantics" not in blocks["native"] | blocks["canonical"]
     assert all("framework" in params for params in blocks.values())
     # sampled trials only: the 3 framework defaults (x 2 seeds per regime) are planned, not samples
     assert out.groupby("semantics")["n_trials"].max().to_dict() == {"native": 18, "canonical": 18, "all": 36}
-    assert out.attrs["planned"] == 12
+    assert found.planned == 12
     assert out.groupby("semantics")["importance"].sum().to_numpy() == pytest.approx([1.0] * 3)
 
 
 def test_importance_without_the_regime_as_a_parameter_has_no_all_block():
     table = trials_table(make_study(n_configs=9, seeds=1, regimes=REGIMES))
     assert "param_semantics" not in table
-    out = parameter_importance(table, evaluators=("ped_anova",))
+    out = parameter_importance(table, evaluators=("ped_anova",)).rows
     assert list(dict.fromkeys(out["semantics"])) == ["native", "canonical"]
 
 
@@ -184,7 +184,7 @@ def test_a_regime_with_too_few_trials_is_named_missing():
             for fw, lr, acc in [("torch", 0.01, 0.9), ("torch", 0.1, 0.5), ("jax", 0.001, 0.7)]]
     rows.append({"framework": "torch", "lr": 0.01, "accuracy": 0.8, "train_time_s": 1.0, "semantics": "canonical"})
     out = parameter_importance(trials_table(frame(*rows)), evaluators=("ped_anova",))
-    assert set(out["semantics"]) == {"native"} and out.attrs["missing"] == {"canonical": NEEDS}
+    assert set(out.rows["semantics"]) == {"native"} and out.missing == {"canonical": NEEDS}
 
 
 # robustness: means over models of one regime; cross-regime examples left out

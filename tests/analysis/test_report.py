@@ -5,7 +5,7 @@ import sys
 import pytest
 from analysis_data import make_study
 
-from sensitivity.analysis.figures import STUDY_KINDS as KINDS
+from sensitivity.analysis.figure_table import STUDY_KINDS as KINDS
 from sensitivity.analysis.report.page import environment, write_report
 from sensitivity.analysis.table import trials_table
 

@@ -3,8 +3,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sensitivity.analysis.figures.results import robustness_data
-from sensitivity.analysis.figures import plot_robustness
+from sensitivity.analysis.figures import robustness as robustness_figure
 from sensitivity.analysis.tables.robustness import robustness_curves, robustness_rows
 from sensitivity.analysis.table import NotEnoughData, trials_table
 
@@ -68,7 +67,7 @@ def test_no_records_says_what_would_fill_it():
 def test_figure_has_curves_with_n_and_the_matrix_at_the_largest_eps():
     records = {0: record([0.9, 0.4], {"2": {"fgsm": [0.9, 0.7]}}), 1: record([0.9, 0.6]),
                2: record([0.8, 0.2], {"0": {"fgsm": [0.8, 0.6]}})}
-    fig = plot_robustness(robustness_data(table(records)))
+    fig = robustness_figure.plot(robustness_figure.compute(table(records)))
     names = [trace.name for trace in fig.data if trace.type == "scatter"]
     assert "torch (n=2 models)" in names and "mxnet (n=1 model)" in names
     relative = [t for t in fig.data if t.type == "scatter" and t.xaxis == "x2"]  # the middle column

@@ -106,7 +106,7 @@ def test_the_curves_draw_each_configurations_matched_checkpoints_not_the_default
 def test_the_sections_method_names_each_datasets_grid_and_the_surrogate():
     """The robustness section says the grid each dataset was attacked on (eps_by_dataset, not the default grid)
     and that the transferred examples are the surrogate's."""
-    from sensitivity.analysis.report.claims import robustness_html
+    from sensitivity.analysis.report.robustness import robustness_html
 
     rows, records = [], {}
     clean = np.ones(50, bool)

@@ -6,9 +6,11 @@ import pytest
 from analysis_data import frame
 
 from sensitivity.analysis.rankings import importance as importance_module
-from sensitivity.analysis.figures import study as plots  # where the caps live and the study figures read them
-from sensitivity.analysis.report.claims import importance_html
-from sensitivity.analysis.figures.results import curves_data, slice_data
+from sensitivity.analysis.figures import curves as curves_figure
+from sensitivity.analysis.figures import frontier as frontier_figure
+from sensitivity.analysis.figures import layout  # where the caps live and the study figures read them
+from sensitivity.analysis.figures import slice as slice_figure
+from sensitivity.analysis.report.importance import importance_html
 from sensitivity.analysis.tables.frontier import runtime_accuracy_frontier
 from sensitivity.analysis.table import trials_table
 
@@ -31,27 +33,28 @@ def large_table(n=400, seed=0):
 def test_importance_past_its_cap_runs_on_a_seeded_subsample_and_says_so(monkeypatch):
     table = large_table()
     monkeypatch.setattr(importance_module, "SUBSAMPLE_MAX", 150)
-    out = importance_module.parameter_importance(table, evaluators=("ped_anova",), resamples=10)
-    assert out.attrs["subsample"] == {"canonical": [150, 400]}
+    found = importance_module.parameter_importance(table, evaluators=("ped_anova",), resamples=10)
+    out = found.rows
+    assert found.subsample == {"canonical": [150, 400]}
     assert set(out["n_trials"]) == {150}
     assert out[out["evaluator"].eq("ped_anova")].set_index("parameter")["importance"].idxmax() == "lr"
     again = importance_module.parameter_importance(table, evaluators=("ped_anova",), resamples=10)
-    pd.testing.assert_frame_equal(out, again)  # seeded: the same subsample every time
+    pd.testing.assert_frame_equal(out, again.rows)  # seeded: the same subsample every time
     monkeypatch.setattr(importance_module, "parameter_importance", lambda t: again)
-    monkeypatch.setattr("sensitivity.analysis.report.claims.parameter_importance", lambda t: again)
+    monkeypatch.setattr("sensitivity.analysis.report.importance.parameter_importance", lambda t: again)
     assert "a random subsample of 150 of 400 sampled trials" in importance_html(table)
 
 
 def test_importance_under_its_cap_uses_every_trial():
     out = importance_module.parameter_importance(large_table(120), evaluators=("ped_anova",), resamples=10)
-    assert out.attrs["subsample"] == {} and set(out["n_trials"]) == {120}
+    assert out.subsample == {} and set(out.rows["n_trials"]) == {120}
 
 
 def test_frontier_figure_draws_a_capped_cloud_but_every_frontier_point(monkeypatch):
     table = large_table()
-    monkeypatch.setattr(plots, "POINTS_MAX", 50)
+    monkeypatch.setattr(layout, "POINTS_MAX", 50)
     frontier = runtime_accuracy_frontier(table)
-    fig = plots.plot_frontier(frontier)
+    fig = frontier_figure.plot(frontier)
     ok = frontier.points[frontier.points["outcome"].eq("ok")]
     for framework, rows in ok.groupby("framework"):
         cloud = next(t for t in fig.data if t.name.startswith(framework) and "hypervolume" in t.name)
@@ -64,16 +67,16 @@ def test_frontier_figure_draws_a_capped_cloud_but_every_frontier_point(monkeypat
 
 
 def test_slice_draws_at_most_the_cap_and_counts_every_trial(monkeypatch):
-    monkeypatch.setattr(plots, "POINTS_MAX", 40)
-    fig = plots.plot_slice(slice_data(large_table()))
+    monkeypatch.setattr(layout, "POINTS_MAX", 40)
+    fig = slice_figure.plot(slice_figure.compute(large_table()))
     assert fig.data and all(len(t.x) <= 40 for t in fig.data if t.mode == "markers" and "default" not in t.name)
     assert any("n=200 trials; drawn: 40 of 200" in t.name for t in fig.data)
 
 
 def test_curves_draw_a_capped_number_but_the_median_is_of_every_trial(monkeypatch):
-    monkeypatch.setattr(plots, "CURVES_MAX", 10)
-    curves = curves_data(large_table())
-    fig = plots.plot_curves(curves)
+    monkeypatch.setattr(curves_figure, "CURVES_MAX", 10)
+    curves = curves_figure.compute(large_table())
+    fig = curves_figure.plot(curves)
     for framework, rows in curves.rows.groupby("framework"):
         faint = next(t for t in fig.data if t.name.startswith(framework) and "curves drawn" in t.name)
         assert np.isnan(faint.x).sum() == 9  # 10 curves, 9 gaps between them
@@ -93,9 +96,9 @@ def test_a_frontier_is_computed_once_per_table():
 def test_drawn_keeps_the_marked_rows(n):
     rows = pd.DataFrame({"x": range(100)})
     keep = rows["x"].isin([3, 97])
-    chosen, note = plots.drawn(rows, n, keep=keep)
+    chosen, note = layout.drawn(rows, n, keep=keep)
     assert len(chosen) == n and {3, 97} <= set(chosen["x"]) and note == f"; drawn: {n} of 100"
-    chosen, note = plots.drawn(rows, 100)
+    chosen, note = layout.drawn(rows, 100)
     assert chosen is rows and note == ""
 
 
@@ -104,7 +107,8 @@ def test_seeds_needed_leaves_scipy_stats_unimported():
     import subprocess
     import sys
 
-    code = ("import sys; from sensitivity.analysis.intervals import difference; from sensitivity.analysis.statistics import seeds_needed; "
+    code = ("import sys; from sensitivity.analysis.intervals import difference; "
+            "from sensitivity.analysis.statistics import seeds_needed; "
             "print(seeds_needed(0.02, 0.015), difference([1, 2, 3], [2, 3, 5]).p is not None, "
             "'scipy.stats' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()

@@ -10,7 +10,9 @@ import pandas as pd
 import pytest
 from planted import REPORTED, as_frame, crossover_rows, robustness_records, transfer_rows
 
-from sensitivity.analysis.claims.findings import ALPHA, decidable, findings, seeds_to_test
+from sensitivity.analysis.claims.findings import findings
+from sensitivity.analysis.claims.judge import decidable, seeds_to_test
+from sensitivity.analysis.statistics import ALPHA
 from sensitivity.analysis.statistics import min_permutation_p
 
 MAIN_JOB = Path(__file__).resolve().parents[2] / "results" / "optuna.db"

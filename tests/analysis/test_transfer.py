@@ -3,8 +3,7 @@ import pandas as pd
 import pytest
 
 from sensitivity.analysis.table import NotEnoughData
-from sensitivity.analysis.figures.results import transfer_data
-from sensitivity.analysis.figures import plot_transfer
+from sensitivity.analysis.figures import transfer as transfer_figure
 from sensitivity.analysis.tables.transfer import budget_note, richest_transfer, transfer_comparisons, transfer_matrix
 
 
@@ -35,7 +34,7 @@ def test_cells_are_relative_to_the_targets_own_default_with_seed_counts():
 
 
 def test_figure_has_both_findings():
-    fig = plot_transfer(transfer_data(table()))
+    fig = transfer_figure.plot(transfer_figure.compute(table()))
     titles = [a.text for a in fig.layout.annotations]
     assert any("Across datasets within a framework" in t for t in titles)
     assert any("Across frameworks on digits" in t for t in titles)
@@ -50,10 +49,11 @@ def test_a_study_without_defaults_says_what_would_fill_it():
 
 def test_the_budget_scale_stands_in_every_title_when_below_1():
     cut = table().assign(budget_scale=[0.04, 0.04, 0.5, 0.04, 0.5])
-    fig = plot_transfer(transfer_data(cut))
+    fig = transfer_figure.plot(transfer_figure.compute(cut))
     assert "budget cut: each default ran 0.04 to 0.5 of its published epochs" in fig.layout.title.text
     assert all("(cut budget)" in a.text for a in fig.layout.annotations)
-    assert budget_note([1.0, None]) == "" and "budget" not in plot_transfer(transfer_data(table())).layout.title.text
+    assert budget_note([1.0, None]) == ""
+    assert "budget" not in transfer_figure.plot(transfer_figure.compute(table())).layout.title.text
 
 
 def test_diverged_runs_are_counted_apart_from_the_accuracy():

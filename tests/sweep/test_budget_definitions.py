@@ -3,7 +3,8 @@ optimizer steps. On digits, TensorFlow's mnist-deep runs 418 steps at its publis
 20,000 at its published steps; each planned run records which (`budget`), and its budget_scale is 1 at both."""
 import pytest
 
-from sensitivity.config.defaults import BUDGETS, DefaultsError, load_table, trial_fields
+from sensitivity.config.defaults import DefaultsError, load_table, trial_fields
+from sensitivity.core.budgets import BUDGETS
 from sensitivity.sweep.crossover import Tuned, crossover_plan
 from sensitivity.sweep.plans import default_plan, defaults_space, steps_per_epoch
 

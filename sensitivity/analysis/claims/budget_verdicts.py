@@ -10,19 +10,18 @@ verdict, estimate, interval, seeds and `converged`, or `not_run` with the comman
 """
 from __future__ import annotations
 
-import re
-
 import pandas as pd
 
-from sensitivity.analysis.tables.budgets import BUDGET_WORDS, BUDGETS, budget_of, converged_all, converged_text
-from sensitivity.analysis.claims.comparisons import none_if_missing
+from sensitivity.analysis.claims.base import none_if_missing
+from sensitivity.analysis.tables.budgets import BUDGET_WORDS, budget_of, converged_all, converged_text
+from sensitivity.core.budgets import BUDGETS
 
 JUDGED = ("lower", "higher", "equivalent", "inconclusive", "not testable")
 
 
-def combine(regime: str, claim: str, results: dict, rows: pd.DataFrame) -> dict:
-    """The claim's entry from `results` {budget: its entry at that definition} (one at least), its comparisons
-    `rows` of every definition."""
+def combine(claim, regime: str, results: dict, rows: pd.DataFrame) -> dict:
+    """The entry of `claim` (a transfer claim) from `results` {budget: its entry at that definition} (one at least),
+    its comparisons `rows` of every definition."""
     kinds = budget_of(rows)
     compared = rows[rows["role"].eq("comparison") & rows["verdict"].isin(JUDGED)]
     by_budget = {}
@@ -96,47 +95,19 @@ def _verdict(results: dict, by_budget: dict) -> tuple:
     return "inconclusive", f"{epochs} at the published epochs, {steps} at the published steps"
 
 
-def _key(claim: str, row) -> tuple:
-    detail = row["detail"] if isinstance(row.get("detail"), dict) else {}
-    if claim == "framework transfer":
-        return detail.get("dataset"), detail.get("default"), detail.get("framework")
-    return detail.get("framework"), detail.get("dataset_a"), detail.get("dataset_b"), detail.get("config_a")
-
-
-def _left_out(claim: str, compared: pd.DataFrame, kinds: pd.Series) -> list:
+def _left_out(claim, compared: pd.DataFrame, kinds: pd.Series) -> list:
     """[(label, row)] of the comparisons run at the published epochs with no twin at the published steps."""
     steps = {_key(claim, r) for _, r in compared[kinds[compared.index].eq("steps")].iterrows()}
     return [(r["label"], r) for _, r in compared[kinds[compared.index].eq("epochs")].iterrows()
             if _key(claim, r) not in steps]
 
 
-def command(claim: str, regime: str, rows: pd.DataFrame, budget: str) -> str:
+def _key(claim, row) -> tuple:
+    return claim.budget_key(row["detail"] if isinstance(row.get("detail"), dict) else {})
+
+
+def command(claim, regime: str, rows: pd.DataFrame, budget: str) -> str:
     """The command that runs `rows`' comparisons (those of the other definition) at `budget`."""
     details = [r for r in rows["detail"] if isinstance(r, dict)] if len(rows) else []
     seeds = max([int(r["n_a"]) for _, r in rows.iterrows()] or [5])
-    tail = f"--seeds {seeds} --semantics {regime} --budget {budget}"
-    if claim == "framework transfer":
-        if not details:
-            return f"sensitivity transfer --datasets DATASET {tail}"
-        datasets = sorted({d["dataset"] for d in details})
-        defaults = sorted({d["default"] for d in details})
-        frameworks = sorted({d["source_framework"] for d in details} | {d["framework"] for d in details})
-        return (f"sensitivity transfer --frameworks {','.join(frameworks)} --datasets {','.join(datasets)} "
-                f"--defaults {','.join(defaults)} {tail}")
-    if not details:
-        return f"sensitivity crossover --framework F --datasets A,B {tail}"
-    first = details[0]
-    sides = " ".join(_side(first[f"dataset_{s}"], first[f"config_{s}"]) for s in ("a", "b"))
-    model = f" --model {first['model']}" if first.get("model") and first.get("placebo") else ""
-    return (f"sensitivity crossover --framework {first['framework']} --datasets {first['dataset_a']},"
-            f"{first['dataset_b']} {sides}{model} {tail}")
-
-
-def _side(dataset: str, label: str) -> str:
-    """The option that gives a crossover's side: `--default D=NAME` or `--tuned D=STUDY`."""
-    label = str(label or "")
-    found = re.match(r"default (\S+)", label)
-    if found:
-        return f"--default {dataset}={found.group(1)}"
-    found = re.match(r"best of (\S+)", label)
-    return f"--tuned {dataset}={found.group(1)}" if found else f"--default {dataset}=NAME"
+    return claim.rerun_command(regime, details, seeds, budget)

@@ -16,25 +16,49 @@ Each claim: {claim, subject, verdict, headline, details}; its line "  [verdict] 
 """
 from __future__ import annotations
 
-from statistics import NormalDist
-
 from sensitivity.analysis.claims.sentences import HEADLINE_LIMIT
+from sensitivity.analysis.statistics import bonferroni_z, z_quantile
 
 WHICH, DIFFER = "which parameter matters most", "frameworks differ in sensitivity"
-FAMILY_ALPHA = 0.05
-Z95 = NormalDist().inv_cdf(0.975)
+
+
+class WhichParameter:
+    """Claim "which parameter matters most", one verdict per framework of a designed study."""
+    name = WHICH
+    statement = "one parameter matters most"
+    question = "which parameter matters most"
+    would_test = "sensitivity sweep SPACE --design sobol (a designed study)"
+    anchor = "importance"
+
+    def verdicts(self, record: dict, size: str, grow: str) -> list:
+        ranking = record["ranking"]
+        return [_which(framework, r, ranking, size, grow) for framework, r in record["per_framework"].items()]
+
+
+class FrameworksDiffer:
+    """Claim "frameworks differ in sensitivity", one verdict over the frameworks of a designed study."""
+    name = DIFFER
+    statement = "frameworks differ in sensitivity"
+    question = "whether frameworks differ in sensitivity"
+    would_test = "sensitivity sweep SPACE --design sobol --frameworks A,B (a designed study of two frameworks)"
+    anchor = "importance"
+
+    def verdicts(self, record: dict, size: str, grow: str) -> list:
+        return [_differ(record.get("differences", {}), record["ranking"]["index"], size, grow)]
+
+
+DESIGN_CLAIMS = (WhichParameter(), FrameworksDiffer())  # in the order they print
 
 
 def sensitivity_claims(name: str, record: dict) -> list:
-    """The sensitivity claims of designed study `name`: one per framework, then whether frameworks differ."""
+    """The sensitivity claims of designed study `name` (`rankings.designed.importance_record`): each of
+    DESIGN_CLAIMS' verdicts, one per framework, then whether frameworks differ."""
     design = record["design"]
-    label = "ST" if design["kind"] == "sobol" else "mu*"
-    kind = f"Saltelli base N={design['size']}" if design["kind"] == "sobol" else f"{design['size']} Morris trajectories"
-    size = f"{kind}, {design['points']} points a framework, {design['seeds']} seed(s) a point, study {name}"
+    size = f"{record['ranking']['words']}, {design['points']} points a framework, {design['seeds']} seed(s) a point, " \
+           f"study {name}"
     grow = (f"sensitivity sweep SPACE --design {design['kind']} --trials {design['points'] * design['seeds']} "
             f"--until-settled --max-trials {4 * design['points'] * design['seeds']} --study {name}")
-    claims = [_which(framework, r, label, size, grow) for framework, r in record["per_framework"].items()]
-    return [*claims, _differ(record.get("differences", {}), label, size, grow)]
+    return [verdict for claim in DESIGN_CLAIMS for verdict in claim.verdicts(record, size, grow)]
 
 
 def _claim(claim: str, subject: str, verdict: str, headline: str, details: str) -> dict:
@@ -67,7 +91,7 @@ def mostly_interaction(r: dict, names) -> bool:
 def interaction_note(record: dict) -> str:
     """On a Saltelli design, where a framework's leaders are not separated: how much of their ST is interaction,
     which is why evaluators that weigh a joint effect differently can rank them apart ("" where none)."""
-    if record["design"]["kind"] != "sobol":
+    if not record["ranking"]["interactions"]:
         return ""
     said = []
     for framework, r in record["per_framework"].items():
@@ -87,27 +111,27 @@ def interaction_note(record: dict) -> str:
             "main effects, PED-ANOVA's top quantile, below) can rank them in opposite orders.")
 
 
-def _which(framework: str, r: dict, label: str, size: str, grow: str) -> dict:
+def _which(framework: str, r: dict, ranking: dict, size: str, grow: str) -> dict:
     if "parameters" not in r:
         return _claim(WHICH, framework, "not tested", f"{framework}: no indices ({r['why']})",
                       f"{framework}: no indices: {r['why']}. Design: {size}.")
-    key = "total" if label == "ST" else "mu_star"
+    label, key, interactions = ranking["index"], ranking["key"], ranking["interactions"]
     params = {p: v[key] for p, v in r["parameters"].items()}
     top, leaders, below = ranks(r, key)
     floor = min(params[p][1] for p in leaders)
     under = ", ".join(below) + (" below them" if all(params[p][2] < floor for p in below) else f" below {top}")
-    listed = "; ".join(f"{p}: " + (f"S1 {_est(v['first'], 3)}, ST {_est(v['total'], 3)}" if label == "ST" else
+    listed = "; ".join(f"{p}: " + (f"S1 {_est(v['first'], 3)}, ST {_est(v['total'], 3)}" if interactions else
                                    f"mu* {_est(v['mu_star'], 3)}, sigma {v['sigma']:.3f}")
                        for p, v in r["parameters"].items())
     pairs = "; ".join(f"{pair} {_est(e, 3)}" for pair, e in (r.get("interactions") or {}).items())
     details = (f"{framework} ({size}; {r['n']} points with a value, {r['diverged']} diverged run(s) counted at "
                f"chance level): {listed}" + (f"; second order S2: {pairs}" if pairs else "") + f". Ranking by {label}: "
                f"{r['why']}.")
-    if label == "ST":
+    if interactions:
         details += (" Sobol' indices lie in [0, 1]; an estimate outside it is the design's sampling error, and ST - S1 "
                     "is the share of a parameter's effect that comes through its interactions.")
     small = "too small" in r["why"]  # designed._too_small: below a base the bootstrap has no spread to speak of
-    wide = label == "ST" and params[top][1] <= 0 and params[top][2] >= 1  # every index's possible value
+    wide = interactions and params[top][1] <= 0 and params[top][2] >= 1  # an index in [0, 1]: every value
     if r["settled"] and not wide:
         head = f"{framework}: {top} first, {label} {_est(params[top])}, leads in {r['lead']:.0%} of resamples"
         if below:
@@ -124,7 +148,7 @@ def _which(framework: str, r: dict, label: str, size: str, grow: str) -> dict:
                 + f" lead, not separated ({top} first in {r['lead']:.0%} of resamples)")
         if below:
             head += f"; {under}"
-        if label == "ST" and len(leaders) > 1 and mostly_interaction(r, leaders):
+        if interactions and len(leaders) > 1 and mostly_interaction(r, leaders):
             shares = ", ".join(f"{r['parameters'][p]['total_minus_first']:.2f}" for p in leaders)
             head += f"; ST-S1 {shares}: mostly interaction"
     return _claim(WHICH, framework, "not settled", head, details + f" A larger design may settle it: {grow}.")
@@ -136,8 +160,8 @@ def _differ(pairs: dict, label: str, size: str, grow: str) -> dict:
                       f"Needs indices of two or more frameworks on one design ({size}).")
     found = [(pair, parameter, est, low, high) for pair, params in pairs.items()
              for parameter, (est, low, high) in params.items()]
-    z = NormalDist().inv_cdf(1 - FAMILY_ALPHA / (2 * len(found)))
-    widened = [(pair, p, est, est - (est - low) * z / Z95, est + (high - est) * z / Z95)
+    z, z95 = bonferroni_z(len(found)), float(z_quantile(0.975))
+    widened = [(pair, p, est, est - (est - low) * z / z95, est + (high - est) * z / z95)
                for pair, p, est, low, high in found]
     differ = [f for f in widened if f[3] > 0 or f[4] < 0]
 

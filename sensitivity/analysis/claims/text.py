@@ -6,7 +6,8 @@ with the cached table.
 """
 from __future__ import annotations
 
-REGIME = "semantics"  # the regime column (`table.REGIME`)
+from sensitivity.analysis.statistics import REGIME
+
 
 
 def cache_name(effect: float) -> str:

@@ -1,63 +1,50 @@
-"""A transfer claim's verdict (dataset transfer, framework transfer) from its comparisons at the published
-budget (see `findings`): the summary of its comparisons, or for framework transfer the pairs pooled as one
-contrast of their arms (`transfer.pooled_transfer`), judged against the margin, the placebo and the control, at
-each definition of the published budget, then combined (`budget_verdicts`)."""
+"""The verdict the two transfer claims share (`dataset_transfer`, `framework_transfer`), from their comparisons at
+the published budget: the summary of the comparisons, or for framework transfer the pairs pooled as one contrast of
+their arms (`tables.transfer.pooled_transfer`), judged against the margin, the placebo and the control, at each
+definition of the published budget, then combined (`budget_verdicts`). The claim object gives its name, words and
+margin; a claim's own words on what it rests on are its `pooled_words`.
+
+Its verdict at one definition rests on the summary of the claim's comparisons (`intervals.summary`, random
+effects): "not supported" where it is equivalent to 0 within the margin (TOST) and no comparison differs in the
+claimed direction (where one does, the answer depends on the comparison: "inconclusive"), "supported" where it lies
+in the claimed direction (p < ALPHA) and the placebo, if any, shows nothing, else "inconclusive". It is tested on
+runs at the published budget only: a comparison whose runs were cut (budget_scale < 1) is "cut budget", and a
+claim with nothing else is "not tested at the published budget".
+"""
 from __future__ import annotations
 
 import pandas as pd
 
 from sensitivity.analysis.claims import sentences
+from sensitivity.analysis.claims.base import none_if_missing
 from sensitivity.analysis.claims.budget_verdicts import combine
-from sensitivity.analysis.tables.budgets import BUDGETS, budget_of
+from sensitivity.analysis.claims.sentences import numbers, signed
 from sensitivity.analysis.intervals import Difference, Summary, summary
-from sensitivity.analysis.statistics import tost
-from sensitivity.analysis.claims.comparisons import none_if_missing
-from sensitivity.analysis.table import REGIME
-from sensitivity.analysis.tables.transfer import pooled_transfer, transfer_source
-
-ALPHA = 0.05
-QUESTIONS = sentences.QUESTIONS
+from sensitivity.analysis.statistics import ALPHA, REGIME, tost
+from sensitivity.analysis.tables.budgets import budget_of
+from sensitivity.core.budgets import BUDGETS
 
 
-def margin_of(claim: str, effect: float, detail=None) -> float:
-    """The claim's margin of equivalence: `effect` a dataset (a home advantage sums two differences, unless a
-    crossover's `detail` says it is one side alone)."""
-    one_side = isinstance(detail, dict) and detail.get("summed") in (False,)
-    return 2 * effect if claim == "dataset transfer" and not one_side else effect
-
-
-
-def pooled_transfers(sources: list) -> dict:
-    """{budget: {regime: (Difference, pairs)}}: framework transfer's pairs pooled as one contrast of their arms
-    (`transfer.pooled_transfer`), at each budget definition of the study that ran it (`transfer_source`)."""
-    out = {}
-    for budget in BUDGETS:
-        source = transfer_source(sources, budget)
-        if source is not None:
-            out[budget] = pooled_transfer(source, budget)
-    return out
-
-
-def transfer_claim(regime: str, claim: str, rows: pd.DataFrame, every_regime: pd.DataFrame, effect: float,
+def transfer_claim(claim, regime: str, rows: pd.DataFrame, every_regime: pd.DataFrame, effect: float,
                    arms=None) -> dict:
     """A transfer claim's entry: its verdict at each budget definition (`at_budget`) combined
-    (`budget_verdicts.combine`); `arms` {budget: {regime: pooled arms}} (`pooled_transfers`)."""
+    (`budget_verdicts.combine`); `arms` {budget: {regime: pooled arms}} (`FrameworkTransfer.context`)."""
     kinds, every_kinds = budget_of(rows), budget_of(every_regime)
-    results = {budget: at_budget(regime, claim, rows[kinds.eq(budget)], every_regime[every_kinds.eq(budget)],
+    results = {budget: at_budget(claim, regime, rows[kinds.eq(budget)], every_regime[every_kinds.eq(budget)],
                                  effect, (arms or {}).get(budget))
                for budget in BUDGETS if kinds.eq(budget).any()}
     if not results or all(r["verdict"] == "not tested" for r in results.values()) and "epochs" in results:
-        return at_budget(regime, claim, rows, every_regime, effect, {})
-    return combine(regime, claim, results, rows)
+        return at_budget(claim, regime, rows, every_regime, effect, {})
+    return combine(claim, regime, results, rows)
 
 
 
-def at_budget(regime: str, claim: str, rows: pd.DataFrame, every_regime: pd.DataFrame, effect: float,
+def at_budget(claim, regime: str, rows: pd.DataFrame, every_regime: pd.DataFrame, effect: float,
               arms=None) -> dict:
     """A transfer claim's verdict from the summary of its comparisons at one published budget; for framework
     transfer, `arms`: {regime: (the pairs' mean as one contrast of their arms, pairs)}, which counts a shared
     arm once."""
-    margin = margin_of(claim, effect)
+    margin = claim.margin(effect)
     compared = rows[rows["role"].eq("comparison") & rows["verdict"].ne("not compared")]
     placebo = rows[rows["role"].eq("placebo")]
     counted = compared[compared["verdict"].ne("cut budget")]
@@ -66,19 +53,20 @@ def at_budget(regime: str, claim: str, rows: pd.DataFrame, every_regime: pd.Data
              "n_trials": int((counted["n_a"] + counted["n_b"]).sum())}
     if compared.empty:
         return {**facts, "verdict": "not tested",
-                "sentence": sentences.untested(regime, claim).rstrip(".") + sentences.placebo(placebo, margin) + "."}
+                "sentence": sentences.untested(claim, regime).rstrip(".") + placebo_words(placebo, margin) + "."}
     if counted.empty:
-        return {**facts, "verdict": "not tested", "sentence": sentences.cut(regime, claim, facts["budget_scale"])}
+        return {**facts, "verdict": "not tested", "sentence": sentences.cut(claim, regime, facts["budget_scale"])}
     pooled, df = summary([_difference(row) for row in counted.to_dict("records")]), None
     if (arms or {}).get(regime) is not None and arms[regime][0].se is not None:
         pooled, df = _as_summary(arms[regime], counted), arms[regime][0].df
-    undecided = _not_testable(regime, claim, counted, pooled, facts)
+    undecided = _not_testable(claim, regime, counted, pooled, facts)
     if undecided:
         return undecided
     p_tost = tost(pooled.estimate, pooled.se, margin, df)
-    claimed = pooled.estimate > 0 if claim == "dataset transfer" else pooled.estimate < 0
+    higher = claim.direction == "higher"  # a home advantage is claimed above 0, a moved default's loss below
+    claimed = pooled.estimate > 0 if higher else pooled.estimate < 0
     differ = counted[counted["verdict"].isin(("lower", "higher"))]
-    against = differ["verdict"].eq("higher" if claim == "dataset transfer" else "lower").any()
+    against = differ["verdict"].eq(claim.direction).any()
     if p_tost is not None and p_tost < ALPHA:
         # equivalent on average; where a comparison differs in the claimed direction, it depends on which
         verdict = "inconclusive" if against else "not supported"
@@ -89,17 +77,17 @@ def at_budget(regime: str, claim: str, rows: pd.DataFrame, every_regime: pd.Data
     failed_placebo = placebo["verdict"].isin(("lower", "higher")).any()
     if verdict == "supported" and failed_placebo:
         verdict = "inconclusive"  # the design finds an effect where none can exist: it cannot be trusted here
-    head = counted.loc[(counted["estimate"].idxmax() if claim == "dataset transfer" else counted["estimate"].idxmin())]
+    head = counted.loc[(counted["estimate"].idxmax() if higher else counted["estimate"].idxmin())]
     control = every_regime[every_regime["role"].eq("comparison") & every_regime[REGIME].eq("canonical")
                            & every_regime["verdict"].isin(("lower", "higher", "equivalent", "inconclusive"))]
     control_summary = summary([_difference(r) for r in control.to_dict("records")]) if (
-        regime != "canonical" and claim == "framework transfer" and len(control)) else None
+        regime != "canonical" and claim.quotes_control and len(control)) else None
     if control_summary is not None and (arms or {}).get("canonical") is not None \
             and arms["canonical"][0].se is not None:
         control_summary = _as_summary(arms["canonical"], control)
-    sentence = sentences.transfer_claim(regime, claim, verdict, pooled, p_tost, margin, counted, differ, head.to_dict(),
-                                        placebo, control_summary, mixed=bool(p_tost is not None and p_tost < ALPHA
-                                                                             and against))
+    sentence = claim_sentence(claim, regime, verdict, pooled=pooled, p_tost=p_tost, margin=margin, counted=counted,
+                              differ=differ, head=head.to_dict(), placebos=placebo, control=control_summary,
+                              mixed=bool(p_tost is not None and p_tost < ALPHA and against))
     if control_summary is not None and control_summary.k:
         low = "" if control_summary.low is None else (f" [{control_summary.low:+.3f}, "
                                                        f"{control_summary.high:+.3f}]")
@@ -114,7 +102,7 @@ def at_budget(regime: str, claim: str, rows: pd.DataFrame, every_regime: pd.Data
             "seeds_needed": head["seeds_needed"] if verdict == "inconclusive" else None, "sentence": sentence}
 
 
-def _not_testable(regime: str, claim: str, counted: pd.DataFrame, pooled, facts: dict):
+def _not_testable(claim, regime: str, counted: pd.DataFrame, pooled, facts: dict):
     """The claim's entry where its seeds cannot decide it: no comparison with an interval and one or more
     "not testable" (an exact test whose floor lies above the Holm level, or none); else None."""
     if pooled.k or not counted["verdict"].eq("not testable").any():
@@ -125,7 +113,7 @@ def _not_testable(regime: str, claim: str, counted: pd.DataFrame, pooled, facts:
     about = f" (about {needed} needed)" if needed is not None else ""
     return {**facts, "verdict": "not testable", "estimate": float(counted["estimate"].mean()), "n_a": n, "n_b": n,
             "unit": counted["unit"].iloc[0], "seeds_needed": needed,
-            "sentence": f"{regime.capitalize()}: {QUESTIONS[claim]} is not testable with {n} seeds{about}: no "
+            "sentence": f"{regime.capitalize()}: {claim.question} is not testable with {n} seeds{about}: no "
                         f"comparison's seeds can reach p < {ALPHA:g} after Holm ("
                         + "; ".join(counted["sentence"]) + ")."}
 
@@ -150,3 +138,47 @@ def _difference(row: dict) -> Difference:
     return Difference(row["estimate"], row["low"], row["high"], row["n_a"], row["n_b"], row["p"], None, "",
                       none_if_missing(detail.get("se")), none_if_missing(detail.get("df")))
 
+
+
+def pooled_text(pooled, margin: float, p_tost, how: str = "random-effects mean") -> str:
+    """A claim's pooled difference with its interval, spread, p and equivalence test."""
+    if pooled.low is None:
+        return f"{signed(pooled.estimate)} (no interval)"
+    spread = f"; between-comparison SD {pooled.tau:.3f}" if pooled.k > 1 else ""
+    tost_text = f", equivalence within +-{margin:g}: TOST p={p_tost:.2g}" if p_tost is not None and p_tost < 0.5 else ""
+    return (f"{signed(pooled.estimate)} [{signed(pooled.low)}, {signed(pooled.high)}] (95% interval"
+            f"{', ' + how + ' of ' + str(pooled.k) if pooled.k > 1 else ''}{spread}; p={pooled.p:.2g}{tost_text})")
+
+
+def claim_sentence(claim, regime: str, verdict: str, *, pooled, p_tost, margin: float, counted, differ, head: dict,
+                   placebos, control, mixed: bool = False) -> str:
+    """A transfer claim's sentence: its verdict, what it rests on (the claim's `pooled_words`), the seeds that would
+    settle it, and the placebo."""
+    lead = {"supported": f"{claim.statement} here", "not supported": f"defaults transfer within +-{margin:g} here",
+            "inconclusive": f"not settled {claim.question}"}[verdict]
+    if mixed:
+        lead = (f"{claim.question} depends on the comparison: on average within +-{margin:g}, but "
+                f"{len(differ)} of {len(counted)} differ after Holm")
+    fewest, most = int(counted[["n_a", "n_b"]].min().min()), int(counted[["n_a", "n_b"]].max().max())
+    seeds = f"{fewest} seeds a cell" if fewest == most else f"{fewest} to {most} seeds a cell"
+    what = claim.pooled_words(regime, pooled, p_tost=p_tost, margin=margin, counted=counted, differ=differ, head=head,
+                              control=control, seeds=seeds)
+    ending = f"; {sentences.needed(head, margin)}" if verdict == "inconclusive" and not mixed else ""
+    return f"{regime.capitalize()}: {lead}: {what}{ending}{placebo_words(placebos, margin)}."
+
+
+def placebo_words(rows, margin: float) -> str:
+    """". Placebo (...): its home advantage and what it shows", or "" without one."""
+    if rows is None or rows.empty:
+        return ""
+    row = rows.iloc[0].to_dict()
+    tost_text = f" (TOST p={row['p_tost']:.2g})" if none_if_missing(row.get("p_tost")) is not None else ""
+    state = {"equivalent": f"no home advantage within +-{margin:g}{tost_text}, as it must be",
+             "lower": "a home advantage where none can exist: the design is not to be trusted here",
+             "higher": "a home advantage where none can exist: the design is not to be trusted here",
+             "inconclusive": "not shown equivalent to 0 (too few seeds or test samples)",
+             "cut budget": "cut below its budget"}.get(row["verdict"], row["verdict"])
+    if row["detail"].get("vacuous"):
+        state += "; vacuous: both halves' tuned configurations are the same"
+    held = " (so the claim is not called supported)" if row["verdict"] in ("lower", "higher") else ""
+    return f". Placebo ({row['label']}): {numbers(row)}: {state}{held}"

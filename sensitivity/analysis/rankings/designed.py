@@ -3,9 +3,10 @@
 The study's user attribute `design` rebuilds the design's rows; each complete trial of a point (config_id
 design:FRAMEWORK:ROW) gives the objective there, the mean over its seeds. A diverged run keeps the accuracy of
 the model it left (chance level, as recorded; 1/classes where it recorded none) and is counted. Indices need
-every point of a framework's design: a framework with points missing or failed is reported, not estimated. Sobol'
+every point of a framework's design: a framework with points missing or failed is reported, not estimated. The
+design is one object (`Designed`, a subclass per kind) that samples, takes its values and analyses itself: Sobol'
 S1/ST/S2 on a Saltelli design, Morris mu*/sigma on a Morris design, each with SALib's bootstrap intervals
-(`analysis.indices`); a ranking is settled or not by `indices.settled`, and never below MIN_BASE base rows
+(`rankings.indices`); a ranking is settled or not by `Ranking.verdict`, and never below MIN_BASE base rows
 (MIN_TRAJECTORIES trajectories): a bootstrap over 1 or 2 rows has (nearly) no spread, and says so. Between two
 frameworks, the difference of an index has the interval est +/- sqrt(conf_a^2 + conf_b^2), their designs trained
 apart.
@@ -17,12 +18,97 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
-from sensitivity.analysis.rankings import indices
+from sensitivity.analysis.rankings.base import Ranking, Verdict
+from sensitivity.analysis.rankings.indices import Design as Sample
+from sensitivity.analysis.rankings.indices import MorrisEvaluator, SobolEvaluator
 from sensitivity.config.design import DESIGN_ATTR, Design
-
 
 MIN_BASE = 8  # below this Saltelli base, SALib's bootstrap resamples too few rows to be an interval
 MIN_TRAJECTORIES = 4  # and below this many Morris trajectories
+
+
+class Designed:
+    """A designed study's design as one object: it samples (`rows`: SALib's design, the sweep's points), takes the
+    values its trials reached (`values`) and analyses itself (`analyse`: its kind's evaluator and verdict). What
+    depends on the kind (its index, its words, whether it has interactions) is an attribute of its subclass."""
+    index: str  # the ranking index: "ST", "mu*"
+    key: str  # the index's key in a record's parameters: "total", "mu_star"
+    label: str  # the index as a table's heading names it
+    title: str  # the kind as a figure's title names it
+    article: str  # "A Saltelli (Sobol' indices)": the kind at the head of a sentence
+    interactions: bool  # whether it gives second-order indices
+    smallest: int  # the size below which its bootstrap is no interval
+
+    def __init__(self, design: Design):
+        self.design = design
+
+    @staticmethod
+    def of(design: Design) -> "Designed":
+        return KINDS[design.kind](design)
+
+    def rows(self) -> np.ndarray:
+        return self.design.rows()
+
+    def values(self, study, objective: Optional[str] = None) -> tuple:
+        """(the objective's name, {framework: (values by row, NaN where missing; diverged runs)})."""
+        index, metric = objective_index(study, objective)
+        return metric, point_values(study, self.design, index, metric)
+
+    def evaluator(self):
+        raise NotImplementedError
+
+    def analyse(self, Y, seed: int = 0) -> tuple:
+        """(Ranking, Verdict) of the objective values Y at the design's rows; ValueError for a constant one."""
+        ranking = self.evaluator().evaluate(Sample(self.design.problem(), self.rows(), Y), seed=seed)
+        verdict = ranking.verdict()
+        if self.design.size < self.smallest:
+            verdict = verdict._replace(settled=False, why=self.too_small())
+        return ranking, verdict
+
+    def words(self) -> str:
+        """The design's size in words: "Saltelli base N=32"."""
+        raise NotImplementedError
+
+    def too_small(self) -> str:
+        raise NotImplementedError
+
+    def index_record(self) -> dict:
+        """What a record of its indices says of its kind, for those who read the record (claims, report)."""
+        return {"index": self.index, "key": self.key, "label": self.label, "title": self.title,
+                "article": self.article, "interactions": self.interactions, "words": self.words()}
+
+
+class Saltelli(Designed):
+    index, key, label, title, article = "ST", "total", "ST (with interactions)", "Sobol'", "A Saltelli (Sobol' indices)"
+    interactions, smallest = True, MIN_BASE
+
+    def evaluator(self):
+        return SobolEvaluator()
+
+    def words(self) -> str:
+        return f"Saltelli base N={self.design.size}"
+
+    def too_small(self) -> str:
+        return (f"not decided: a Saltelli base of N={self.design.size} is too small for a bootstrap interval (at "
+                f"least {MIN_BASE}); the intervals shown are not estimates of the error")
+
+
+class Morris(Designed):
+    index, key, label, title, article = "mu*", "mu_star", "mu* (Morris)", "Morris", "A Morris"
+    interactions, smallest = False, MIN_TRAJECTORIES
+
+    def evaluator(self):
+        return MorrisEvaluator(levels=self.design.levels)
+
+    def words(self) -> str:
+        return f"{self.design.size} Morris trajectories"
+
+    def too_small(self) -> str:
+        return (f"not decided: {self.design.size} Morris trajectories are too few for a bootstrap interval (at least "
+                f"{MIN_TRAJECTORIES}); the intervals shown are not estimates of the error")
+
+
+KINDS = {"sobol": Saltelli, "morris": Morris}  # config.design.DESIGNS
 
 
 class NoDesign(ValueError):
@@ -34,13 +120,13 @@ class FrameworkIndices(NamedTuple):
     points: int  # the design's points
     complete: int  # points with a value
     diverged: int  # diverged runs counted at chance level
-    result: object  # indices.SobolResult or MorrisResult; None where points are missing
-    verdict: Optional[indices.Verdict]
+    result: Optional[Ranking]  # None where points are missing
+    verdict: Optional[Verdict]
     why_not: str  # why there is no result ("" where there is one)
 
 
 class DesignedImportance(NamedTuple):
-    design: Design
+    design: Designed
     objective: str
     frameworks: tuple  # FrameworkIndices
 
@@ -108,10 +194,9 @@ def point_values(study, design: Design, index: int, metric: str) -> dict:
 
 def designed_importance(study, objective: Optional[str] = None, seed: int = 0) -> DesignedImportance:
     """The design's indices per framework (NoDesign where the study has none)."""
-    design = design_of(study)
-    index, metric = objective_index(study, objective)
-    values = point_values(study, design, index, metric)
-    problem, rows = design.problem(), design.rows()
+    designed = Designed.of(design_of(study))
+    design = designed.design
+    metric, values = designed.values(study, objective)
     found = []
     frameworks = list(dict.fromkeys([*(study.user_attrs.get("space") or {}).get("frameworks", []), *values]))
     for framework in frameworks:
@@ -123,24 +208,11 @@ def designed_importance(study, objective: Optional[str] = None, seed: int = 0) -
                    "yet, running, or failed)")
         else:
             try:
-                result = (indices.sobol_indices(problem, Y, seed=seed) if design.kind == "sobol" else
-                          indices.morris_indices(problem, rows, Y, levels=design.levels, seed=seed))
-                verdict = indices.settled(result)
-                small = design.size < (MIN_BASE if design.kind == "sobol" else MIN_TRAJECTORIES)
-                if small:
-                    verdict = verdict._replace(settled=False, why=_too_small(design))
+                result, verdict = designed.analyse(Y, seed)
             except ValueError as exc:  # a constant objective: no variance to attribute
                 why = str(exc)
         found.append(FrameworkIndices(framework, design.points, complete, diverged, result, verdict, why))
-    return DesignedImportance(design, metric, tuple(found))
-
-
-def _too_small(design: Design) -> str:
-    if design.kind == "sobol":
-        return (f"not decided: a Saltelli base of N={design.size} is too small for a bootstrap interval (at least "
-                f"{MIN_BASE}); the intervals shown are not estimates of the error")
-    return (f"not decided: {design.size} Morris trajectories are too few for a bootstrap interval (at least "
-            f"{MIN_TRAJECTORIES}); the intervals shown are not estimates of the error")
+    return DesignedImportance(designed, metric, tuple(found))
 
 
 def _triple(e) -> list:
@@ -152,14 +224,16 @@ def framework_record(f: FrameworkIndices) -> dict:
     record = {"n": f.complete, "points": f.points, "diverged": f.diverged}
     if f.result is None:
         return {**record, "settled": False, "why": f.why_not}
-    if isinstance(f.result, indices.SobolResult):
-        record["parameters"] = {p.name: {"first": _triple(p.first), "total": _triple(p.total),
-                                         "total_minus_first": round(p.total.value - p.first.value, 6)}
-                                for p in f.result.parameters}
-        record["interactions"] = {f"{a}:{b}": _triple(e) for (a, b), e in f.result.interactions.items()}
+    ranking = f.result
+    if "S1" in ranking.others:  # ST beside S1
+        record["parameters"] = {name: {"first": _triple(first), "total": _triple(total),
+                                       "total_minus_first": round(total.value - first.value, 6)}
+                                for name, first, total in zip(ranking.names, ranking.others["S1"], ranking.estimates)}
+        record["interactions"] = {f"{a}:{b}": _triple(e) for (a, b), e in ranking.interactions.items()}
     else:
-        record["parameters"] = {p.name: {"mu_star": _triple(p.mu_star), "sigma": round(p.sigma, 6)}
-                                for p in f.result.parameters}
+        record["parameters"] = {name: {"mu_star": _triple(mu_star), "sigma": round(sigma, 6)}
+                                for name, mu_star, sigma in zip(ranking.names, ranking.estimates,
+                                                                ranking.others["sigma"])}
     v = f.verdict
     return {**record, "settled": v.settled, "top": v.top, "why": v.why, "lead": round(v.lead, 3)}
 
@@ -177,7 +251,7 @@ def differences(found: DesignedImportance) -> dict:
     out = {}
     for i, a in enumerate(done):
         for b in done[i + 1:]:
-            ra, rb = a.result.ranking(), b.result.ranking()
+            ra, rb = a.result, b.result
             pair = {}
             for name, ea, eb in zip(ra.names, ra.estimates, rb.estimates):
                 half = math.hypot((ea.high - ea.low) / 2, (eb.high - eb.low) / 2)
@@ -191,7 +265,8 @@ def importance_record(found: DesignedImportance) -> dict:
     """The JSON of `sensitivity importance --json` on a designed study (issue 30's shape; the top-level
     parameters are the framework's where the study has one)."""
     per = {f.framework: framework_record(f) for f in found.frameworks}
-    record = {"design": found.design.attrs(), "objective": found.objective, "per_framework": per,
+    record = {"design": found.design.design.attrs(), "ranking": found.design.index_record(),
+              "objective": found.objective, "per_framework": per,
               "n": sum(f.complete for f in found.frameworks),
               "settled": bool(per) and all(r["settled"] for r in per.values())}
     if len(per) == 1:

@@ -32,6 +32,7 @@ import datetime
 import importlib.util
 import math
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 import optuna
@@ -39,7 +40,7 @@ import pandas as pd
 from optuna.distributions import IntDistribution
 from optuna.trial import FrozenTrial, TrialState
 
-from sensitivity.analysis.rankings.indices import Estimate, Ranking, settled
+from sensitivity.analysis.rankings.base import Estimate, Evaluator, Ranking
 from sensitivity.analysis.intervals import group_intervals
 from sensitivity.analysis.tables.parameter_values import format_value, parameter_distributions
 from sensitivity.analysis.table import (PARAM, REGIME, NotEnoughData, defaults_of, planned_of, regime_sorted,
@@ -62,6 +63,28 @@ ONLY_PLANNED = ("importance needs sampled trials; this study's trials are all pl
                 "which are not samples of the search space")
 
 
+class Importance(NamedTuple):
+    """A study's importance (`parameter_importance`), the importance figure's data. Fields:
+    - rows: one row per block (`semantics`: each regime, then "all"), evaluator and parameter: importance (sums to 1
+      per block and evaluator), low, high (its 95% bootstrap interval), rank (1 = most important), n_trials (sampled
+      trials used), defaults (the framework defaults' values of the parameter, text)
+    - agreement: one row per block of 3+ parameters: semantics, n_parameters, spearman, kendall
+    - warnings: ((block, sentence), ...): where the ranking cannot be trusted
+    - missing: {block: why it has no importance}
+    - planned: planned trials (framework defaults) left out of the importance
+    - subsample: {block: [n used, n sampled trials]} where a block had more than SUBSAMPLE_MAX
+    - verdicts: {block: {evaluator: {settled, top, second, lead, resamples, why}}}: whether each evaluator's ranking
+      is settled (`ranking_verdict`)
+    """
+    rows: pd.DataFrame
+    agreement: pd.DataFrame
+    warnings: tuple
+    missing: dict
+    planned: int
+    subsample: dict
+    verdicts: dict
+
+
 def make_evaluator(name: str, seed: int = 0):
     # lazy: optuna
     import optuna.importance as importance  # imports scikit-learn (seconds): only when importance is asked
@@ -75,15 +98,10 @@ def make_evaluator(name: str, seed: int = 0):
     raise ValueError(f"unknown importance evaluator {name!r}; allowed: {', '.join(EVALUATORS)}")
 
 
-def parameter_importance(table, evaluators=EVALUATORS, seed: int = 0, resamples: int = RESAMPLES) -> pd.DataFrame:
-    """One row per block, evaluator and parameter: `semantics` names the block (each regime present, native
-    first, then "all" where the study tunes the regime), importance (summing to 1 per block and evaluator),
-    its interval `low`-`high`, rank (1 = most important), n_trials (sampled), and the framework defaults'
-    values of the parameter where known. attrs: `missing` ({block: reason}), `agreement` (records of
-    `rank_agreement`: block, n_parameters, spearman, kendall), `warnings` ([(block, sentence)]), `planned`
-    (trials left out), `subsample` ({block: [n used, n sampled trials]} where a block had more than
-    SUBSAMPLE_MAX; n_trials is then the n used), `verdicts` ({block: {evaluator: `ranking_verdict`}}). Attributes hold plain values, so that pandas can compare them
-    when frames meet."""
+def parameter_importance(table, evaluators=EVALUATORS, seed: int = 0, resamples: int = RESAMPLES) -> Importance:
+    """The importance of each parameter per block (`Importance`): `semantics` names the block (each regime present,
+    native first, then "all" where the study tunes the regime); past SUBSAMPLE_MAX sampled trials in a block,
+    n_trials is the n used."""
     table = trials_table(table)
     everything = trained(table).dropna(subset=["accuracy"])
     if everything.empty and len(trained(table)):
@@ -101,26 +119,25 @@ def parameter_importance(table, evaluators=EVALUATORS, seed: int = 0, resamples:
             subsample[name] = [SUBSAMPLE_MAX, len(block)]
             block = block.sample(SUBSAMPLE_MAX, random_state=seed).sort_index()
         try:
-            part = block_importance(block, evaluators, seed, regime=name == ALL, resamples=resamples)
+            part, verdicts[name] = block_importance(block, evaluators, seed, regime=name == ALL, resamples=resamples)
         except NotEnoughData as reason:
             missing[name] = str(reason)
             continue
-        verdicts[name] = part.attrs["verdicts"]
         defaults = _default_values(everything if name == ALL else everything[everything[REGIME].eq(name)],
                                    [p for p in part["parameter"] if p != REGIME])
         parts.append(part.assign(**{REGIME: name, "defaults": [defaults.get(p, "") for p in part["parameter"]]}))
     if not parts:
         raise NotEnoughData(NEEDS)
     out = pd.concat(parts, ignore_index=True)[COLUMNS]
-    out.attrs.update(missing=missing, planned=int(planned.sum()), subsample=subsample, verdicts=verdicts,
-                     agreement=rank_agreement(out).to_dict("records"), warnings=importance_warnings(out))
-    return out
+    return Importance(out, pd.DataFrame(rank_agreement(out).to_dict("records")),
+                      tuple(tuple(w) for w in importance_warnings(out)), missing, int(planned.sum()), subsample,
+                      verdicts)
 
 
 def block_importance(rows: pd.DataFrame, evaluators=EVALUATORS, seed: int = 0, regime: bool = False,
-                     resamples: int = RESAMPLES) -> pd.DataFrame:
-    """Importance over `rows`, of the parameters that vary in them (the regime only when `regime`), with
-    the intervals of the module."""
+                     resamples: int = RESAMPLES) -> tuple:
+    """(importance over `rows` of the parameters that vary in them (the regime only when `regime`), with the
+    intervals of the module; {evaluator: `ranking_verdict`})."""
     distributions = {n: d for n, d in parameter_distributions(rows).items()
                      if rows[PARAM + n].nunique() > 1 and (regime or n != REGIME)}
     if len(rows) < 2 or not distributions:
@@ -133,53 +150,85 @@ def block_importance(rows: pd.DataFrame, evaluators=EVALUATORS, seed: int = 0, r
         params = list(distributions) if name == "ped_anova" else everywhere
         if not params:
             continue
-        scores, spread, replicates = (_fanova(trials, params, seed, min(resamples, FANOVA_RESAMPLES))
-                                      if name == "fanova" else _ped_anova(trials, params, seed, resamples))
-        for rank, (param, score) in enumerate(sorted(scores.items(), key=lambda kv: -kv[1]), start=1):
-            low, high = spread.get(param, (math.nan, math.nan))
-            results.append({"evaluator": name, "parameter": param, "importance": float(score), "low": low,
-                            "high": high, "rank": rank, "n_trials": len(rows)})
-        verdicts[name] = ranking_verdict(scores, spread, replicates)
+        ranking = STUDY_EVALUATORS[name](resamples).evaluate(trials, params, seed=seed)
+        order = sorted(zip(ranking.names, ranking.estimates), key=lambda item: -item[1].value)
+        for rank, (param, estimate) in enumerate(order, start=1):
+            results.append({"evaluator": name, "parameter": param, "importance": float(estimate.value),
+                            "low": estimate.low, "high": estimate.high, "rank": rank, "n_trials": len(rows)})
+        verdicts[name] = verdict_record(ranking)
     out = pd.DataFrame(results, columns=["evaluator", "parameter", "importance", "low", "high", "rank", "n_trials"])
-    out.attrs["verdicts"] = verdicts
-    return out
+    return out, verdicts
 
 
 def ranking_verdict(scores: dict, spread: dict, replicates: np.ndarray) -> dict:
-    """Whether an evaluator's ranking is settled (`indices.settled`: its top parameter leads in at least 90% of
-    the bootstrap resamples and its interval lies above the second's), as plain values: settled, top, second,
-    lead (the share of resamples it leads), resamples, why."""
-    names = list(scores)
-    if not spread or len(replicates) == 0:
-        top = max(names, key=scores.get)
+    """`verdict_record` of an evaluator's scores {parameter: value}, their intervals {parameter: (low, high)} ({}
+    where none) and bootstrap replicates."""
+    names = tuple(scores)
+    return verdict_record(Ranking(names, tuple(Estimate(scores[p], *spread.get(p, (math.nan, math.nan)))
+                                               for p in names), replicates if spread else replicates[:0]))
+
+
+def verdict_record(ranking: Ranking) -> dict:
+    """Whether a ranking is settled (`base.settled`: its top parameter leads in at least 90% of the bootstrap
+    resamples and its interval lies above the second's), as plain values: settled, top, second, lead (the share
+    of resamples it leads), resamples, why."""
+    if len(ranking.replicates) == 0:
+        top = ranking.names[max(range(len(ranking.names)), key=lambda j: ranking.estimates[j].value)]
         return {"settled": False, "top": top, "second": None, "lead": None, "resamples": 0,
                 "why": "no bootstrap interval (too few resamples varied in their parameters)"}
-    verdict = settled(Ranking(tuple(names), tuple(Estimate(scores[p], *spread[p]) for p in names), replicates))
+    verdict = ranking.verdict()
     return {"settled": bool(verdict.settled), "top": verdict.top, "second": verdict.second,
-            "lead": round(verdict.lead, 3), "resamples": int(len(replicates)), "why": verdict.why}
+            "lead": round(verdict.lead, 3), "resamples": int(len(ranking.replicates)), "why": verdict.why}
 
 
-def _ped_anova(trials: list, params: list, seed: int, resamples: int):
-    """PED-ANOVA's importances, their bootstrap intervals and replicates (`_bootstrap`)."""
-    def evaluate(chosen):
-        with _quiet_optuna():
-            return optuna.importance.get_param_importances(FrozenTrialsStudy(chosen), params=params,
-                                                           evaluator=make_evaluator("ped_anova"))
+class PedAnovaEvaluator(Evaluator):
+    """Optuna's PED-ANOVA on the negated accuracy, with a bootstrap interval over trials."""
+    name, label = "ped_anova", "PED-ANOVA"
+    measures = "how far a parameter's distribution among the top trials departs from its distribution over all"
+
+    def __init__(self, resamples: int = RESAMPLES):
+        self.resamples = resamples
+
+    def evaluate(self, sample: list, params=None, *, seed: int = 0) -> Ranking:
+        """The ranking of `params` over the frozen trials `sample`."""
+        def evaluate(chosen):
+            with _quiet_optuna():
+                return optuna.importance.get_param_importances(FrozenTrialsStudy(chosen), params=params,
+                                                               evaluator=make_evaluator("ped_anova"))
+        return _ranking(evaluate, sample, seed, self.resamples, self.label)
+
+
+class FanovaEvaluator(Evaluator):
+    """Optuna's fANOVA with bounded trees, its importances normalised to sum to 1, with a bootstrap interval of the
+    forest's mean importance (a forest refitted on each resample)."""
+    name, label = "fanova", "fANOVA"
+    measures = "the share of the objective's variance a parameter's main effect explains, in a random forest"
+
+    def __init__(self, resamples: int = FANOVA_RESAMPLES):
+        self.resamples = min(resamples, FANOVA_RESAMPLES)
+
+    def evaluate(self, sample: list, params=None, *, seed: int = 0) -> Ranking:
+        """The ranking of `params` over the frozen trials `sample`."""
+        def evaluate(chosen, forest_seed=seed):
+            with _quiet_optuna():
+                raw = optuna.importance.get_param_importances(FrozenTrialsStudy(chosen), params=params,
+                                                              normalize=False,
+                                                              evaluator=make_evaluator("fanova", forest_seed))
+            total = sum(raw.values())
+            return {p: (v / total if total > 0 else 0.0) for p, v in raw.items()}
+        return _ranking(evaluate, sample, seed, self.resamples, self.label)
+
+
+STUDY_EVALUATORS = {"ped_anova": PedAnovaEvaluator, "fanova": FanovaEvaluator}
+
+
+def _ranking(evaluate, trials: list, seed: int, resamples: int, label: str) -> Ranking:
+    """The ranking of `evaluate`'s scores on `trials`, with the intervals and replicates of `_bootstrap`."""
     scores = evaluate(trials)
-    return (scores, *_bootstrap(evaluate, trials, scores, seed, resamples))
-
-
-def _fanova(trials: list, params: list, seed: int, resamples: int = FANOVA_RESAMPLES):
-    """fANOVA's importances, normalised to sum to 1, their bootstrap intervals and replicates (`_bootstrap`: a
-    forest refitted on each resample)."""
-    def evaluate(chosen, forest_seed=seed):
-        with _quiet_optuna():
-            raw = optuna.importance.get_param_importances(FrozenTrialsStudy(chosen), params=params, normalize=False,
-                                                          evaluator=make_evaluator("fanova", forest_seed))
-        total = sum(raw.values())
-        return {p: (v / total if total > 0 else 0.0) for p, v in raw.items()}
-    scores = evaluate(trials)
-    return (scores, *_bootstrap(evaluate, trials, scores, seed, resamples))
+    spread, replicates = _bootstrap(evaluate, trials, scores, seed, resamples)
+    names = tuple(scores)
+    return Ranking(names, tuple(Estimate(float(scores[p]), *spread.get(p, (math.nan, math.nan))) for p in names),
+                   replicates, label, size=len(trials))
 
 
 def _bootstrap(evaluate, trials: list, scores: dict, seed: int, resamples: int) -> tuple:

@@ -56,3 +56,16 @@ def guarded(build) -> str:
 def regime_html(rows: pd.DataFrame, extra: str = "") -> str:
     """The note a section opens with: the regimes of the rows it used ("Regime: native")."""
     return f'<p class="note regime">{html.escape(regime_note(rows) + extra)}.</p>'
+
+
+def origin_html(source, sources) -> str:
+    """"From study S." where a section's data comes from a study beside the main one."""
+    label = source.attrs.get("study")
+    return note_html(f"From study {label}.") if source is not sources[0] and label else ""
+
+
+def difference_text(row: dict) -> str:
+    """A comparison's difference with its interval and p, or why it has no interval."""
+    if row["low"] is None or row["low"] != row["low"]:
+        return f"{row['estimate']:+.3f} ({row['n_a']} and {row['n_b']} seeds: no interval)"
+    return f"{row['estimate']:+.3f} [{row['low']:+.3f}, {row['high']:+.3f}] p={row['p']:.2g}"

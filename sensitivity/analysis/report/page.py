@@ -17,24 +17,30 @@ from pathlib import Path
 
 import pandas as pd
 
-from sensitivity.analysis.tables.ablation import ablation_path
-from sensitivity.analysis.report.claims import findings_html, importance_html, robustness_html, transfer_html
-from sensitivity.analysis.tables.curves import DRAWN_FIELDS
-from sensitivity.analysis.rankings.designed import designed_importance, importance_record
-from sensitivity.analysis.report.designed import designed_html
-from sensitivity.analysis.figures.results import Ablation, Resources, Seeds
-from sensitivity.analysis.tables.frontier import runtime_accuracy_frontier
+from sensitivity.analysis.figure_table import FIGURES, module_of
+from sensitivity.analysis.figures import ablation as ablation_figure
+from sensitivity.analysis.figures import frontier as frontier_figure
+from sensitivity.analysis.figures import resources as resources_figure
+from sensitivity.analysis.figures import seeds as seeds_figure
 from sensitivity.analysis.intervals import Interval
-from sensitivity.analysis.report.html import STYLE, figure_html, guarded, missing_html, note_html, regime_html, table_html
+from sensitivity.analysis.rankings.designed import designed_importance, importance_record
+from sensitivity.analysis.report.findings import findings_html
+from sensitivity.analysis.report.html import (STYLE, figure_html, guarded, missing_html, note_html, regime_html,
+                                              table_html)
+from sensitivity.analysis.report.importance import designed_html, importance_html
 from sensitivity.analysis.report.papers import forecast_html, papers_html
-from sensitivity.analysis.figures import KINDS, plot_ablation, plot_frontier, plot_resources, plot_seeds
+from sensitivity.analysis.report.robustness import robustness_html
+from sensitivity.analysis.report.transfer import transfer_html
+from sensitivity.analysis.table import (OUTCOMES, REGIME, UNFRAMED, NotEnoughData, regime_sorted, regimes_of,
+                                        trials_table, unframed)
+from sensitivity.analysis.tables.ablation import ablation_path
+from sensitivity.analysis.tables.curves import DRAWN_FIELDS
+from sensitivity.analysis.tables.frontier import runtime_accuracy_frontier
 from sensitivity.analysis.tables.resources import resource_use
 from sensitivity.analysis.tables.robustness import robustness_curves
 from sensitivity.analysis.tables.runtime import first_same_configuration_times, parallel_ratios, ratios_text
 from sensitivity.analysis.tables.seeds import NEEDS_SEEDS, has_intervals, seed_intervals
 from sensitivity.analysis.tables.summary import framework_summary
-from sensitivity.analysis.table import (OUTCOMES, REGIME, UNFRAMED, NotEnoughData, regime_sorted, regimes_of,
-                                        trials_table, unframed)
 from sensitivity.config.design import DESIGN_ATTR
 from sensitivity.core.attacks import PGD_STEPS
 
@@ -62,15 +68,25 @@ def designed_record(study) -> dict:
 
 
 DRAWN = {"curves": {"fields": DRAWN_FIELDS}}  # options of a figure's compute function: only what the figure draws
-SECTIONS = (("findings", "Findings"), ("study", "Study"), ("environment", "Environment"),
-            ("summary", "Framework by dataset"), ("frontier", "Runtime-accuracy frontier"),
-            ("runtime", "Runtime beside accuracy"),
-            ("importance", "Hyper-parameter importance"), ("isolation", "Isolation of each parameter"),
-            ("seeds", "Seeds: mean and interval"), ("resources", "Resource use"), ("divergence", "Divergence"),
-            ("curves", "Learning curves"), ("slice", "Slice"), ("contour", "Contour"),
-            ("transfer", "Transfer of defaults"), ("robustness", "Robustness"),
-            ("ablation", "Ablation path between set-ups"), ("papers", "The study's numbers beside ours"),
-            ("forecast", "Forecast beside measured"))  # the page's order
+# the page's order: a figure kind is drawn in the section of its own name, or in the one DRAWN_IN names; a kind of
+# `figure_table.FIGURES` in neither gets a section of its own before "papers", titled by its module's TITLE
+ORDER = ("findings", "study", "environment", "summary", "frontier", "runtime", "importance", "isolation", "seeds",
+         "resources", "divergence", "curves", "slice", "contour", "transfer", "robustness", "ablation", "papers",
+         "forecast")
+DRAWN_IN = {"designed-indices": "importance", "designed-interactions": "importance", "crossover": "transfer"}
+TITLES = {"study": "Study", "environment": "Environment", "summary": "Framework by dataset",
+          "runtime": "Runtime beside accuracy", "papers": "The study's numbers beside ours",
+          "forecast": "Forecast beside measured"}  # the sections that draw no figure of their own
+
+
+def sections() -> list:
+    """[(anchor, title)] of the page's sections in their order (see ORDER)."""
+    more = [kind for kind in FIGURES if kind not in ORDER and kind not in DRAWN_IN]
+    at = ORDER.index("papers")
+    anchors = [*ORDER[:at], *more, *ORDER[at:]]
+    return [(anchor, TITLES.get(anchor) or module_of(anchor).TITLE) for anchor in anchors]
+
+
 UNFRAMED_SECTIONS = ("study", "environment", "importance")  # a study without frameworks: no groups to invent
 
 
@@ -81,9 +97,10 @@ def render_report(table: pd.DataFrame, others=(), designed=()) -> str:
     from plotly.offline import get_plotlyjs  # plotly: a heavy import, made when a page is drawn
 
     name = table.attrs.get("study", "trial table")
-    sections = _sections(table, list(others), list(designed))
-    shown = [s for s in SECTIONS if s[0] in UNFRAMED_SECTIONS] if unframed(table) else SECTIONS
-    drawn = {anchor: sections[anchor]() for anchor, _ in shown}
+    builders = _sections(table, list(others), list(designed))
+    shown = [s for s in sections() if s[0] in UNFRAMED_SECTIONS] if unframed(table) else sections()
+    drawn = {anchor: builders.get(anchor, lambda anchor=anchor: _figure_section(table, anchor))()
+             for anchor, _ in shown}
     nav = " ".join(f'<a href="#{anchor}">{html.escape(title)}</a>' for anchor, title in shown)
     body = "\n".join(f'<section id="{anchor}"><h2>{html.escape(title)}</h2>\n{drawn[anchor]}\n</section>'
                      for anchor, title in shown)
@@ -94,7 +111,8 @@ def render_report(table: pd.DataFrame, others=(), designed=()) -> str:
 
 
 def _sections(table: pd.DataFrame, others, designed=()) -> dict:
-    """{anchor: the function that draws its section's HTML} for every anchor of SECTIONS."""
+    """{anchor: the function that draws its section's HTML} for every section that is not one figure alone
+    (`_figure_section` draws those)."""
     sources = [table, *others]
     return {"findings": lambda: guarded(lambda: findings_html(table, others, designed)),
             "study": lambda: study_section(table, others),
@@ -105,8 +123,6 @@ def _sections(table: pd.DataFrame, others, designed=()) -> dict:
             + guarded(lambda: importance_html(table)),
             "seeds": lambda: guarded(lambda: _seeds(table)),
             "resources": lambda: guarded(lambda: _resources(table)),
-            **{kind: (lambda kind=kind: _figure_section(table, kind))
-               for kind in ("isolation", "divergence", "curves", "slice", "contour")},
             "transfer": lambda: _transfer(sources),
             "runtime": lambda: _runtime(sources),
             "robustness": lambda: _first_of(sources, robustness_curves, _robustness, "run sensitivity robustness"),
@@ -177,11 +193,14 @@ def _summary(table: pd.DataFrame) -> str:
 
 
 def _figure_section(table: pd.DataFrame, kind: str) -> str:
-    compute, plot = KINDS[kind]
+    """A section that is one figure of FIGURES: the regimes of its rows, then the figure."""
+    module = module_of(kind)
 
     def build():
-        data = compute(table, **DRAWN.get(kind, {}))
-        return regime_html(data.rows) + figure_html(plot(data), kind)
+        data = module.compute(table, **DRAWN.get(kind, {}))
+        rows = getattr(data, "rows", None)
+        regimes = regime_html(rows) if isinstance(rows, pd.DataFrame) and REGIME in rows else ""
+        return regimes + figure_html(module.plot(data), kind)
     return guarded(build)
 
 
@@ -191,7 +210,7 @@ def _frontier(table: pd.DataFrame) -> str:
             f'train time {frontier.reference_point[1]:.4g} s (1.1 x the slowest ok trial), shared by every '
             'regime and framework.</p>')
     apart = ", a frontier for each" if len(regimes_of(frontier.points)) > 1 else ""
-    return (regime_html(frontier.points, apart) + figure_html(plot_frontier(frontier), "frontier") + note
+    return (regime_html(frontier.points, apart) + figure_html(frontier_figure.plot(frontier), "frontier") + note
             + table_html(frontier.summary))
 
 
@@ -233,12 +252,14 @@ def _seeds(table: pd.DataFrame) -> str:
     columns = ["framework", REGIME, "configuration", "n_seeds", "accuracy_mean", "accuracy_low", "accuracy_high",
                "train_time_s_mean", "train_time_s_low", "train_time_s_high"]
     shown = intervals.sort_values("accuracy_mean", ascending=False).head(30)[columns]
-    return regime_html(intervals) + note + figure_html(plot_seeds(Seeds.of(intervals)), "seeds") + table_html(shown)
+    drawn = figure_html(seeds_figure.plot(seeds_figure.Info.of(intervals)), "seeds")
+    return regime_html(intervals) + note + drawn + table_html(shown)
 
 
 def _resources(table: pd.DataFrame) -> str:
     usage = resource_use(table)
-    return regime_html(usage) + figure_html(plot_resources(Resources.of(usage)), "resources") + table_html(usage)
+    return regime_html(usage) + figure_html(resources_figure.plot(resources_figure.Info.of(usage)),
+                                                            "resources") + table_html(usage)
 
 
 def _first_of(sources, compute, section, missing: str) -> str:
@@ -265,20 +286,21 @@ def _transfer(sources: list) -> str:
         return missing_html(f"not computed for this study: run sensitivity transfer or crossover ({reason})")
 
 
-def _ablation(path: pd.DataFrame, source=None) -> str:
-    note = (f'<p class="note">From {html.escape(path.attrs["source"])} to {html.escape(path.attrs["target"])}, '
-            f'{path.attrs["seeds"]} seeds per point: each step changes the knob that moved validation accuracy '
+def _ablation(found, source=None) -> str:
+    path = found.rows
+    note = (f'<p class="note">From {html.escape(found.source)} to {html.escape(found.target)}, '
+            f'{found.seeds} seeds per point: each step changes the knob that moved validation accuracy '
             'most (test accuracy beside it, never used to choose); mean and 95% interval (within the metric\'s '
             'range; n=2 gives the range, no interval).' + (f' No effect on this configuration, not walked: '
-                                                        f'{html.escape(", ".join(path.attrs["inert"]))}.'
-                                                        if path.attrs.get("inert") else "") + '</p>')
+                                                        f'{html.escape(", ".join(found.inert))}.'
+                                                        if found.inert else "") + '</p>')
     shown = path[["step", "change", "n"]].copy()
     for metric, label in (("val_accuracy", "validation accuracy"), ("accuracy", "test accuracy"),
                           ("train_time_s", "train time (s)")):
         shown[label] = [Interval(r[f"{metric}_mean"], r[f"{metric}_low"], r[f"{metric}_high"], r["n"],
                                  r[f"{metric}_method"]).text() for _, r in path.iterrows()]
     shown["change of validation accuracy"] = path["delta"]
-    return note + figure_html(plot_ablation(Ablation.of(path)), "ablation") + table_html(shown)
+    return note + figure_html(ablation_figure.plot(found), "ablation") + table_html(shown)
 
 
 def _robustness(curves: pd.DataFrame, source: pd.DataFrame) -> str:

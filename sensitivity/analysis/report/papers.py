@@ -45,11 +45,12 @@ def paper_rows(sources: list, papers: dict = None) -> pd.DataFrame:
                      described["frameworks"] if entry is not None and entry.runs_on == "all" else
                      [entry.runs_on] if entry is not None else [])
             for home in homes or [None]:
-                rows.append(_row(cell, entry, home, source, described, placed, papers["hardware"]))
+                rows.append(_row(cell, entry, home, source, described=described, placed=placed,
+                                 hardware=papers["hardware"]))
     return pd.DataFrame(rows)
 
 
-def _row(cell: dict, entry, home, source: pd.DataFrame, described: dict, placed: dict, hardware: dict) -> dict:
+def _row(cell: dict, entry, home, source: pd.DataFrame, *, described: dict, placed: dict, hardware: dict) -> dict:
     status = placed.get(cell["dataset"], "not in this preset")
     dataset = cell["dataset"] if status == "run" else (status.split()[2] if status.startswith("run on ") else None)
     row = {"paper": cell["paper"], "framework": cell["framework"], "dataset": cell["dataset"], "device": cell["device"],

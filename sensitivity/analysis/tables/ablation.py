@@ -1,10 +1,12 @@
-"""The ablation path of `sensitivity ablate`: one row per step, with its 95% intervals, and its figure.
+"""The ablation path of `sensitivity ablate`: one row per step, with its 95% intervals.
 
 The path is the study's user attribute `ablation` (the knob changed at each step and the trials of its
 seeds); accuracy and time come from those trials. The step was chosen on validation accuracy; test accuracy
 is shown beside it, never used to choose.
 """
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import pandas as pd
 
@@ -14,9 +16,25 @@ from sensitivity.analysis.table import NotEnoughData, trials_table
 METRICS = ("val_accuracy", "accuracy", "train_time_s")
 
 
-def ablation_path(table) -> pd.DataFrame:
-    """step, change, setting, n, and for each metric its mean, low, high and method; `delta` is the change
-    of mean validation accuracy from the step before."""
+class Ablation(NamedTuple):
+    """The ablation path (`ablation_path`), the ablation figure's data. Fields:
+    - rows: one row per step of the path: step, change, framework, setting, n (trials), and per metric
+      (val_accuracy, accuracy, train_time_s in s) its _mean, _low, _high (95% interval), _method; delta (the change
+      of mean validation accuracy from the step before)
+    - source: the configuration the path starts from
+    - target: the configuration it walks to
+    - inert: the knobs with no effect here, not walked
+    - seeds: seeds per step
+    """
+    rows: pd.DataFrame
+    source: str
+    target: str
+    inert: tuple
+    seeds: int
+
+
+def ablation_path(table) -> Ablation:
+    """The path of a study of `sensitivity ablate` (`Ablation`)."""
     table = trials_table(table)
     record = table.attrs.get("ablation")
     if not record:
@@ -35,10 +53,8 @@ def ablation_path(table) -> pd.DataFrame:
         row["delta"] = None if previous is None else row["val_accuracy_mean"] - previous
         previous = row["val_accuracy_mean"]
         rows.append(row)
-    path = pd.DataFrame(rows)
-    path.attrs.update(source=record["from"], target=record["to"], inert=record.get("inert", []),
-                      seeds=record["seeds"])
-    return path
+    return Ablation(pd.DataFrame(rows), record["from"], record["to"], tuple(record.get("inert") or ()),
+                    record["seeds"])
 
 
 def _change(record: dict, i: int) -> str:

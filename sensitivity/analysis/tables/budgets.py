@@ -1,6 +1,6 @@
 """The definition of a run's published budget, and whether a run converged within it (issue 29).
 
-A default's budget on another dataset has two honest definitions (`config.defaults.BUDGETS`): the source's epochs
+A default's budget on another dataset has two honest definitions (`core.budgets.BUDGETS`): the source's epochs
 (on a smaller dataset, few steps) or its optimizer steps (many passes). Each run records which (`budget`); one
 written before budgets had definitions ran the source's epochs.
 
@@ -16,7 +16,6 @@ import pandas as pd
 
 from sensitivity.analysis.table import parse_curves
 
-BUDGETS = ("epochs", "steps")  # config.defaults.BUDGETS (analysis imports no config)
 BUDGET_WORDS = {"epochs": "published epochs", "steps": "published steps"}
 CONVERGENCE_DELTA = 0.01  # of accuracy: the last quarter's mean against the final value
 LAST_SHARE = 0.25

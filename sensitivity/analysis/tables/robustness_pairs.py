@@ -28,7 +28,7 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
-from sensitivity.analysis.statistics import MIN_FOR_INTERVAL
+from sensitivity.analysis.statistics import MIN_FOR_INTERVAL, sign_flip, t_half_width
 from sensitivity.core.correctness import unpack
 
 SURROGATE = "surrogate"  # the transfer source's key in a state (sensitivity.experiments.robustness.SURROGATE)
@@ -81,18 +81,9 @@ def auc_difference(diffs: np.ndarray, shared: np.ndarray, resamples: int = 2000,
                 "p_floor": 2 / 2 ** n}
     df = float(n - 1)
     se = float(np.sqrt(variance))
-    half = float(special.stdtrit(df, 0.975)) * se
+    half = t_half_width(df, se)
     return {**out, "low": estimate - half, "high": estimate + half, "se": se, "df": df, "df_max": df,
             "p": float(2 * special.stdtr(df, -abs(estimate) / se)), "method": "paired bootstrap", "test": "paired t"}
-
-
-def sign_flip(means: np.ndarray) -> float:
-    """The exact two-sided sign-flip test of paired seeds' mean differences: P(|mean of +-d| >= |mean of d|)
-    over every flip of the n seeds' signs (at least 2 / 2^n for untied values)."""
-    means = np.asarray(means, float)
-    flips = 1 - 2 * ((np.arange(2 ** len(means))[:, None] >> np.arange(len(means))[None, :]) & 1)
-    null = np.abs((flips * means[None, :]).mean(axis=1))
-    return float(np.mean(null >= abs(means.mean()) - 1e-12 * max(1.0, abs(means.mean()))))
 
 
 def _sample_effects(diffs, shared, means, rng, resamples: int) -> np.ndarray:
@@ -146,7 +137,8 @@ def robustness_comparisons(table) -> pd.DataFrame:
             attack = "pgd" if all("pgd" in (s.get("attacks") or ()) for s in chosen.values()) else "fgsm"
             for a, b in combinations(sorted(by_fw), 2):
                 for kind in ("transfer", "white-box"):
-                    rows.append(_pair(one, role, kind, attack, a, b, by_fw, chosen, info, protocol, boot))
+                    rows.append(_pair(one, role, kind, attack, a=a, b=b, by_fw=by_fw, chosen=chosen, info=info,
+                                      protocol=protocol, boot=boot))
     frame = pd.DataFrame(rows, columns=COLUMNS)
     frame["primary"] = primary(frame)
     return frame
@@ -175,7 +167,7 @@ def state_of_role(states: dict, role: str, one: dict, number: int):
     return states.get("published") if epoch is None else (states.get("checkpoints") or {}).get(str(epoch))
 
 
-def _pair(one, role, kind, attack, a, b, by_fw, chosen, info, protocol, boot) -> dict:
+def _pair(one, role, kind, attack, *, a, b, by_fw, chosen, info, protocol, boot) -> dict:
     margin = protocol.get("clean_margin", 0.02)
     seeds = sorted(set(by_fw[a]) & set(by_fw[b]))
     states_a, states_b = [chosen[by_fw[a][s]] for s in seeds], [chosen[by_fw[b][s]] for s in seeds]
@@ -196,7 +188,8 @@ def _pair(one, role, kind, attack, a, b, by_fw, chosen, info, protocol, boot) ->
         return {**row, "note": f"clean accuracies {clean_a:.3f} and {clean_b:.3f} differ by more than {margin:g}"}
     diffs, masks, auc_a, auc_b = [], [], [], []
     for seed, sa, sb in zip(seeds, states_a, states_b):
-        pairs = _curves(kind, attack, sa, sb, by_fw[a][seed], by_fw[b][seed], by_fw, seed, chosen, one, role)
+        pairs = _curves(kind, attack, sa, sb, number_a=by_fw[a][seed], number_b=by_fw[b][seed], by_fw=by_fw,
+                        seed=seed, chosen=chosen, one=one, role=role)
         if not pairs:
             continue
         both = unpack(sa["correct"]["clean"]) & unpack(sb["correct"]["clean"])
@@ -222,7 +215,7 @@ def _pair(one, role, kind, attack, a, b, by_fw, chosen, info, protocol, boot) ->
             "shared": int(np.mean([m.sum() for m in masks]))}
 
 
-def _curves(kind, attack, sa, sb, number_a, number_b, by_fw, seed, chosen, one, role) -> list:
+def _curves(kind, attack, sa, sb, *, number_a, number_b, by_fw, seed, chosen, one, role) -> list:
     """[(A's correctness eps x samples, B's, the eps grid)]: white-box, one pair; transfer, the one pair of both
     on this seed's surrogate's examples (the same for both; a study attacked before the surrogate: one per
     source state of the set's other frameworks with this seed)."""

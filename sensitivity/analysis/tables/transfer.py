@@ -176,7 +176,8 @@ def _transfer_comparisons(table: pd.DataFrame) -> pd.DataFrame:
                 continue  # Caffe's or DLBench's defaults have no home framework here
             for target in sorted(f for (r, d, n, f) in cells if (r, d, n) == (regime, dataset, default) and f != home):
                 moved = cells[(regime, dataset, default, target)]
-                row = _row(regime, dataset, target, default, home, source_dataset, moved, at_home)
+                row = _row(regime, dataset, target, default, home=home, source_dataset=source_dataset, moved=moved,
+                           at_home=at_home)
                 a, b = settled[(regime, dataset, default, target)], settled[(regime, dataset, default, home)]
                 out.append({**row, "budget": budget, "converged_a": a, "converged_b": b,
                             "converged": False if False in (a, b) else (True if a is b is True else None)})
@@ -184,7 +185,7 @@ def _transfer_comparisons(table: pd.DataFrame) -> pd.DataFrame:
     return regime_sorted(frame, [REGIME, "dataset", "default", "framework", "budget"])  # epochs before steps
 
 
-def _row(regime, dataset, target, default, home, source_dataset, moved, at_home) -> dict:
+def _row(regime, dataset, target, default, *, home, source_dataset, moved, at_home) -> dict:
     diff = contrast([(1, moved.arm), (-1, at_home.arm)])
     ia, ib = mean_interval(moved.arm.accuracy), mean_interval(at_home.arm.accuracy)
     return {REGIME: regime, "question": "frameworks", "dataset": dataset, "framework": target, "default": default,

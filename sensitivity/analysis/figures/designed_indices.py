@@ -1,7 +1,33 @@
-"""The figure of `sensitivity importance --out`: one panel per framework, each parameter's indices with their
-intervals drawn (S1 and ST on a Saltelli design, mu* on a Morris one; fANOVA and PED-ANOVA, no interval,
-on a study without a design), from the command's JSON record."""
+"""The indices of a designed study (`sweep --design`), and the figure of `sensitivity importance --out`: one panel
+per framework, each parameter's indices with their intervals drawn (S1 and ST on a Saltelli design, mu* on a
+Morris one; fANOVA and PED-ANOVA, no interval, on a study without a design), from an importance record
+(`rankings.designed.importance_record`, or `rankings.plain.plain_importance`'s)."""
 from __future__ import annotations
+
+from typing import NamedTuple
+
+from sensitivity.analysis.figures.style import go, make_subplots
+from sensitivity.analysis.rankings.designed import designed_importance, importance_record
+
+TITLE = "Designed study: indices"  # the heading of its report section
+
+READS = "study"  # the design is the study's own attribute, not the trial table's
+
+
+class Info(NamedTuple):
+    """Fields:
+    - record: the importance record: its design, objective and per framework (or group) each parameter's indices
+      [estimate, low, high], whether the ranking is settled, and the second-order indices
+    - title: the figure's title
+    """
+    record: dict
+    title: str
+
+
+def compute(study) -> Info:
+    record = importance_record(designed_importance(study))
+    return Info(record, f"{study.study_name}: {record['ranking']['title']} indices of {record['objective']} per "
+                        "framework")
 
 
 def _bars(record: dict) -> list:
@@ -18,13 +44,9 @@ def _bars(record: dict) -> list:
     return out
 
 
-def plot_indices(record: dict, title: str):
-    """A plotly figure of an importance record (`analysis.designed.importance_record` or
-    `analysis.plain_importance.plain_importance`)."""
-    # lazy: plotly
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
-
+def plot(info: Info):
+    """The record's indices, a panel per framework (or group), with their intervals."""
+    record, title = info
     groups = record.get("per_framework") or record.get("per_group") or {}
     names = list(groups) or ["-"]
     fig = make_subplots(rows=1, cols=len(names), subplot_titles=[
@@ -58,30 +80,3 @@ def _ends(trace) -> list:
     if error is None or error.array is None:
         return []
     return [y + up for y, up in zip(trace.y, error.array)] + [y - down for y, down in zip(trace.y, error.arrayminus)]
-
-
-def plot_interactions(record: dict, title: str):
-    """One heat map per framework of a Saltelli design's second-order indices: S2 of each pair of factors (the
-    share of the variance the pair explains jointly, beyond each one's S1), its interval in the cell's text."""
-    # lazy: plotly
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
-
-    groups = {g: r for g, r in (record.get("per_framework") or {}).items() if r.get("interactions")}
-    if not groups:
-        raise ValueError("no second-order indices: they need a Saltelli design whose every point has a value")
-    fig = make_subplots(rows=1, cols=len(groups), subplot_titles=list(groups), horizontal_spacing=0.08)
-    for col, (group, r) in enumerate(groups.items(), start=1):
-        names = list(r["parameters"])
-        z = [[None] * len(names) for _ in names]
-        text = [[""] * len(names) for _ in names]
-        for pair, (est, low, high) in r["interactions"].items():
-            a, b = pair.split(":", 1)
-            i, j = names.index(a), names.index(b)
-            z[j][i] = est
-            text[j][i] = f"{est:.2f}<br>[{low:.2f}, {high:.2f}]"
-        fig.add_trace(go.Heatmap(z=z, x=names, y=names, text=text, texttemplate="%{text}", zmin=0, zmax=1,
-                                 colorscale="Blues", showscale=col == len(groups), hoverongaps=False,
-                                 colorbar=dict(title="S2")), row=1, col=col)
-        fig.update_yaxes(autorange="reversed", row=1, col=col)
-    return fig.update_layout(title=title, template="plotly_white", height=420)
