@@ -25,7 +25,8 @@ def script(name: str):
 
 def test_every_bench_script_is_covered_here():
     assert {p.stem for p in SCRIPTS.glob("bench_*.py")} == {"bench_adapters", "bench_analysis", "bench_dispatch",
-                                                            "bench_long_sweep", "bench_overhead", "bench_scale"}
+                                                            "bench_long_sweep", "bench_long_trial",
+                                                            "bench_overhead", "bench_scale"}
 
 
 @pytest.mark.parametrize("second_starts, steady, main_starts, code",
@@ -168,3 +169,23 @@ def test_bench_long_sweep_exits_1_on_a_missed_target(monkeypatch, growth, rss_ki
     monkeypatch.setattr(bench, "measure", lambda folder, trials, parallel, epochs, interval_s:
                         long_sweep(growth, rss_kib, fds, processes))
     assert bench.main([]) == code
+
+
+def long_trial(cpu_growth: float, bytes_growth: float, epochs: int = 100) -> dict:
+    """Figures of bench_long_trial: CPU seconds noted at each epoch's report, growing by `cpu_growth` per epoch
+    from the first window to the last, and each report's bytes by `bytes_growth`."""
+    cpu, sent, total = {}, {}, 0.0
+    for epoch in range(1, epochs):
+        step = 0.002 * (cpu_growth if epoch > epochs // 2 else 1.0)
+        total += step
+        cpu[epoch] = total
+        sent[epoch] = int(1700 * (bytes_growth if epoch > epochs // 2 else 1.0))
+    return {"cpu": cpu, "sent": sent, "end_bytes": 15_000, "left_bytes": 0, "wall_s": 10.0, "train_s": 5.0,
+            "status": "ok", "final": 1, "curve": epochs}
+
+
+@pytest.mark.parametrize("cpu_growth, bytes_growth, code", [(1.1, 1.0, 0), (2.0, 1.0, 1), (1.0, 10.0, 1)])
+def test_bench_long_trial_exits_1_on_a_growth_beyond_1_5(monkeypatch, cpu_growth, bytes_growth, code):
+    bench = script("bench_long_trial")
+    monkeypatch.setattr(bench, "measure", lambda folder, epochs, window: long_trial(cpu_growth, bytes_growth))
+    assert bench.main(["--epochs", "100", "--window", "20"]) == code
