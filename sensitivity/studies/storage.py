@@ -206,6 +206,12 @@ def open_storage(url: str | None = None, must_exist: bool = False):
     except (KeyError, TypeError) as exc:  # a journal's record without the fields Optuna replays
         raise StorageError(f"storage {describe(url)} cannot be opened: not an Optuna journal ({reason(exc)})") \
             from None
+    except AssertionError:  # Optuna's replay of a record whose op_code it does not know ("Should not reach.")
+        raise StorageError(f"storage {describe(url)} cannot be opened: not an Optuna journal (a record of an "
+                           "operation Optuna does not know)") from None
+    except RecursionError:  # a record nested beyond what json can read
+        raise StorageError(f"storage {describe(url)} cannot be opened: not an Optuna journal (a record nested "
+                           "too deep to read)") from None
     except (sqlalchemy.exc.SQLAlchemyError, OSError, ImportError, ValueError, RuntimeError, sqlite3.Error) as exc:
         raise StorageError(f"storage {describe(url)} cannot be opened: {reason(exc)}") from None
 
@@ -217,6 +223,18 @@ def check_sqlite_file(url: str) -> None:
     path = _file_of(url)
     if not path.exists() or path.stat().st_size == 0:
         return
+    sidecars = [Path(f"{path}-wal"), Path(f"{path}-shm")]  # a WAL file's reader makes them if they are not there
+    existed = [p.exists() for p in sidecars]
+    try:
+        _check_sqlite(url, path)
+    except StorageError:  # refused: the file is left as it was found
+        for sidecar, was_there in zip(sidecars, existed):
+            if not was_there:
+                sidecar.unlink(missing_ok=True)
+        raise
+
+
+def _check_sqlite(url: str, path: Path) -> None:
     where = f"storage {describe(url)}"
     try:
         with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60)) as db:

@@ -137,10 +137,17 @@ def read(path) -> tuple:
                 try:
                     record = json.loads(line)
                     kind = record["kind"]
-                except (ValueError, KeyError, TypeError):
+                except (ValueError, KeyError, TypeError, RecursionError):  # RecursionError: nested too deep
                     raise LogError(f"{what}: line {number} is not a trial-log record") from None
                 if kind == "study":
-                    study = _checked_study(record, what, number)
+                    line_study = _checked_study(record, what, number)
+                    if study is not None and (line_study["study"], line_study["directions"]) != \
+                            (study["study"], study["directions"]):  # every driver's run adds the same line
+                        raise LogError(f"{what}: line {number} is the study line of {line_study['study']!r} "
+                                       f"({', '.join(line_study['directions']).lower()}), an earlier one of "
+                                       f"{study['study']!r} ({', '.join(study['directions']).lower()}): a log holds "
+                                       "one study")
+                    study = line_study
                 elif kind == "trial" and isinstance(record.get("key"), str):
                     trials[record["key"]] = record
                 else:
