@@ -21,7 +21,8 @@ from sensitivity.studies.redaction import describe
 from sensitivity.studies.storage import default_url
 from sensitivity.sweep import trial_log
 from sensitivity.sweep.crossover import CrossoverError, crossover_plan, resolve
-from sensitivity.sweep.driver import SweepError, check_inputs, run_space, run_sweep, sweep_plan
+from sensitivity.sweep.driver import (SweepError, check_destinations, check_inputs, run_space, run_sweep,
+                                      sweep_plan)
 from sensitivity.sweep.plans import default_plan, defaults_space
 from sensitivity.sweep.samplers import PRUNERS, SAMPLERS
 
@@ -108,6 +109,11 @@ def _sides_option(values: list, option: str, datasets: list) -> dict:
                              f"{', '.join(datasets)}")
         if dataset in found:
             raise UsageError(f"sensitivity crossover: {option}: {dataset} given twice")
+        if option == "--tuned":  # a study's name, checked before anything is read or written
+            try:
+                paths.check_name(name)
+            except paths.UnsafeName as exc:
+                raise UsageError(f"sensitivity crossover: --tuned {dataset}=...: {exc}")
         found[dataset] = name
     return found
 
@@ -135,13 +141,16 @@ def _cmd_crossover(args) -> int:
     check_study_name(args.study, "crossover")
     regimes = ("native", "canonical") if args.semantics == "both" else (args.semantics,)
     space = defaults_space(args.study or "crossover", [args.framework], sets, args.seeds, regimes)
-    try:
-        check_inputs(space, sweep_options(args, 1), sets)
+    try:  # the destinations, then the plan (it reads the datasets, writing nothing), then the cache
+        check_destinations(sweep_options(args, 1))
         sides = [resolve(args.framework, d, regimes[0], tuned.get(d), named.get(d), args.storage) for d in sets]
         plan = crossover_plan(space, args.framework, sides, args.seeds, cut_of(args), model=args.model,
                               budgets=args.budget)
+        check_inputs(space, sweep_options(args, 1), sets)
     except (SweepError, CrossoverError, DefaultsError) as exc:
         raise UsageError(f"sensitivity crossover: {exc}")
+    except datasets.DatasetError as exc:
+        raise UsageError(f"sensitivity crossover: dataset {exc}")
     return run_command("crossover", lambda: run_space(space, sweep_options(args, len(plan)), plan))
 
 
@@ -190,18 +199,24 @@ def _cmd_defaults(args) -> int:
     regimes = ("native", "canonical") if args.semantics == "both" else (args.semantics,)
     space = defaults_space(args.study or args.command, names, sets, args.seeds, regimes)
     try:
-        check_inputs(space, sweep_options(args, 1), sets)  # the plan reads the datasets
+        check_destinations(sweep_options(args, 1))  # nothing written yet
     except SweepError as exc:
         raise UsageError(f"sensitivity {args.command}: {exc}")
-    try:
+    try:  # the plan reads the datasets (writing nothing), so it is made and checked before the cache is written
         transfer = args.command == "transfer"
         plan = default_plan(space, names, sets, args.seeds, cut_of(args), transfer=transfer, names=chosen,
                             record_correct=transfer, budgets=args.budget)
     except DefaultsError as exc:
         raise UsageError(f"sensitivity {args.command}: {exc}")
+    except datasets.DatasetError as exc:
+        raise UsageError(f"sensitivity {args.command}: dataset {exc}")
     if not plan:
         raise UsageError(f"sensitivity {args.command}: nothing to run: no default has a budget for "
                          f"{', '.join(sets)}" + (f" among {', '.join(chosen)}" if chosen else ""))
+    try:
+        check_inputs(space, sweep_options(args, 1), sets)  # the destinations, then the datasets into the cache
+    except SweepError as exc:
+        raise UsageError(f"sensitivity {args.command}: {exc}")
     return run_command(args.command, lambda: run_space(space, sweep_options(args, len(plan)), plan))
 
 

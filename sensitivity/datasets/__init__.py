@@ -19,7 +19,7 @@ from pathlib import Path
 
 from . import downloads as _downloads
 from .base import Dataset, DatasetError, DatasetInfo, split_validation
-from .cache import cache_root, cached, files_fingerprint, resolve_data_dir
+from .cache import cache_path, cache_root, cached, files_fingerprint, resolve_data_dir
 from .downloads import download
 from .registry import REGISTRY, get_info, resolve
 
@@ -35,17 +35,21 @@ def _package_version(info: DatasetInfo) -> str:
                            "pip install 'sensitivity[data]'") from None
 
 
-def _prepared(name: str, data_dir, fetch: bool, load: bool = True) -> tuple[Path, Dataset | None]:
+def _source(name: str, data_dir, fetch: bool) -> tuple:
+    """(info, fingerprint, build) of `name`: what names its cache entry, and how to parse it."""
     info = get_info(name)
+    if info.offline:
+        return info, [info.package, _package_version(info)], lambda: resolve(info.loader)()
+    folder = resolve_data_dir(data_dir)
+    if fetch and not is_present(name, folder):
+        _downloads.download(name, folder)
+    files = resolve(info.files)(folder)
+    return info, files_fingerprint(files), lambda: resolve(info.loader)(files)
+
+
+def _prepared(name: str, data_dir, fetch: bool, load: bool = True) -> tuple:
     try:
-        if info.offline:
-            fingerprint = [info.package, _package_version(info)]
-            return cached(info, fingerprint, lambda: resolve(info.loader)(), load)
-        folder = resolve_data_dir(data_dir)
-        if fetch and not is_present(name, folder):
-            _downloads.download(name, folder)
-        files = resolve(info.files)(folder)
-        return cached(info, files_fingerprint(files), lambda: resolve(info.loader)(files), load)
+        return cached(*_source(name, data_dir, fetch), load)
     except OSError as exc:  # a file unreadable, a folder where a file should be, a cache that cannot be written
         raise DatasetError(f"{name}: {exc.filename or ''}: {exc.strerror or exc}") from None
     except ValueError as exc:  # a NUL in the data folder's path
@@ -82,14 +86,28 @@ def is_present(name: str, data_dir: str | Path | None = None) -> bool:
     return True
 
 
+_SIZES: dict = {}  # the cache entry's path (which its content's fingerprint names) -> (training, test) samples
+
+
 def sizes(name: str) -> tuple:
     """(training, test) samples of `name`: the parsed dataset's, or, for a file set whose files are absent,
-    its official sizes (what a forecast made before they are present counts)."""
+    its official sizes (what a forecast made before they are present counts). Nothing is written: a dataset not
+    in the cache yet is parsed in memory (a plan is made, and may be refused, before the cache is written)."""
     info = get_info(name)
     if not info.offline and info.official_sizes and not is_present(name):
         return info.official_sizes
-    data = Dataset.load_npz(prepare(name))
-    return len(data.y_train), len(data.y_test)
+    try:
+        info, fingerprint, build = _source(name, None, False)
+        key = str(cache_path(info.name, fingerprint))
+        if key not in _SIZES:
+            data = Dataset.load_npz(key) if Path(key).is_file() else build().check(info.input_shape)
+            _SIZES[key] = (len(data.y_train), len(data.y_test))
+    except (OSError, KeyError) as exc:
+        raise DatasetError(f"{name}: {getattr(exc, 'filename', None) or ''}: {getattr(exc, 'strerror', None) or exc}") \
+            from None
+    except ValueError as exc:
+        raise DatasetError(f"{name}: {exc}") from None
+    return _SIZES[key]
 
 
 def info_table(data_dir: str | Path | None = None) -> list[dict]:
