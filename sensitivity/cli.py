@@ -13,6 +13,7 @@ import sys
 import unicodedata
 
 from sensitivity.commands.common import EXIT_USAGE, Parser, UsageError
+from sensitivity.studies.storage import StorageLost
 from sensitivity.sweep import stopping
 
 EXIT_ENVIRONMENT = 1  # a fault of the machine or the environment, not of the input
@@ -48,9 +49,30 @@ def escaped(message: str) -> str:
                    for c in message)
 
 
+# the arguments that name a file (dest -> how the command line names it): a trailing '/' names a folder, and
+# pathlib's Path drops it (`sweep space.yaml/` ran the space, `export --out newdir/` wrote a file newdir)
+FILE_ARGUMENTS = {"space": "SPACE", "log": "LOG", "solver": "SOLVER", "config": "--config", "out": "--out",
+                  "net": "--net", "protocol": "--protocol"}
+
+
+def _check_file_paths(args) -> None:
+    for dest, shown in FILE_ARGUMENTS.items():
+        value = getattr(args, dest, None)
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str) and item.endswith("/"):
+                command = " ".join(filter(None, (args.command, getattr(args, "action", None))))
+                raise UsageError(f"sensitivity {command}: {shown} {item!r}: a file's path, which ends in '/' "
+                                 "(a folder's); give the file's path without it")
+
+
 def main(argv=None) -> int:
     """Run the command line `argv` (None: this process's own, `sys.argv`); returns the exit code."""
     argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
+    if sys.stdout is None:  # started with its standard output closed (>&-): every print would vanish, exit 0
+        if sys.stderr is not None:
+            print("sensitivity: standard output is closed; give the command an output (a file, a pipe, "
+                  "/dev/null)", file=sys.stderr)
+        return EXIT_ENVIRONMENT
     try:
         nul = [i for i, a in enumerate(argv, 1) if "\0" in a]  # possible in-process only, never from a shell
         if nul:
@@ -62,11 +84,15 @@ def main(argv=None) -> int:
                   file=sys.stderr)
             return EXIT_ENVIRONMENT
         args = build_parser(argv[0] if argv else None).parse_args(argv)
+        _check_file_paths(args)
         stopping.set_command_line(argv)
         return args.handler(args)
     except UsageError as exc:
         print(escaped(str(exc).rstrip("\n")), file=sys.stderr)
         return EXIT_USAGE
+    except StorageLost as exc:  # checked before a run as during it (a journal lock no writer holds): exit 1
+        print(escaped(f"sensitivity {argv[0]}: {str(exc).splitlines()[0]}"), file=sys.stderr)
+        return EXIT_ENVIRONMENT
     except OSError as exc:  # the environment (HOME a file, a looping link, no file descriptors left), not input
         where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
         print(escaped(f"sensitivity: {exc.strerror or exc}{where}"), file=sys.stderr)

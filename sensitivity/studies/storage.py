@@ -108,6 +108,9 @@ def check_url(url: str) -> None:
         raise StorageError(f"storage: empty; allowed {ALLOWED}")
     _check_no_query(url)
     path = _file_of(url)
+    if path is not None and url.endswith("/"):  # pathlib drops it: `journal:jdir/` made a file jdir
+        raise StorageError(f"{where}: a file's path, which ends in '/' (a folder's); allowed {ALLOWED}, FILE "
+                           "without a trailing '/'")
     in_memory = url.startswith("sqlite:") and (path is None or str(path) in ("", ".", ":memory:")
                                               or "mode=memory" in url)
     if in_memory:

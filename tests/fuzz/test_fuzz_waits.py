@@ -188,6 +188,17 @@ def test_a_lock_no_writer_holds_is_one_line_exit_1_within_10_s(refused, tmp_path
     one_line(outcome, 1, "journal lock x.journal.lock", "remove it")
 
 
+@pytest.mark.parametrize("argv", [["defaults", "--frameworks", "torch", "--datasets", "digits"],
+                                  ["crossover", "--framework", "torch", "--datasets", "digits-a,digits-b", "--default",
+                                   "digits-a=caffe-lenet"]], ids=["defaults", "crossover"])
+def test_every_command_that_writes_a_study_refuses_the_dangling_lock(refused, tmp_path, monkeypatch, argv):
+    monkeypatch.setenv("SENSITIVITY_CACHE_DIR", str(tmp_path / "work" / "cache"))  # a parsed dataset is a write
+    LOCKS["a link to nothing"](tmp_path / "work")
+    outcome, _ = within(refused, "waits", f"{argv[0]}: journal lock a link to nothing",
+                        argv + ["--storage", "journal:x.journal"], {})
+    one_line(outcome, 1, "journal lock x.journal.lock", "remove it")
+
+
 def test_the_grace_period_is_optunas():
     default = inspect.signature(optuna.storages.journal.JournalFileSymlinkLock).parameters["grace_period"].default
     assert journal_lock.GRACE_S == default == 30
