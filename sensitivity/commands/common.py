@@ -83,8 +83,10 @@ port.__name__ = "port"
 
 def _number_list(kind, noun: str):
     def parse(text: str):
+        if "" in text.split(","):  # `1,,2` is not 1,2: a value left out is refused, not skipped
+            raise argparse.ArgumentTypeError(f"expected comma-separated {noun}, got {_shown(text)} (an empty value)")
         try:
-            values = tuple(ascii_number(kind, part) for part in text.split(",") if part)
+            values = tuple(ascii_number(kind, part) for part in text.split(","))
             if not all(math.isfinite(v) for v in values):
                 raise ValueError
             return values

@@ -7,7 +7,7 @@ from sensitivity import datasets, frameworks
 from sensitivity.commands.common import EXIT_OK, EXIT_TRIAL_FAILED, UsageError
 from sensitivity.config.caffe_import import CaffeImportError, import_phases, table_entry
 from sensitivity.config.files import dump_config
-from sensitivity.core import semantics, semantics_table
+from sensitivity.core import paths, semantics, semantics_table
 from sensitivity.datasets import REGISTRY
 from sensitivity.frameworks import gpu
 from sensitivity.datasets.base import atomic_write
@@ -99,6 +99,11 @@ NOT_REPRODUCED = ("# not_reproduced (an entry's notes): these change training in
 def _cmd_import_caffe(args) -> int:
     if (args.entry is None) != (args.dataset is None):
         raise UsageError("sensitivity import-caffe: --entry and --dataset go together")
+    if args.out:  # a FIFO, a device or a folder there is refused, not replaced by the file written
+        try:
+            paths.check_output(args.out, "--out")
+        except ValueError as exc:
+            raise UsageError(f"sensitivity import-caffe: {exc}")
     try:
         entry = import_phases(args.solver, args.net)
     except CaffeImportError as exc:

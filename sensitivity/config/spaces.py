@@ -100,6 +100,14 @@ class CategoricalParam(_Strict):
 Param = Annotated[Union[IntParam, FloatParam, CategoricalParam], Field(discriminator="type")]
 
 
+def _fits(spec, shape: tuple) -> bool:
+    try:
+        spec.shapes(shape)
+        return True
+    except ValueError:
+        return False
+
+
 class Objective(_Strict):
     metric: Literal[METRICS]
     direction: Literal["maximize", "minimize"]
@@ -156,6 +164,14 @@ class Space(_Strict):
         metrics = [o.metric for o in self.objectives]
         if len(set(metrics)) != len(metrics):
             raise ValueError("an objective metric is listed twice")
+        if self.model is not None:  # a trial of a model that does not fit would fail only once Ray ran it
+            shape = datasets.REGISTRY[self.dataset].input_shape
+            try:
+                MODELS[self.model].shapes(shape)
+            except ValueError as exc:
+                fitting = [name for name, spec in sorted(MODELS.items()) if _fits(spec, shape)]
+                raise ValueError(f"model {self.model} does not fit the {'x'.join(map(str, shape))} inputs of {self.dataset}"
+                                 f" ({exc}); allowed on {self.dataset}: {', '.join(fitting)}") from None
         return self
 
     def distributions(self) -> dict:
