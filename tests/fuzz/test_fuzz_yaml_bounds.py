@@ -2,14 +2,14 @@
 which PyYAML builds as a list holding itself: the old YAML 1.1 walk followed it to 19 GB), a document past
 MAX_NODES values, and tags beyond YAML's core schema (`!!set`, `!!omap`, `!!binary`, a date) are refused in one
 line naming the file and the key, exit 2, nothing written, within 1 s; the real entry point refuses the alias
-with a peak resident memory under 200 MB, measured here (os.wait4's ru_maxrss of that process alone)."""
+with a peak resident memory under 200 MB, measured here (the VmHWM of that process since its exec)."""
 import os
 import resource
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+from pathlib import Path
 
 import pytest
 from fuzz_runner import OUTCOMES, Hang, check, files_in, hang_guard, hung
@@ -99,23 +99,29 @@ def _limit_memory():
     resource.setrlimit(resource.RLIMIT_AS, (4 * 2**30, 4 * 2**30))  # had the walk regressed: MemoryError, not 19 GB
 
 
+# the real entry point, reporting at its exit its own peak resident memory: VmHWM of the memory it has since its exec
+# (ru_maxrss would count the pytest process it was forked from, at times larger than the bound itself)
+MEASURED = """
+import atexit, runpy, sys
+def peak():
+    with open(sys.argv.pop(1), "w") as out:
+        out.write(next(l for l in open("/proc/self/status") if l.startswith("VmHWM:")).split()[1])
+atexit.register(peak)
+sys.argv = ["sensitivity", *sys.argv[1:]]
+runpy.run_module("sensitivity.cli", run_name="__main__")
+"""
+
+
 def run_measured(argv, cwd, timeout_s=60) -> tuple:
-    """(exit code, stdout, stderr, peak resident MB) of `sensitivity ARGV` in `cwd`: the peak is that process's
-    own (os.wait4 reaps it, and returns its rusage), under a 4 GiB address-space limit."""
+    """(exit code, stdout, stderr, peak resident MB) of `sensitivity ARGV` in `cwd`, under a 4 GiB address-space
+    limit."""
     env = {k: v for k, v in os.environ.items() if k not in ("SENSITIVITY_STORAGE", "RAY_ADDRESS")}
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen([sys.executable, "-m", "sensitivity.cli", *argv], cwd=cwd, env=env, stdout=out,
-                                stderr=err, stdin=subprocess.DEVNULL, preexec_fn=_limit_memory)
-        timer = threading.Timer(timeout_s, proc.kill)
-        timer.start()
-        try:
-            _, status, usage = os.wait4(proc.pid, 0)
-        finally:
-            timer.cancel()
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        return proc.returncode, out.read().decode(), err.read().decode(), usage.ru_maxrss / 1024
+    with tempfile.TemporaryDirectory() as tmp:
+        peak = Path(tmp) / "peak"
+        wrapper = [sys.executable, "-c", MEASURED.replace("sys.argv.pop(1)", repr(str(peak)))]
+        proc = subprocess.run([*wrapper, *argv], cwd=cwd, env=env, capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, preexec_fn=_limit_memory, timeout=timeout_s)
+        return proc.returncode, proc.stdout, proc.stderr, int(peak.read_text()) / 1024
 
 
 @pytest.mark.parametrize("reader", ["sweep", "trial --config"])
