@@ -74,9 +74,10 @@ def pytest_terminal_summary(terminalreporter):
     table = summary()
     terminalreporter.write_sep("-", "fuzz counts per input kind")
     for kind, row in table.items():
-        terminalreporter.write_line(f"{kind:<10} cases {row['cases']:>4}  exit codes {row['exit_codes']}  "
+        terminalreporter.write_line(f"{kind:<11} cases {row['cases']:>4}  exit codes {row['exit_codes']}  "
                                     f"tracebacks {row['tracebacks']}  not one line {row['not_one_line']}  "
-                                    f"files created {row['files_created']}")
+                                    f"files created {row['files_created']}  writes before refusal "
+                                    f"{row['writes_before_refusal']}  hangs {row['hangs']}")
     total = {name: sum(row["by_outcome"][name] for row in table.values()) for name in BY_OUTCOME}
     terminalreporter.write_line("all kinds: " + ", ".join(f"{name} {count}" for name, count in total.items()))
     if os.environ.get("SENSITIVITY_FUZZ_SUMMARY"):

@@ -58,12 +58,14 @@ BY_OUTCOME = ("refused cleanly", "accepted", "ran", "tracebacks", "writes before
 
 def classify(outcome: dict) -> str:
     """What a case did: hung (past its 10 s), reached Ray/a study/a trial (ran), raised (a traceback), exited 0
-    (accepted), refused after creating something, refused in more or less than one line, or refused cleanly."""
+    (accepted), refused after creating something, refused in more or less than one line, or refused cleanly. A
+    fault met by a running sweep (a signal, a full disk: `fault` set) is "refused cleanly" where it ended in its
+    one line, whatever its exit (a full Tune folder met once the study held N ends with exit 0)."""
     if outcome.get("hang"):
         return "hangs"
     if outcome["traceback"] is not None:
         return "ran" if "Reached" in str(outcome["traceback"]) else "tracebacks"
-    if outcome["exit"] == 0:
+    if outcome["exit"] == 0 and not outcome.get("fault"):
         return "accepted"
     if outcome["created"]:
         return "writes before refusal"
@@ -80,5 +82,6 @@ def summary() -> dict:
         table[kind] = {"cases": len(outcomes), "exit_codes": dict(exits), "by_outcome": by,
                        "tracebacks": sum(o["traceback"] is not None for o in outcomes),
                        "not_one_line": sum(o["stderr_lines"] != 1 for o in outcomes),
-                       "files_created": sum(len(o["created"]) for o in outcomes)}
+                       "files_created": sum(len(o["created"]) for o in outcomes),
+                       "writes_before_refusal": by["writes before refusal"], "hangs": by["hangs"]}
     return table

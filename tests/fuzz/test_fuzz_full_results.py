@@ -113,7 +113,8 @@ def lines(err: str) -> list:
 def check_fault_and_rerun(work: Path, proc, filler: Path, wanted: str, name: str, *extra) -> None:
     out, err = proc.communicate(timeout=600)
     shown = lines(err)
-    OUTCOMES["full disk"].append({"name": name, "exit": proc.returncode, "created": [], "stderr": err[-300:],
+    OUTCOMES["full disk"].append({"name": name, "exit": proc.returncode, "created": [], "fault": True,
+                                  "stderr": err[-300:],
                                   "traceback": "Traceback" in err or None, "stderr_lines": len(shown)})
     print(f"{name}: exit {proc.returncode}: {shown}")
     assert "Traceback" not in err and len(shown) == 1 and wanted in shown[0], err[-3000:]

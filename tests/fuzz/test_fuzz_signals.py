@@ -2,10 +2,10 @@
 trials, two at once) in a session of their own: `kill -TERM PID` (what systemd and schedulers send), then Ctrl-C as
 a terminal sends it (SIGINT to the whole process group) on the rerun. Each ends with exit 143 or 130 and one line
 that names the signal and the command to run again, with no Ray or Tune text on stderr (Optuna's own "A new study
-created" or "Using an existing study" line aside); every process the driver started is gone; the study holds no RUNNING trial, the interrupted
-ones FAIL and queued again; a rerun reaches exactly N, and a second runs nothing. With `--address`, the cluster
-keeps running. Before: Ray's 6-line C++ dump and exit 1 for SIGTERM, 3 lines of Tune advising Tuner.restore for
-Ctrl-C."""
+created" or "Using an existing study" line aside); every process the driver started is gone; the study holds no
+RUNNING trial, the interrupted ones FAIL and queued again; a rerun reaches exactly N, and a second runs nothing.
+With `--address`, the cluster keeps running. Before: Ray's 6-line C++ dump and exit 1 for SIGTERM, 3 lines of Tune
+advising Tuner.restore for Ctrl-C."""
 import os
 import signal
 import socket
@@ -105,7 +105,7 @@ def study(tmp_path):
 
 def check_stopped(tmp_path, how, code, err, elapsed, rerun, record) -> None:
     lines = tool_lines(err)
-    OUTCOMES["signals"].append({"name": record, "exit": code, "created": [], "stderr": err[-300:],
+    OUTCOMES["signals"].append({"name": record, "exit": code, "created": [], "stderr": err[-300:], "fault": True,
                                 "traceback": "Traceback" in err or None, "stderr_lines": len(lines)})
     print(f"{record}: exit {code} {elapsed:.1f} s after the signal: {lines}")
     assert code == 128 + signal.Signals[how].value, err[-3000:]
