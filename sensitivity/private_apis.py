@@ -291,6 +291,13 @@ def set_ray_cluster_mode(cluster: bool) -> None:
     ray_constants.ENABLE_RAY_CLUSTER = cluster
 
 
+# The loggers through which Ray Tune reports a failed write of its files (its experiment state, synced to the run's
+# folder; Ray Train's syncer and storage, which do the copy): a traceback each, which `ray_cluster.ray_text_aside`
+# takes as the sweep's write fault instead
+TUNE_WRITE_LOGGERS = ("ray.tune.execution.experiment_state", "ray.tune.tune", "ray.train._internal.syncer",
+                      "ray.train._internal.storage")
+
+
 def local_ray_init_kwargs(temp_dir: str) -> dict:
     """ray.init's arguments for a local Ray keeping its files in `temp_dir`, its node on 127.0.0.1."""
     return dict(_temp_dir=temp_dir, _node_ip_address="127.0.0.1")

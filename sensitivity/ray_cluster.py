@@ -47,8 +47,10 @@ def init_ray(address=None) -> None:
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
     # A cluster started with Ray's token authentication (Ray 2.60's default) admits token clients only; a local
-    # Ray turns it on where a token exists, and says so on stderr unless the mode is given (it is: token)
-    if (Path.home() / ".ray" / "auth_token").exists() or os.environ.get("RAY_AUTH_TOKEN"):
+    # Ray turns it on where a token exists, and says so on stderr unless the mode is given (it is: token). Ray
+    # reads the mode when imported: given after that, the driver would not send the token its own GCS asks for
+    token = (Path.home() / ".ray" / "auth_token").exists() or os.environ.get("RAY_AUTH_TOKEN")
+    if token and (address or "ray" not in sys.modules):
         os.environ.setdefault("RAY_AUTH_MODE", "token")
     # lazy: ray
     import ray
@@ -187,8 +189,7 @@ class _WriteFaults(logging.Filter):
     each time, 11 on a full disk): a fault of the folder, not of the trials. Each is passed to `on_fault` (one
     line's text) instead of being logged."""
 
-    LOGGERS = ("ray.tune.execution.experiment_state", "ray.tune.tune", "ray.train._internal.syncer",
-               "ray.train._internal.storage")
+    LOGGERS = private_apis.TUNE_WRITE_LOGGERS
 
     def __init__(self, on_fault):
         super().__init__()
