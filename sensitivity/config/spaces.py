@@ -170,8 +170,9 @@ class Space(_Strict):
                 MODELS[self.model].shapes(shape)
             except ValueError as exc:
                 fitting = [name for name, spec in sorted(MODELS.items()) if _fits(spec, shape)]
-                raise ValueError(f"model {self.model} does not fit the {'x'.join(map(str, shape))} inputs of {self.dataset}"
-                                 f" ({exc}); allowed on {self.dataset}: {', '.join(fitting)}") from None
+                size = "x".join(map(str, shape))
+                raise ValueError(f"model {self.model} does not fit the {size} inputs of {self.dataset} ({exc}); "
+                                 f"allowed on {self.dataset}: {', '.join(fitting)}") from None
         return self
 
     def distributions(self) -> dict:
