@@ -25,7 +25,7 @@ def script(name: str):
 
 def test_every_bench_script_is_covered_here():
     assert {p.stem for p in SCRIPTS.glob("bench_*.py")} == {"bench_adapters", "bench_analysis", "bench_dispatch",
-                                                            "bench_long_sweep", "bench_long_trial",
+                                                            "bench_forecast", "bench_long_sweep", "bench_long_trial",
                                                             "bench_overhead", "bench_scale"}
 
 
@@ -189,3 +189,12 @@ def test_bench_long_trial_exits_1_on_a_growth_beyond_1_5(monkeypatch, cpu_growth
     bench = script("bench_long_trial")
     monkeypatch.setattr(bench, "measure", lambda folder, epochs, window: long_trial(cpu_growth, bytes_growth))
     assert bench.main(["--epochs", "100", "--window", "20"]) == code
+
+
+@pytest.mark.parametrize("alone, loaded, code", [(1.1, 0.9, 0), (0.7, 1.0, 1), (1.0, 1.3, 1)])
+def test_bench_forecast_exits_1_on_a_forecast_beyond_25_percent(monkeypatch, alone, loaded, code):
+    bench = script("bench_forecast")
+    monkeypatch.setattr(bench, "measure", lambda folder, trials: {
+        "alone": {"forecast": 14.0 * alone, "wall": 14.0, "notes": []},
+        "loaded": {"forecast": 16.0 * loaded, "wall": 16.0, "notes": ["probe: taken while ..."]}})
+    assert bench.main([]) == code

@@ -7,7 +7,10 @@ per-trial overhead; on each slot the first trial of a framework also pays that f
 probe's `cold_start_s`: its worker's interpreter and the framework's import), once per slot, since the keeper
 keeps workers warm (`sweep.keeper`). Before the trials come the command's start (its checks, a local Ray's start,
 the Tune run's) and each slot's actor. Those overheads are this host's, measured on its last sweep
-(`forecast.overhead`), or defaults until one has run, and the forecast says which.
+(`forecast.overhead`), or defaults until one has run, and the forecast says which. All of these are a quiet
+machine's figures (the probe's fastest blocks; overheads measured under load brought back to a quiet machine's);
+where other processes keep this machine's cores busy while a local sweep is forecast, its wall time is scaled by
+the share of the cores it would get beside them (`forecast.load`), and the forecast says so.
 
 A planned trial's steps are known (`iterations`). A sampled sweep's are not: its trials are forecast from the
 space's distribution (SAMPLES draws, each weighed trials / SAMPLES), and the forecast says so. Diverged runs
@@ -18,11 +21,13 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass, field
+from typing import Optional
 
 import numpy as np
 
+from sensitivity.forecast.load import slowdown, usable_cores
 from sensitivity.forecast.overhead import DEFAULTS
-from sensitivity.forecast.probe import Cell
+from sensitivity.forecast.probe import Cell, loaded
 
 SAMPLES = 2000  # draws of a sampled space's distribution
 
@@ -54,6 +59,7 @@ class Forecast:
     notes: list = field(default_factory=list)
     startup_s: float = 0.0  # the workers' cold starts, summed over the slots
     before_s: float = 0.0  # the command's start to its first trial's, and each slot's actor
+    slowdown: float = 1.0  # the wall time's factor for the load other processes put on this machine (`load`)
 
     def attrs(self) -> dict:
         """What a study keeps of the forecast made before it ran."""
@@ -61,7 +67,7 @@ class Forecast:
                 "core_hours": round(self.core_hours, 4), "gpu_hours": round(self.gpu_hours, 4),
                 "energy_kwh": None if self.energy_kwh is None else round(self.energy_kwh, 6),
                 "slots": self.slots, "sampled": self.sampled, "startup_s": round(self.startup_s, 3),
-                "before_s": round(self.before_s, 3),
+                "before_s": round(self.before_s, 3), "slowdown": round(self.slowdown, 3),
                 "trials": round(sum(r["trials"] for r in self.rows if r["status"] == "run"), 3)}
 
 
@@ -73,9 +79,12 @@ def trial_seconds(run: Run, figures: dict) -> tuple:
 
 
 def forecast(runs: list, figures: dict, slots: int, cpus_per_trial: float = 1, gpus_per_trial: float = 0,
-             sampled: bool = False, local_ray: bool = True, overhead: tuple = None) -> Forecast:
+             sampled: bool = False, local_ray: bool = True, overhead: tuple = None,
+             others: Optional[float] = None) -> Forecast:
     """The forecast of `runs` from the probe's `figures` ({cell: dict}) on `slots` trials at once; `local_ray`:
-    the command starts a Ray of its own; `overhead`: (`forecast.overhead` figures, whether measured here)."""
+    the command starts a Ray of its own; `overhead`: (`forecast.overhead` figures, whether measured here);
+    `others`: the cores other processes kept busy on this machine while the forecast was made (a local sweep's
+    wall time is scaled by `load.slowdown`, assuming they go on)."""
     costs, measured_here = overhead or (dict(DEFAULTS), False)
     rows, jobs, energy, has_energy = {}, {}, 0.0, False
     train_total = wall_total = 0.0
@@ -112,6 +121,16 @@ def forecast(runs: list, figures: dict, slots: int, cpus_per_trial: float = 1, g
         startup += starts * cold[name]
         walls += framework["walls"]
     notes = []
+    busy = sorted({round(f["load_beside"], 1) for f in figures.values() if loaded(f)})
+    if busy:
+        notes.append(f"probe: taken while other processes kept {busy[-1]:g} of this machine's {usable_cores()} cores "
+                     "busy: steps timed by their fastest block, and the figures used for this forecast only (not "
+                     "cached as this host's speed)")
+    factor = slowdown(slots, cpus_per_trial, others) if local_ray else 1.0
+    if factor > 1.0:
+        notes.append(f"load: other processes kept {others:.1f} of this machine's {usable_cores()} cores busy while "
+                     f"this forecast was made; if they go on, the sweep shares the cores with them: wall time "
+                     f"{factor:.2f} times a quiet machine's (included)")
     if sampled:
         notes.append(f"sampled: forecast from the space's distribution ({SAMPLES:,} draws), not from the "
                      "configurations the sampler will choose")
@@ -129,8 +148,8 @@ def forecast(runs: list, figures: dict, slots: int, cpus_per_trial: float = 1, g
                     wall_trial_s=wall_total, core_hours=wall_total * cpus_per_trial / 3600,
                     gpu_hours=wall_total * gpus_per_trial / 3600,
                     energy_kwh=energy / 3.6e6 if has_energy else None,
-                    wall_s=makespan(walls, slots) + before, slots=slots, sampled=sampled, notes=notes,
-                    startup_s=startup, before_s=before)
+                    wall_s=(makespan(walls, slots) + before) * factor, slots=slots, sampled=sampled, notes=notes,
+                    startup_s=startup, before_s=before, slowdown=factor)
 
 
 def makespan(seconds: list, slots: int) -> float:

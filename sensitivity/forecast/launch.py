@@ -6,6 +6,7 @@ import os
 
 from sensitivity.forecast import overhead, throughput
 from sensitivity.forecast.estimate import Forecast, forecast
+from sensitivity.forecast.load import Load, others_now
 from sensitivity.forecast.probe import STEPS
 from sensitivity.forecast.runs import cluster_resources, runs_of_plan, runs_of_space, trial_slots
 
@@ -63,6 +64,8 @@ def forecast_of(runs: list, options, sampled: bool = False, probe: bool = True, 
     """The Forecast of `runs` under `options`; with `probe` False, None unless the cache holds every cell."""
     cells = {r.cell for r in runs}
     found_slots = slots(options, ask_cluster=probe)  # a plan no node holds is refused before any probe
+    local_ray = not (options.address or os.environ.get("RAY_ADDRESS"))
+    beside = Load()  # other processes' load while the probe runs (a dry run's forecast is scaled by it)
     if probe:
         try:
             figures = throughput.measured(cells, options.address, options.gpus_per_trial, steps, log=log)
@@ -72,9 +75,9 @@ def forecast_of(runs: list, options, sampled: bool = False, probe: bool = True, 
         figures = throughput.cached(cells)
         if len(figures) < len(cells):
             return None
-    local_ray = not (options.address or os.environ.get("RAY_ADDRESS"))
+    others = others_now(beside) if probe and local_ray else None  # the forecast kept before a run: a quiet one's
     return forecast(runs, figures, found_slots, options.cpus_per_trial, options.gpus_per_trial, sampled, local_ray,
-                    overhead.read(local_ray))
+                    overhead.read(local_ray), others)
 
 
 __all__ = ["Forecast", "ForecastError", "forecast_of", "slots", "sweep_runs"]

@@ -8,7 +8,9 @@ forecast: <cache root>/throughput/<host>-overhead.json, one entry for a local Ra
 - `per_trial_s`: a later trial's span less its worker's, plus the gap to the trial before it on its slot: Tune's
   scheduling, the study's tell, the keeper's lending.
 
-Until a sweep has run on this host, DEFAULTS stand in, and the forecast says so.
+Until a sweep has run on this host, DEFAULTS stand in, and the forecast says so. Figures measured while other
+processes kept the cores busy are divided by the slowdown that load gave the run (`load.slowdown`): a quiet
+machine's, which a forecast scales by the load it finds.
 """
 from __future__ import annotations
 
@@ -23,8 +25,10 @@ from pathlib import Path
 import psutil
 
 from sensitivity.core.paths import cache_root
+from sensitivity.forecast.load import Load, slowdown
 
 DEFAULTS = {"before_s": 10.0, "actor_s": 4.0, "per_trial_s": 0.4}
+_SINCE_START = Load(tree=True)  # other processes' load from this command's start (its import of the forecast)
 
 
 def path(host: str = None) -> Path:
@@ -86,11 +90,17 @@ def record(figures: dict, local_ray: bool) -> None:
 
 def keep_run(study, driver_id: str, trials: int, local_ray: bool) -> None:
     """After a run of `trials` trials by driver `driver_id`: the study keeps its wall time from the command's start
-    (`last_run`, which the report sets beside the forecast), and this host its overheads for the next forecast."""
+    (`last_run`, which the report sets beside the forecast, with the cores other processes kept busy meanwhile),
+    and this host its overheads for the next forecast, brought back to a quiet machine's where other processes
+    kept the cores busy during the run (divided by `load.slowdown`)."""
     started = psutil.Process().create_time()
     try:
-        study.set_user_attr("last_run", {"wall_s": round(time.time() - started, 3), "trials": trials})
+        others = _SINCE_START.others() if local_ray else None
+        study.set_user_attr("last_run", {"wall_s": round(time.time() - started, 3), "trials": trials,
+                                         **({"others_cores": round(others, 2)} if others is not None else {})})
         ran = [t for t in study.get_trials(deepcopy=False) if t.user_attrs.get("driver") == driver_id]
-        record(measured(ran, started), local_ray)
+        factor = slowdown(max((t.user_attrs.get("parallel") or 1 for t in ran), default=1),
+                          max(((t.user_attrs.get("spec") or {}).get("threads") or 1 for t in ran), default=1), others)
+        record({k: v / factor for k, v in measured(ran, started).items()}, local_ray)
     except Exception as exc:  # a figure for the next forecast: never a reason to fail a run whose trials are final
         logging.getLogger(__name__).warning("the run's wall time and overheads were not kept: %s", exc)

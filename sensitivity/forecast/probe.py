@@ -5,6 +5,13 @@ pass of evaluation (`predict`, which every epoch runs over the validation and te
 a trial's worker of that framework pays once: the interpreter's start to the probe's first line, and the
 framework's import.
 
+The machine may be busy while it runs (other users' work, another sweep): a moment of that is not the machine's
+speed. So the timed steps come in BLOCKS, each timed alone, and a step costs what it cost in the fastest block
+(a block the scheduler gave the cores to); the evaluation pass is timed EVAL_REPEATS times, the fastest taken.
+Beside the probe, the CPU time every other process used while it ran is read (`load.Load`), and reported with
+the figures (`load_beside`: cores others kept busy, on average), so that a probe taken under load is said to be one
+and is not cached as the host's speed (`throughput`).
+
 It runs inside the framework's environment and imports neither Ray nor Optuna, so that it also runs on a bare
 GPU machine: `python -m sensitivity.forecast.probe < cells.json` prints one JSON line per cell.
 """
@@ -23,12 +30,16 @@ from sensitivity import frameworks
 from sensitivity.core import semantics
 from sensitivity.core.models import get_model
 from sensitivity.core.spec import TrialSpec
+from sensitivity.forecast.load import Load
 from sensitivity.trial.loop import initial_weights
 
 WARMUP_STEPS = 10  # run before the timed steps: first-call allocations and lazy compiles
 STEPS = 200  # timed steps per cell, fewer where they would pass MAX_STEP_SECONDS
 MAX_STEP_SECONDS = 20.0  # the timed steps of one cell stop once they have taken this long
+BLOCKS = 8  # the timed steps come in this many blocks; a step's time is that of the fastest block
 EVAL_SAMPLES = 1000
+EVAL_REPEATS = 3  # evaluation passes timed; the fastest is taken
+LOADED_CORES = 0.5  # a probe beside which other processes kept more cores busy than this, on average, was loaded
 
 
 @dataclass(frozen=True)
@@ -58,12 +69,17 @@ class Cell:
 _IMPORTS: dict = {}  # framework -> seconds its adapter's import took in this process
 
 
+def loaded(figures: dict) -> bool:
+    """Whether a probe's figures were measured while other processes kept the machine busy (`load_beside`)."""
+    return (figures.get("load_beside") or 0.0) > LOADED_CORES
+
+
 def measure(cell: Cell, steps: int = STEPS, process_s: float = 0.0) -> dict:
     """Time one cell in this process: start-up, compile, `steps` training steps after a warm-up, and one
     evaluation pass. Seconds per step and samples per second of each; `process_s`, the interpreter's start,
     makes `cold_start_s` with the framework's import."""
 
-    started = time.perf_counter()
+    started, load = time.perf_counter(), Load()
     if cell.framework not in _IMPORTS:
         frameworks.load_adapter(cell.framework)
         _IMPORTS[cell.framework] = time.perf_counter() - started
@@ -94,22 +110,28 @@ def measure(cell: Cell, steps: int = STEPS, process_s: float = 0.0) -> dict:
     _steps(adapter, order, rates[:WARMUP_STEPS])
     energy = _energy_counter(cell.device)
     before = energy() if energy else None
-    done, seconds = 0, 0.0
+    done, seconds, blocks = 0, 0.0, []
+    block = max(1, -(-steps // BLOCKS))
     while done < steps and seconds < MAX_STEP_SECONDS:
-        chunk = min(batches, steps - done)
+        chunk = min(batches, block, steps - done)
         tick = time.perf_counter()
         _steps(adapter, order[:chunk], rates[:chunk])
-        seconds += time.perf_counter() - tick
+        took = time.perf_counter() - tick
+        seconds += took
         done += chunk
+        blocks.append(took / chunk)
     joules = (energy() - before) / 1000 / done if before is not None else None
-    tick = time.perf_counter()
-    adapter.predict(x[:EVAL_SAMPLES])
-    eval_s = time.perf_counter() - tick
+    evals = []
+    for _ in range(EVAL_REPEATS):
+        tick = time.perf_counter()
+        adapter.predict(x[:EVAL_SAMPLES])
+        evals.append(time.perf_counter() - tick)
+    step_s = min(blocks)
     return {"cell": cell.key(), "framework_version": adapter.version(), "startup_s": startup,
             "cold_start_s": process_s + _IMPORTS[cell.framework], "compile_s": compile_s, "requested_steps": steps,
-            "steps": done, "step_s": seconds / done,
-            "samples_per_s": done * cell.batch_size / seconds, "eval_samples_per_s": EVAL_SAMPLES / eval_s,
-            "joules_per_step": joules}
+            "steps": done, "step_s": step_s, "step_s_mean": seconds / done, "blocks": len(blocks),
+            "samples_per_s": cell.batch_size / step_s, "eval_samples_per_s": EVAL_SAMPLES / min(evals),
+            "joules_per_step": joules, "load_beside": round(load.others(), 3)}
 
 
 def _energy_counter(device: str):

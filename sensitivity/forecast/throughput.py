@@ -1,5 +1,7 @@
 """Throughput figures of probe cells, measured once per host and framework version and then read from the
-cache: <cache root>/throughput/<host>.json, one entry per cell and installed framework version.
+cache: <cache root>/throughput/<host>.json, one entry per cell and installed framework version. A probe beside
+which other processes kept more than `probe.LOADED_CORES` busy (`load_beside`, measured by the probe) is used
+for the forecast it was made for, which says so, and not cached: a busy moment is not the host's speed.
 
 `measured(cells)` runs the cells it does not hold (one probe process per framework environment, so that a
 framework is imported once), here or, given a Ray cluster's address, as one Ray task per environment on a
@@ -19,7 +21,7 @@ from sensitivity import frameworks
 from sensitivity.core import envs
 from sensitivity.core.paths import cache_root
 from sensitivity.core.spec import TrialSpec
-from sensitivity.forecast.probe import STEPS, Cell
+from sensitivity.forecast.probe import STEPS, Cell, loaded
 from sensitivity.ray_cluster import joined
 from sensitivity.trial.pool import pool_key
 from sensitivity.trial.runner import worker_setup
@@ -60,11 +62,11 @@ def _write_cache(entries: dict, host: str = None) -> None:
 
 def cached(cells, steps: int = 1) -> dict:
     """The cached figures of those `cells` the cache holds from a probe of `steps` steps or more, by cell (an
-    entry from before the probe timed cold starts is probed again)."""
+    entry from before the probe timed cold starts, or its steps in blocks, is probed again)."""
     entries = read_cache()
     found = {cell: entries.get(_entry_key(cell)) for cell in cells}
     return {cell: entry for cell, entry in found.items()
-            if entry and entry.get("requested_steps", 0) >= steps and "cold_start_s" in entry}
+            if entry and entry.get("requested_steps", 0) >= steps and "cold_start_s" in entry and "blocks" in entry}
 
 
 def measured(cells, address=None, gpus=0.0, steps: int = STEPS, log=None) -> dict:
@@ -86,9 +88,10 @@ def measured(cells, address=None, gpus=0.0, steps: int = STEPS, log=None) -> dic
                 raise ProbeError(f"probe of {cell.framework} ({cell.model}, batch {cell.batch_size}, {cell.device}): "
                                  f"{line['error']}")
             found[cell] = line
-    if missing:
+    quiet = [c for c in missing if not loaded(found[c])]
+    if quiet:
         entries = read_cache()
-        entries.update({_entry_key(c): found[c] for c in missing})
+        entries.update({_entry_key(c): found[c] for c in quiet})
         _write_cache(entries)
     return found
 

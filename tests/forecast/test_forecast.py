@@ -116,3 +116,23 @@ def test_a_runs_overheads_are_measured_from_its_trials_and_kept_for_the_next_for
     overhead.record(figures, local_ray=True)
     assert overhead.read(local_ray=True) == ({k: round(v, 3) for k, v in figures.items()}, True)
     assert overhead.read(local_ray=False) == (overhead.DEFAULTS, False)  # a cluster's are its own
+
+
+@pytest.mark.portable
+def test_a_local_sweeps_wall_is_scaled_by_the_share_of_the_cores_the_load_leaves_it():
+    from sensitivity.forecast.load import DRIVER_CORES, slowdown
+
+    assert slowdown(1, 1, None) == slowdown(1, 1, 0.0) == 1.0  # no load measured: a quiet machine's
+    assert slowdown(1, 1, 0.5, cores=4) == 1.0  # room beside it
+    assert slowdown(1, 1, 1.0, cores=2) == pytest.approx((1 + DRIVER_CORES + 1.0) / 2)  # one busy process, 2 cores
+    assert slowdown(2, 1, 1.0, cores=2) == pytest.approx((2 + DRIVER_CORES + 1.0) / (2 + DRIVER_CORES))
+    runs = [Run(CELL, "digits", steps=100, epochs=2, eval_samples=500, count=3)]
+    quiet = forecast(runs, FIGURES, slots=1, overhead=COSTS)
+    busy = forecast(runs, FIGURES, slots=1, overhead=COSTS, others=3.0)
+    factor = slowdown(1, 1, 3.0)
+    assert busy.wall_s == pytest.approx(quiet.wall_s * factor) and busy.slowdown == pytest.approx(factor) and factor > 1
+    assert busy.train_s == quiet.train_s  # the trials' own figures stay a quiet machine's; the wall says the load
+    (note,) = [n for n in busy.notes if n.startswith("load:")]
+    assert "other processes kept 3.0 of this machine's" in note and f"{factor:.2f} times" in note
+    cluster = forecast(runs, FIGURES, slots=1, overhead=COSTS, others=3.0, local_ray=False)
+    assert cluster.wall_s == pytest.approx(quiet.wall_s) and not [n for n in cluster.notes if n.startswith("load:")]

@@ -1,14 +1,17 @@
 """The throughput probe on a real framework, its cache per host and framework version, and the dry runs of
 `sweep` and `reproduce`, which launch nothing and write no study."""
+import contextlib
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 
 from sensitivity.core import envs
 from sensitivity.cli import main
-from sensitivity.forecast import throughput
+from sensitivity.forecast import probe, throughput
+from sensitivity.forecast.estimate import Run, forecast
 from sensitivity.forecast.probe import Cell
 
 CELL = Cell("torch", "mlp", (1, 8, 8), 10, 32)
@@ -25,6 +28,7 @@ def test_the_probe_imports_neither_ray_nor_optuna():
 
 def test_measured_once_per_host_and_version_then_read_from_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("SENSITIVITY_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(probe, "LOADED_CORES", float("inf"))  # however busy the machine: caching is tested here
     calls = []
     real = throughput.run_probe
     monkeypatch.setattr(throughput, "run_probe", lambda *a, **k: calls.append(a) or real(*a, **k))
@@ -37,6 +41,33 @@ def test_measured_once_per_host_and_version_then_read_from_the_cache(tmp_path, m
     assert key.startswith(entries[key]["framework_version"].split("+")[0]) and '"framework": "torch"' in key
     throughput.measured([CELL], steps=40)  # a longer probe than the cached one measures again
     assert len(calls) == 2
+
+
+@contextlib.contextmanager
+def busy_loops(count: int):
+    """`count` CPU-bound processes (Python busy loops) beside the block."""
+    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    try:
+        time.sleep(0.5)  # running
+        yield
+    finally:
+        for loop in loops:
+            loop.kill()
+            loop.wait()
+
+
+def test_a_probe_beside_a_busy_process_is_said_to_be_loaded_and_not_cached(tmp_path, monkeypatch):
+    """Steps are timed in blocks, the fastest taken; the cores others kept busy are measured beside the probe, and
+    a loaded probe's figures serve the forecast it was made for, which says so, but are not cached."""
+    monkeypatch.setenv("SENSITIVITY_CACHE_DIR", str(tmp_path))
+    with busy_loops(2):
+        figures = throughput.measured([CELL], steps=40)[CELL]
+    assert figures["load_beside"] > probe.LOADED_CORES and probe.loaded(figures), figures
+    assert figures["blocks"] == probe.BLOCKS and figures["step_s"] <= figures["step_s_mean"]
+    assert throughput.cached([CELL]) == {} and not throughput.cache_path().exists()
+    found = forecast([Run(CELL, "digits", steps=100, epochs=2, eval_samples=500)], {CELL: figures}, slots=1)
+    (note,) = [n for n in found.notes if n.startswith("probe:")]
+    assert "other processes kept" in note and "not cached as this host's speed" in note
 
 
 def test_sweep_dry_run_prints_the_forecast_and_writes_no_study(tmp_path, capsys, monkeypatch):
