@@ -186,22 +186,27 @@ class _DropToldTrials(logging.Filter):
 
 class _WriteFaults(logging.Filter):
     """Tune's logged failures to write its files (its experiment state, synced to the run's folder: a traceback
-    each time, 11 on a full disk): a fault of the folder, not of the trials. Each is passed to `on_fault` (one
-    line's text) instead of being logged."""
+    each time, with the error attached or written into the message): a fault of the folder, not of the trials.
+    Each is passed to `on_fault` (one line's text naming `folder`) instead of being logged."""
 
     LOGGERS = private_apis.TUNE_WRITE_LOGGERS
+    ERRNO = re.compile(r"\[Errno (\d+)\]")
 
-    def __init__(self, on_fault):
+    def __init__(self, on_fault, folder: Path):
         super().__init__()
-        self.on_fault = on_fault
+        self.on_fault, self.folder = on_fault, folder
 
     def filter(self, record: logging.LogRecord) -> bool:
-        error = record.exc_info[1] if record.exc_info else None
-        if not isinstance(error, OSError) or record.levelno < logging.ERROR:
+        if record.levelno < logging.WARNING:
             return True
-        where = re.search(r"'([^']+)'", str(record.msg))
-        why = os.strerror(error.errno) if error.errno else str(error)
-        self.on_fault(f"Ray Tune's folder {where.group(1) if where else ''} cannot be written ({why})")
+        error = record.exc_info[1] if record.exc_info else None
+        number = error.errno if isinstance(error, OSError) else None
+        if number is None:
+            found = self.ERRNO.search(record.getMessage())
+            if found is None:
+                return True
+            number = int(found.group(1))
+        self.on_fault(f"Ray Tune's folder {self.folder} cannot be written ({os.strerror(number)})")
         return False
 
 
@@ -210,9 +215,10 @@ def ray_text_aside(path: Path, on_write_fault=None):
     """While a sweep runs: Ray's own messages about its workers ("(raylet) A worker died ...", which the driver
     prints to stdout from a thread of its own) go to `path`, so that stdout holds the tool's output alone, and
     Tune's notes on unfinished trials are not logged (the study says what became of each); with `on_write_fault`,
-    nor are its failures to write its files (a full disk), which go to it instead (`_WriteFaults`)."""
+    nor are its failures to write its files in `path`'s folder (a full disk), which go to it instead
+    (`_WriteFaults`)."""
     streams = (sys.stdout, sys.stderr)
-    filters = (_DropToldTrials(),) + ((_WriteFaults(on_write_fault),) if on_write_fault else ())
+    filters = (_DropToldTrials(),) + ((_WriteFaults(on_write_fault, path.parent),) if on_write_fault else ())
     sys.stdout, sys.stderr = _Aside(sys.stdout, path), _Aside(sys.stderr, path)
     for quiet in filters:
         for name in quiet.LOGGERS:

@@ -5,9 +5,9 @@
   told to the study, no new trial starts, and the driver ends with one line naming the trial log (exit 1, no
   traceback; before: 244 lines, 11 tracebacks, every trial left RUNNING and run again);
 - Ray Tune's folder (`--tune-dir`) on an 8 MiB tmpfs, filled while the first trials run: Tune's failed writes
-  (a traceback each) become the same one line. Tune syncs its experiment state there every 5 minutes and when
-  its run ends, so here the fault shows at the end: the study already holds N, and the line says so (exit 0);
-  one met earlier is exit 1, as for the trial log.
+  (its experiment state's sync; a traceback each, attached or written into the message) become the same one
+  line, exit 1. A fault Tune meets only once the study holds N (it syncs every 5 minutes and when its run ends) is
+  that line with exit 0.
 
 Each time the study holds no trial twice, the trials still running are left to the orphan rule, and a rerun after
 space is freed reaches exactly N without running again a trial already told. Skipped where mounting is refused."""
@@ -62,11 +62,10 @@ def mounts():
 def fill(folder: Path) -> Path:
     """A file taking every free byte of the file system."""
     filler = folder / "filler"
-    with open(filler, "wb") as f:
+    with open(filler, "wb", buffering=0) as f:  # unbuffered: no write left for close() to fail on
         try:
-            while True:
-                f.write(b"\0" * 65536)
-                f.flush()
+            while f.write(b"\0" * 65536):
+                pass
         except OSError:
             pass
     return filler
