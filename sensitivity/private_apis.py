@@ -15,7 +15,8 @@ What is used, and why no public route serves:
 - TPE's sampling methods, the study's trial read they make and TPE's conversion of each trial's parameters to
   its internal form (`TPESamplerOnView`, `StudyView`);
 - a local Ray's temporary folder and node address (`ray.init`'s private arguments), and the constant that makes
-  Ray keep a loopback node address.
+  Ray keep a loopback node address;
+- the names of Ray Train's loggers through which Tune reports a failed write of its files (`TUNE_WRITE_LOGGERS`).
 """
 from __future__ import annotations
 
