@@ -14,6 +14,8 @@ What is used, and why no public route serves:
 - the system attributes of a trial just asked (the Trial keeps its frozen copy privately);
 - TPE's sampling methods, the study's trial read they make and TPE's conversion of each trial's parameters to
   its internal form (`TPESamplerOnView`, `StudyView`);
+- a study's system attributes (QMCSampler's trace; optuna-dashboard's artifacts), and an artifact's removal
+  (`remove_study_artifact`: Optuna keeps the metadata under a private key and has no public removal);
 - a local Ray's temporary folder and node address (`ray.init`'s private arguments), and the constant that makes
   Ray keep a loopback node address;
 - the names of Ray Train's loggers through which Tune reports a failed write of its files (`TUNE_WRITE_LOGGERS`).
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import copy
 import importlib.metadata
+import json
 import re
 import threading
 from pathlib import Path
@@ -78,6 +81,39 @@ def trial_id(trial) -> int:
 
 def set_trial_id(trial, value: int) -> None:
     trial._trial_id = value
+
+
+def study_system_attrs(study) -> dict:
+    """A study's system attributes (QMCSampler's counter, optuna-dashboard's note and artifacts): Optuna 5 gives
+    them through its storage only, addressed by the study's private id."""
+    return study._storage.get_study_system_attrs(study._study_id)
+
+
+# The study's system attribute prefix under which Optuna's `upload_artifact` keeps an artifact's metadata
+# (optuna.artifacts._upload.ARTIFACTS_ATTR_PREFIX), which optuna-dashboard lists.
+ARTIFACTS_ATTR_PREFIX = "artifacts:"
+
+
+def study_artifacts(study) -> list:
+    """[{artifact_id, filename, mimetype, encoding}] of a study's artifacts, those removed left out: Optuna 5.0's
+    `get_all_artifact_meta` fails on a removed one (its metadata is JSON null, as optuna-dashboard leaves it)."""
+    found = []
+    for key, value in study_system_attrs(study).items():
+        meta = json.loads(value) if key.startswith(ARTIFACTS_ATTR_PREFIX) else None
+        if isinstance(meta, dict) and meta.get("artifact_id"):
+            found.append(meta)
+    return found
+
+
+def remove_study_artifact(study, artifact_store, artifact_id: str) -> None:
+    """Remove a study's artifact: its file from `artifact_store` (public) and its metadata, made JSON null as
+    optuna-dashboard's own delete does (Optuna has no public removal, nor a storage that deletes an attribute)."""
+    try:
+        artifact_store.remove(artifact_id)
+    except Exception as exc:  # optuna.artifacts.exceptions.ArtifactNotFound: the file was already gone
+        if type(exc).__name__ != "ArtifactNotFound":
+            raise
+    study._storage.set_study_system_attr(study._study_id, ARTIFACTS_ATTR_PREFIX + artifact_id, "null")
 
 
 def asked_system_attrs(trial) -> dict:

@@ -1,10 +1,12 @@
-"""`sensitivity importance STUDY`: which hyper-parameter matters, per framework, from a designed study.
+"""`sensitivity importance STUDY`: which hyper-parameter matters, per framework, with intervals.
 
 On a study of `sweep --design sobol`: Sobol' S1 and ST with SALib's bootstrap intervals, S2 interactions; on
 `--design morris`: mu* with its interval, and sigma; per framework, the ranking settled or not and why, and
 between two frameworks the difference of the ranking index with its interval. On a study without a design
-(one another program wrote included), Optuna's fANOVA and PED-ANOVA per framework, or over all trials as one
-group with the study's own parameters, each said for what it answers; and that Sobol' and Morris need designs.
+(one another program wrote included), per framework or over all trials as one group: the sampling family read
+from the trials, the estimator that fits it (given-data S1 for independent draws, a surrogate on a prior design
+for a model-based sampler), fANOVA and PED-ANOVA with bootstrap intervals, each said for what it answers
+(`rankings.plain`). Bad input is one line and exit 2.
 """
 from __future__ import annotations
 
@@ -15,11 +17,16 @@ from sensitivity.commands.common import EXIT_OK, UsageError, load_study
 
 
 def add_parsers(commands) -> None:
-    p = commands.add_parser("importance", help="Sobol' or Morris indices per framework, with intervals, of a "
-                                               "designed study (sweep --design)")
+    p = commands.add_parser("importance", help="sensitivity indices with intervals, per framework: Sobol' or "
+                                               "Morris of a designed study (sweep --design); of any other study, "
+                                               "the estimator that fits how its trials were sampled")
     p.add_argument("study")
     p.add_argument("--storage")
-    p.add_argument("--objective", help="the objective analysed (default: the study's first)")
+    p.add_argument("--target", "--objective", dest="objective", metavar="NAME",
+                   help="the objective analysed; needed where a study without a design has several (a designed "
+                        "study's default: its first)")
+    p.add_argument("--params", metavar="P1,P2", type=lambda text: [p for p in text.split(",") if p],
+                   help="only these parameters (default: every parameter all complete trials sampled)")
     p.add_argument("--json", action="store_true", help="print JSON, not text")
     p.add_argument("--within", metavar="PARAM=VALUE", help="importance among the trials with that value (e.g. "
                    "optimizer=adam), per framework: fANOVA and PED-ANOVA (Sobol' indices cannot be conditioned)")
@@ -48,7 +55,7 @@ def _cmd_importance(args) -> int:
             # lazy: optuna's importance, scikit-learn
             from sensitivity.analysis.rankings.plain import plain_importance, plain_text, within_of
             within = within_of(args.within) if args.within else None
-            record = plain_importance(study, args.objective, within=within)
+            record = plain_importance(study, args.objective, within=within, params=args.params)
             shown = plain_text(study.study_name, record)
     except ValueError as exc:
         raise UsageError(f"sensitivity importance: {exc}")

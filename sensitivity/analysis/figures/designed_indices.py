@@ -1,6 +1,6 @@
 """The indices of a designed study (`sweep --design`), and the figure of `sensitivity importance --out`: one panel
 per framework, each parameter's indices with their intervals drawn (S1 and ST on a Saltelli design, mu* on a
-Morris one; fANOVA and PED-ANOVA, no interval, on a study without a design), from an importance record
+Morris one; on a study without a design, the given-data or surrogate S1, fANOVA and PED-ANOVA with theirs), from an importance record
 (`rankings.designed.importance_record`, or `rankings.plain.plain_importance`'s)."""
 from __future__ import annotations
 
@@ -34,7 +34,8 @@ def _bars(record: dict) -> list:
     """(index label, {parameter: [est, low, high]}) of one framework's record."""
     params = record.get("parameters") or {}
     kinds = [("first", "S1 (alone)"), ("total", "ST (with interactions)"), ("mu_star", "mu* (Morris)"),
-             ("fanova", "fANOVA"), ("ped_anova", "PED-ANOVA")]
+             ("rbd_fast", "S1 (RBD-FAST)"), ("delta_s1", "S1 (SALib delta's bins)"),
+             ("surrogate", "S1 (surrogate on a prior design)"), ("fanova", "fANOVA"), ("ped_anova", "PED-ANOVA")]
     out = []
     for key, label in kinds:
         values = {name: (v[key] if isinstance(v[key], list) else [v[key], None, None])
@@ -53,7 +54,8 @@ def plot(info: Info):
         f"{g}: {'settled' if groups[g].get('settled') else 'not settled' if 'settled' in groups[g] else 'no design'}"
         for g in names], shared_yaxes=True)
     colours = {"S1 (alone)": "#4c78a8", "ST (with interactions)": "#f58518", "mu* (Morris)": "#54a24b",
-               "fANOVA": "#b279a2", "PED-ANOVA": "#9d755d"}
+               "fANOVA": "#b279a2", "PED-ANOVA": "#9d755d", "S1 (RBD-FAST)": "#4c78a8",
+               "S1 (SALib delta's bins)": "#72b7b2", "S1 (surrogate on a prior design)": "#e45756"}
     for col, group in enumerate(names, start=1):
         for label, values in _bars(groups.get(group, {})):
             xs = list(values)
