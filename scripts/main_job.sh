@@ -9,9 +9,12 @@
 #      batch size, 256 points and one seed a point, for which parameter matters, settled or why not (issue 30; at
 #      base 8 an ST interval held the whole of [0, 1]);
 #   2. framework transfer on digits: each framework's own MNIST default at its published budget, on its home
-#      framework and on the others, native and canonical (the control), 5 seeds a cell, checkpoints kept; then
+#      framework and on the others, native and canonical (the control), 6 seeds a cell (robustness' family, one
+#      registered pair, needs 6 for its exact test to pass), checkpoints kept; then
 #      the same at the published steps (issue 29: 20,000 for TensorFlow's mnist-deep, 418 at its published epochs)
-#      for that default alone, on tensorflow and the first other framework, native, 3 seeds a cell (a run takes
+#      for that default alone (the largest loss at the published epochs at 7eaf482, fixed here, not chosen from
+#      results), on tensorflow and its worst target, mxnet (else the first other framework), native, 5 seeds a
+#      cell (a run takes
 #      1-3 minutes here); the other defaults, pairs and the canonical regime at the published steps are left out;
 #   3. dataset transfer: the crossover of mnist5k and digits on torch (Caffe's LeNet default, tuned for MNIST,
 #      against the best torch configuration of step 1, tuned for digits), each on both, 5 seeds a cell; then the
@@ -29,19 +32,22 @@
 # default (200 epochs), and everything on the official datasets (`sensitivity datasets download`).
 # Each sweep shows a progress bar on stderr.
 # Usage: scripts/main_job.sh [--frameworks torch,tensorflow,mxnet | all] [--seeds N (default 5)]
-#        [--steps-seeds N (default 3; 0: no run at the published steps)]
+#        [--transfer-seeds N (default 6)] [--steps-seeds N (default 5; 0: no run at the published steps)]
 # Results: the studies in results/optuna.db, the report at results/main-report.html.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 frameworks=torch,tensorflow,mxnet
 seeds=5
-steps_seeds=3  # of the published-steps runs; 0 leaves them out (the Findings then say "not run at the published steps")
+transfer_seeds=6  # of framework transfer, whose models robustness attacks: 2/2^6 = 0.031, one pair's exact floor
+steps_seeds=5  # of the published-steps runs; 0 leaves them out (the Findings then say "not run at the published steps")
 while [ $# -gt 0 ]; do
     case "$1" in
         --frameworks) frameworks="$2"; shift 2 ;;
         --seeds) seeds="$2"; shift 2 ;;
         --steps-seeds) steps_seeds="$2"; shift 2 ;;
-        *) echo "scripts/main_job.sh: unknown option $1; allowed: --frameworks LIST|all, --seeds N, --steps-seeds N" >&2
+        --transfer-seeds) transfer_seeds="$2"; shift 2 ;;
+        *) echo "scripts/main_job.sh: unknown option $1; allowed: --frameworks LIST|all, --seeds N, --transfer-seeds N," \
+                "--steps-seeds N" >&2
            exit 2 ;;
     esac
 done
@@ -57,7 +63,8 @@ print(','.join(e.name for e in load_table() if e.kind == 'default' and e.runs_on
 tag=$(echo "$frameworks" | tr ',' '-')
 sweep="main-sweep-$tag" transfer="main-transfer-$tag" crossover="main-crossover-$tag" placebo="main-placebo-$tag"
 transfer_steps="main-transfer-steps-$tag" steps_default=tensorflow-mnist-deep
-steps_other=$(echo "$frameworks" | tr ',' '\n' | grep -vx tensorflow | head -1 || true)
+steps_other=$(echo "$frameworks" | tr ',' '\n' | grep -vx tensorflow | grep -x mxnet || true)  # the worst target
+[ -n "$steps_other" ] || steps_other=$(echo "$frameworks" | tr ',' '\n' | grep -vx tensorflow | head -1 || true)
 ablation="main-ablation-$tag" designed="main-design-$tag"
 first=$(echo "$frameworks" | cut -d, -f1)
 stage() { echo "== $* (at ${SECONDS} s)" >&2; }
@@ -92,8 +99,8 @@ $sensitivity timing "$sweep" --configs 3 --no-progress --address "$address"
 stage "1/6 a designed study on digits: Sobol' indices of lr, optimizer and batch size per framework, 256 points each"
 $sensitivity sweep search_spaces/digits.yaml --frameworks "$frameworks" --design sobol --trials 256 --seeds 1 --seed 0 \
     --parallel 2 --study "$designed" --no-progress --address "$address"
-stage "2/6 framework transfer on digits at the published budget, native and canonical, $seeds seeds a cell"
-$sensitivity transfer --frameworks "$frameworks" --datasets digits --defaults "$defaults" --seeds "$seeds" \
+stage "2/6 framework transfer on digits at the published budget, native and canonical, $transfer_seeds seeds a cell"
+$sensitivity transfer --frameworks "$frameworks" --datasets digits --defaults "$defaults" --seeds "$transfer_seeds" \
     --semantics both --keep-checkpoints --parallel 2 --study "$transfer" --address "$address"
 with_steps=()
 if [[ ",$defaults," == *",$steps_default,"* && -n "$steps_other" && "$steps_seeds" != 0 ]]; then
@@ -138,6 +145,6 @@ cat >&2 <<EOF
    sensitivity transfer --datasets cifar10 --defaults tensorflow-cifar10,torch-train-on-cifar10 --seeds 5
    sensitivity transfer --datasets mnist5k --defaults theano-convolutional-mlp --frameworks theano --seeds 5
    sensitivity transfer --datasets mnist --seeds 5   # every default on full MNIST
-   sensitivity transfer --frameworks $frameworks --datasets digits --defaults $defaults --seeds $seeds --semantics both --budget steps
+   sensitivity transfer --frameworks $frameworks --datasets digits --defaults $defaults --seeds $transfer_seeds --semantics both --budget steps
        # every pair at the published steps (Torch's default: 120,000 steps); the Findings name those left out
 EOF

@@ -116,6 +116,9 @@ class Protocol(_Strict):
     attacks: tuple[str, ...] = ATTACKS
     surrogate: Surrogate = Surrogate()
     clean_margin: float = Field(0.02, gt=0, lt=1)
+    # the claim's family: pairs of frameworks whose own defaults it compares, registered before any attack
+    primary: Optional[tuple[tuple[str, str], ...]] = None
+    control_tolerance: float = Field(0.02, gt=0, lt=1)  # of robust AUC: the canonical check's, before any attack
     checks: Checks = Checks()
     bootstrap: Bootstrap = Bootstrap()
 
@@ -135,6 +138,16 @@ class Protocol(_Strict):
             except ValueError as exc:
                 raise ValueError(f"{name}: {exc}") from None
         return grids
+
+    @field_validator("primary")
+    @classmethod
+    def _primary(cls, pairs):
+        for pair in pairs or ():
+            unknown = [f for f in pair if f not in frameworks.FRAMEWORKS]
+            if unknown or pair[0] == pair[1]:
+                raise ValueError(f"{list(pair)}: allowed: pairs of two different frameworks of "
+                                 f"{', '.join(frameworks.FRAMEWORKS)}")
+        return pairs
 
     @field_validator("attacks")
     @classmethod

@@ -122,6 +122,7 @@ class Verdict:
     seeds_needed: Optional[int] = None
     budgets: Optional[str] = None
     by_budget: Optional[dict] = None
+    table: Optional[list] = None  # one row per subject compared (framework transfer: per default and target)
     kernel_warning: Optional[str] = None
     control: Optional[str] = None
     anchor: str = ""

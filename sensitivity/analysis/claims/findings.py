@@ -21,6 +21,7 @@ from sensitivity.analysis.claims.registry import CLAIMS
 from sensitivity.analysis.claims.text import cache_name
 from sensitivity.analysis.statistics import EFFECT, REGIME
 from sensitivity.analysis.table import regimes_of, trained, trials_table
+from sensitivity.core.correctness import unpack
 from sensitivity.studies.trial_rows import cached_beside
 
 
@@ -28,9 +29,11 @@ class Findings(NamedTuple):
     """Fields:
     - claims: one row per regime and claim (the fields of `Verdict`)
     - comparisons: one row per comparison (`Comparison.RECORD`, then `detail`: its own record)
+    - summary: the first line: which of Liu et al.'s claims replicate here, natively, and at what scale
     """
     claims: pd.DataFrame
     comparisons: pd.DataFrame
+    summary: str = ""
 
     def verdicts(self) -> list:
         return [Verdict(**row) for row in self.claims[Verdict.columns()].astype(object).to_dict("records")]
@@ -65,7 +68,7 @@ def study_findings_records(study, others=(), effect: float = EFFECT) -> dict:
 def findings_records(found: Findings) -> dict:
     """{"claims": [...], "comparisons": [...]}: the findings as JSON-ready records (`Verdict.record`,
     `Comparison.record`), which `sensitivity findings` prints (`text.findings_text`) or prints as JSON."""
-    return {"claims": [v.record() for v in found.verdicts()],
+    return {"summary": found.summary, "claims": [v.record() for v in found.verdicts()],
             "comparisons": [c.record() for c in found.comparison_list()]}
 
 
@@ -93,7 +96,7 @@ def _findings(table: pd.DataFrame, others: list, effect: float) -> Findings:
             verdict.sentence = verdict.sentence.rstrip(".") + verdict.note + "."
     claims = pd.DataFrame([{name: getattr(v, name) for name in Verdict.columns()} for v in verdicts],
                           columns=Verdict.columns())
-    return Findings(claims, comparisons)
+    return Findings(claims, comparisons, summary(verdicts, comparisons, sources))
 
 
 def kernel_set(summary: str) -> frozenset:
@@ -123,3 +126,40 @@ def kernel_warning(sources: list):
     listed = "; ".join(f"{fw} on {hosts}" for fw, hosts in sorted(mixed.items()))
     return (f"the runs of {', '.join(sorted(mixed))} come from hosts whose CPU kernels differ ({listed}): a "
             "difference may be the kernels', so compare runs of one host")
+
+
+LIU = ("dataset transfer", "framework transfer", "robustness")  # Liu et al.'s claims among the registry's
+REPLICATES = {"supported": "replicates", "not supported": "does not replicate", "not tested": "not tested here",
+              "not testable": "not testable here"}
+
+
+def summary(verdicts: list, comparisons: pd.DataFrame, sources: list) -> str:
+    """"Liu et al. 2018, natively here (digits, 359 test images; ...): ...": which of the paper's claims replicate,
+    with the scale of the data they rest on (the placebo's halves aside)."""
+    native = {v.claim: v for v in verdicts if v.semantics == "native"}
+    statements = {claim.name: claim.statement for claim in CLAIMS}
+    said = [f"{statements[name]}: " + (REPLICATES.get(native[name].verdict, "inconclusive") if name in native
+                                        else "not tested here") for name in LIU]
+    rows = comparisons[comparisons[REGIME].eq("native") & comparisons["claim"].isin(LIU)
+                       & comparisons["role"].ne("placebo") & comparisons["verdict"].ne("not compared")]
+    datasets = sorted({str(d.get(k)) for d in rows["detail"] if isinstance(d, dict)
+                       for k in ("dataset", "dataset_a", "dataset_b") if d.get(k)})
+    sizes = _test_images(sources)
+    scale = ", ".join(f"{d} ({sizes[d]} test images)" if d in sizes else d for d in datasets) or "no data"
+    budgets = sorted({str(b) for b in rows["budget"].dropna()}) or ["epochs"]
+    return (f"Liu et al. 2018, natively here ({scale}; at the published {' and '.join(budgets)}): "
+            + "; ".join(said) + ".")
+
+
+def _test_images(sources: list) -> dict:
+    """{dataset: the size of the test set its models were scored on}, from the runs that recorded correctness."""
+    sizes = {}
+    for source in sources:
+        if "test_correct" not in source or "dataset" not in source:
+            continue
+        packed = source[["dataset", "test_correct"]].dropna().drop_duplicates("dataset")
+        for dataset, text in zip(packed["dataset"], packed["test_correct"]):
+            vector = unpack(text)
+            if vector is not None:
+                sizes.setdefault(str(dataset), len(vector))
+    return sizes

@@ -1,5 +1,6 @@
-"""Each comparison of the claims judged on its own: Holm's correction within each claim and budget definition
-(`p_holm`), so that one claim's comparisons never change another's verdict, the two one-sided tests within the
+"""Each comparison of the claims judged on its own: Holm's correction within each claim, regime and budget
+definition (`p_holm`), so that one claim's comparisons never change another's verdict, nor the canonical control's
+those of the regime it controls, the two one-sided tests within the
 claim's margin (`p_tost`), a verdict and the seeds that would settle it.
 
 A comparison is "lower" or "higher" (subject against reference) where p_holm < ALPHA, "equivalent" where the two
@@ -30,7 +31,9 @@ def judge(claims, sources: list, effect: float = EFFECT) -> pd.DataFrame:
     by_name = {claim.name: claim for claim in claims}
     entries = [c.entry() for claim in claims for c in claim.comparisons(sources)]
     frame = pd.DataFrame(entries, columns=ENTRY)
-    frame["family"] = frame["claim"] + "|" + frame["budget"].fillna("").astype(str)  # Holm's family
+    # Holm's family: a claim's comparisons in one regime at one budget definition (the control is never in the
+    # family of what it controls)
+    frame["family"] = frame["claim"] + "|" + frame[REGIME] + "|" + frame["budget"].fillna("").astype(str)
     frame["anchor"] = frame["claim"].map({name: claim.anchor for name, claim in by_name.items()})
     frame["counted"] = frame["compared"] & frame["role"].eq("comparison") & ~_cut(frame, by_name)
     frame["p_holm"] = None

@@ -1,37 +1,34 @@
-"""Claim "frameworks differ in robustness" (Liu et al. 2018), judged against its control.
+"""Claim "frameworks differ in robustness" (Liu et al. 2018), as Liu et al. asked it (issue 41): each framework's
+own default as its users run it, at matched clean accuracy, on the examples of a surrogate that none of the
+compared frameworks trained (the protocol's `surrogate`, jax in the main job), area under the robust-accuracy curve
+(`tables.robustness_pairs`). The pairs the protocol registers before any attack (`primary`) are the claim's family
+(Holm within the regime); without one, every pair of own defaults is.
 
-Its comparisons (`tables.robustness_pairs`, of the first study with robustness records) are the same configuration
-on every framework, so that the two models differ in framework alone; each framework's own default, the same pairs
-white-box and as trained are reported beside them.
-
-- canonical: the frameworks are identical by construction (the same formulas and initial weights), so the regime
-  is a check of the pipeline: "control held" where none of its pairs differs after Holm, "control failed" where
-  one does (then no native verdict about frameworks can be trusted). It never says frameworks differ.
-- native (any other regime): each pair's native difference less the canonical one on the same pair (same
-  dataset, configuration, role, attack and frameworks), with its interval (the two standard errors added, Student
-  t on the fewer of the two's seed degrees of freedom), Holm-corrected over the pairs. "supported" where a pair's
-  excess over the control differs from 0 in the direction of its native difference, the native difference itself
-  differs, and the control held; "not supported" where no pair differs and every tested excess is equivalent to
-  0 within the margin (TOST); else "inconclusive". Without a canonical twin a pair has no excess, and a claim
-  with none is "inconclusive", naming the command that runs the control.
+- native (any regime but canonical): "supported" where a pair of the family differs at Holm p < ALPHA beyond the
+  margin, and the canonical check did not fail; "not supported" where every pair is equivalent within the margin
+  (TOST); "not testable" where no pair's exact test can reach ALPHA with its seeds (a sign-flip test over n
+  paired seeds cannot go below 2 / 2^n: 0.0625 at 5); else "inconclusive". The same configuration on both
+  frameworks is said beside it, as its decomposition: how much of the difference the frameworks' native choices
+  carry. Nothing is subtracted: a canonical difference is a check, not a correction.
+- canonical: the frameworks are identical by construction, so the regime checks the pipeline (attacks, matching,
+  seeds) on the same configuration on every framework, against a tolerance the protocol declares before any
+  attack (`control_tolerance`): "control held" unless a pair differs beyond it at Holm p < ALPHA ("control
+  failed", and then no native verdict is "supported"). It never says frameworks differ.
 
 The attack checks (`tables.robustness.robustness_checks`: zero gradients, PGD no weaker than FGSM, accuracy at the
 check's radius) are said with the verdict.
 """
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 
 from sensitivity.analysis.claims import sentences
 from sensitivity.analysis.claims.base import Comparison, none_if_missing
 from sensitivity.analysis.claims.sentences import numbers, signed
-from sensitivity.analysis.statistics import ALPHA, REGIME, holm, margin_of, t_half_width, tost
+from sensitivity.analysis.statistics import ALPHA, REGIME, margin_of
 from sensitivity.analysis.tables.robustness import robustness_checks
-from sensitivity.analysis.tables.robustness_pairs import robustness_comparisons
+from sensitivity.analysis.tables.robustness_pairs import protocol_of, robustness_comparisons
 
-TWIN = ("dataset", "default", "role", "kind", "attack", "framework_a", "framework_b")
 CONTROL_COMMAND = "sensitivity robustness STUDY --semantics both (its models trained in both regimes)"
 
 
@@ -70,69 +67,142 @@ class Robustness:
             return out
         return []
 
-    def context(self, sources: list) -> pd.DataFrame:
-        """The attack checks of the first study with robustness records."""
+    def context(self, sources: list) -> dict:
+        """The attack checks of the first study with robustness records, and the canonical check's tolerance its
+        protocol declared before any attack."""
         for source in sources:
             if source.attrs.get("robustness"):
-                return robustness_checks(source)
-        return pd.DataFrame(columns=[REGIME])
+                protocol = protocol_of(source)
+                return {"checks": robustness_checks(source),
+                        "tolerance": protocol.get("control_tolerance"), "margin": protocol.get("clean_margin")}
+        return {"checks": pd.DataFrame(columns=[REGIME]), "tolerance": None, "margin": None}
 
     def verdict(self, regime: str, rows: pd.DataFrame, every_regime: pd.DataFrame, effect: float,
-                context: pd.DataFrame) -> dict:
-        return robustness_claim(regime, rows, every_regime, effect,
-                                checks_words(context[context[REGIME].eq(regime)] if len(context) else context))
+                context: dict) -> dict:
+        checks = context["checks"]
+        checked = checks_words(checks[checks[REGIME].eq(regime)] if len(checks) else checks)
+        tolerance = context["tolerance"] if context["tolerance"] is not None else effect
+        return robustness_claim(regime, rows, every_regime, effect=effect, tolerance=tolerance,
+                                declared=context["tolerance"] is not None, checked=checked)
 
     def comparison_words(self, row: dict) -> tuple:
         return "", ""
 
 
-def robustness_claim(regime: str, rows: pd.DataFrame, every_regime: pd.DataFrame, effect: float,
-                     checked: str) -> dict:
+def robustness_claim(regime: str, rows: pd.DataFrame, every_regime: pd.DataFrame, *, effect: float,
+                     tolerance: float, declared: bool, checked: str) -> dict:
     """The claim's entry in `regime` (see the module); `rows`: its comparisons in the regime, `every_regime`:
-    in every regime; `checked`: the attack checks' sentence."""
-    own = rows[rows["role"].eq("comparison")]
-    tested = own[own["verdict"].ne("not compared")]
+    in every regime; `tolerance`: the canonical check's (`declared`: by the protocol, before any attack);
+    `checked`: the attack checks' sentence."""
+    family = rows[rows["role"].eq("comparison")]
+    tested = family[family["verdict"].ne("not compared")]
     checked = source_text(tested) + checked
     beside = rows[rows["role"].eq("beside") & rows["verdict"].ne("not compared")]
     if tested.empty:
-        sentence = _not_compared(regime, own) if len(own) else sentences.untested(ROBUSTNESS, regime)
+        sentence = _not_compared(regime, family) if len(family) else sentences.untested(ROBUSTNESS, regime)
         return {"verdict": "not tested", "sentence": sentence.rstrip(".") + checked + "."}
     counts = {"n_trials": int((tested["n_a"] + tested["n_b"]).sum()), "n_tested": len(tested)}
-    differ = tested[tested["verdict"].isin(("lower", "higher"))]
-    head = (differ if len(differ) else tested)
-    head = head.loc[head["estimate"].abs().idxmax()].to_dict()
     if regime == "canonical":
-        return {**counts, **_control(tested, differ, head, beside, checked)}
-    control = every_regime[every_regime["role"].eq("comparison") & every_regime[REGIME].eq("canonical")
-                           & every_regime["verdict"].ne("not compared")]
-    excess = _excess(tested, control)
-    held = control.empty or not control["verdict"].isin(("lower", "higher")).any()
-    base = {**counts, "n_differ": len(differ), "unit": "native minus canonical robust AUC"}
-    if excess.empty:
-        sentence = native_words(regime, "inconclusive", head, tested, excess=None, beside=beside, effect=effect,
-                                why=f"no canonical control on the same pairs (to run it: {CONTROL_COMMAND})")
-        return {**base, "verdict": "inconclusive", "estimate": head["estimate"], "low": head["low"],
-                "high": head["high"], "unit": head["unit"], "p": head["p"], "n_a": int(head["n_a"]),
-                "n_b": int(head["n_b"]), "control": "no canonical control", "sentence": sentence + checked + "."}
-    excess["p_holm"] = holm([none_if_missing(p) for p in excess["p"]])
-    excess["p_tost"] = [tost(e, se, effect, df) for e, se, df in zip(excess["estimate"], excess["se"], excess["df"])]
-    beyond = excess[[p is not None and p < ALPHA and n in ("lower", "higher") and (e < 0) == (ne < 0)
-                     for p, n, e, ne in zip(excess["p_holm"], excess["native_verdict"], excess["estimate"],
-                                            excess["native_estimate"])]]
-    if len(beyond) and held:
-        verdict, top = "supported", beyond.loc[beyond["estimate"].abs().idxmax()]
-    elif differ.empty and all(p is not None and p < ALPHA for p in excess["p_tost"]):
-        verdict, top = "not supported", excess.loc[excess["estimate"].abs().idxmax()]
+        return {**counts, **_check(tested, beside, tolerance, declared, checked)}
+    margin = margin_of(ROBUSTNESS.name, effect)
+    differ = tested[tested["verdict"].isin(("lower", "higher")) & tested["estimate"].abs().gt(margin)]
+    check = _check_state(every_regime, tolerance)
+    if len(differ) and check != "failed":
+        verdict, head = "supported", differ.loc[differ["estimate"].abs().idxmax()]
+    elif tested["verdict"].eq("equivalent").all():
+        verdict, head = "not supported", tested.loc[tested["estimate"].abs().idxmax()]
+    elif tested["verdict"].eq("not testable").all():
+        verdict, head = "not testable", tested.loc[tested["estimate"].abs().idxmax()]
     else:
-        verdict, top = "inconclusive", excess.loc[excess["estimate"].abs().idxmax()]
-    top = top.to_dict()
-    why = "" if held else "the canonical control failed (pairs differ where frameworks are identical)"
-    sentence = native_words(regime, verdict, head, tested, excess=top, beside=beside, effect=effect, why=why)
-    control_text = f"canonical {int(top['control_differ'])} of {int(top['control_tested'])} pairs differ"
-    return {**base, "verdict": verdict, "estimate": top["estimate"], "low": top["low"], "high": top["high"],
-            "p": top["p"], "p_holm": top["p_holm"], "p_tost": top["p_tost"], "n_a": int(top["n_a"]),
-            "n_b": int(top["n_b"]), "n_differ": len(beyond), "control": control_text,
-            "seeds_needed": None, "sentence": sentence + checked + "."}
+        verdict, head = "inconclusive", (differ if len(differ) else tested).pipe(
+            lambda part: part.loc[part["estimate"].abs().idxmax()])
+    head = head.to_dict()
+    d = head["detail"]
+    control = {"held": "canonical check held", "failed": "canonical check failed",
+               None: "no canonical check"}[check]
+    sentence = _native_words(regime, verdict, head, tested, beside=beside, margin=margin, check=check)
+    return {**counts, "verdict": verdict, "estimate": head["estimate"], "low": none_if_missing(head["low"]),
+            "high": none_if_missing(head["high"]), "p": none_if_missing(head["p"]),
+            "p_holm": none_if_missing(head["p_holm"]), "p_tost": none_if_missing(head.get("p_tost")),
+            "unit": f"robust AUC, {_models(d)}: {d['framework_a']} vs {d['framework_b']}",
+            "n_a": int(head["n_a"]), "n_b": int(head["n_b"]), "n_differ": len(differ),
+            "budgets": _state(d), "control": control,
+            "seeds_needed": head["seeds_needed"] if verdict in ("inconclusive", "not testable") else None,
+            "sentence": sentence + checked + "."}
+
+
+def _models(d: dict) -> str:
+    return {"own": "own defaults", "config": f"the same configuration ({d.get('default')})",
+            "all": "all models"}.get(d["set_kind"], d["set_kind"])
+
+
+def _state(d: dict) -> str:
+    """"matched, transfer examples of the surrogate (mlp128 trained on jax ...)" for the headline."""
+    state = "matched" if d["role"] == "matched" else "as trained"
+    if d["kind"] != "transfer":
+        return f"{state}, white-box {d['attack'].upper()}"
+    surrogate = str(d.get("surrogate") or "the other frameworks' models")
+    return f"{state}, {d['attack'].upper()} of {surrogate.split(' (')[0]}"
+
+
+def _check_state(every_regime: pd.DataFrame, tolerance: float):
+    """"held", "failed" or None (no canonical check) of the canonical regime's same-configuration pairs."""
+    check = every_regime[every_regime[REGIME].eq("canonical") & every_regime["role"].eq("comparison")
+                         & every_regime["verdict"].ne("not compared")]
+    if check.empty:
+        return None
+    beyond = check["verdict"].isin(("lower", "higher")) & check["estimate"].abs().gt(tolerance)
+    return "failed" if beyond.any() else "held"
+
+
+def _check(tested: pd.DataFrame, beside: pd.DataFrame, tolerance: float, declared: bool, checked: str) -> dict:
+    """The canonical regime's entry: a check of the pipeline against the declared tolerance."""
+    beyond = tested[tested["verdict"].isin(("lower", "higher")) & tested["estimate"].abs().gt(tolerance)]
+    identical = bool((tested["estimate"].abs() < 1e-12).all() and tested["low"].isna().all())
+    verdict = "control failed" if len(beyond) else "control held"
+    head = (beyond if len(beyond) else tested).pipe(lambda part: part.loc[part["estimate"].abs().idxmax()]).to_dict()
+    said = ("identical on every seed: control held" if identical and verdict == "control held" else
+            f"{len(beyond)} of {len(tested)} pairs differ beyond +-{tolerance:g}")
+    where = "declared by the protocol before any attack" if declared else (
+        "the findings' effect: this study's protocol declared none")
+    state = ("held: no pair differs beyond it, as identical frameworks must" if verdict == "control held" else
+             "failed: pairs differ beyond it where the frameworks are identical by construction, so the pipeline "
+             "(attacks, matching, seeds) is not to be trusted for a native verdict")
+    sentence = (f"Canonical: the check (the same configuration and formulas on every framework, so the frameworks "
+                f"are identical by construction; never a finding about frameworks), against a tolerance of "
+                f"+-{tolerance:g} of robust AUC {where}, {state}: {len(beyond)} of {len(tested)} pairs differ "
+                f"beyond it after Holm; the largest, {_robustness_pair(head)}" + _beside(beside, head))
+    if identical:
+        return {"verdict": verdict, "unit": "robust AUC", "n_a": int(head["n_a"]), "n_b": int(head["n_b"]),
+                "control": said, "sentence": sentence + checked + "."}
+    return {"verdict": verdict, "estimate": head["estimate"], "low": none_if_missing(head["low"]),
+            "high": none_if_missing(head["high"]), "unit": "robust AUC", "p": none_if_missing(head["p"]),
+            "p_holm": none_if_missing(head["p_holm"]), "n_a": int(head["n_a"]), "n_b": int(head["n_b"]),
+            "n_differ": len(beyond), "control": said, "sentence": sentence + checked + "."}
+
+
+def _native_words(regime: str, verdict: str, head: dict, tested, *, beside, margin: float, check) -> str:
+    """The claim in a regime of frameworks as shipped: the deciding pair, the family's tally, the decomposition."""
+    lead = {"supported": f"{Robustness.statement} here",
+            "not supported": f"frameworks are as robust within +-{margin:g} of robust AUC here",
+            "not testable": f"{Robustness.question} is not testable here with these seeds",
+            "inconclusive": f"not settled {Robustness.question}"}[verdict]
+    text = f"{regime.capitalize()}: {lead}: {_robustness_pair(head)} ({_tally(tested)})"
+    if verdict == "not testable":
+        text += (f"; {sentences.not_testable(head)}: the exact test over {int(head['n_a'])} paired seeds cannot "
+                 f"reach p < {ALPHA:g} after Holm over the family of {len(tested)} (run more seeds, or register "
+                 "fewer pairs before the attack)")
+    if check == "failed":
+        text += "; the canonical check failed (pairs differ where frameworks are identical), so none is supported"
+    elif check is None:
+        text += f"; no canonical check (to run it: {CONTROL_COMMAND})"
+    return text + _beside(beside, head)
+
+
+def _tally(tested) -> str:
+    counts = tested["verdict"].value_counts()
+    return (f"{len(tested)} pair{'s' if len(tested) != 1 else ''} in the claim's family: "
+            + ", ".join(f"{k} {name}" for name, k in counts.items()))
 
 
 def source_text(tested: pd.DataFrame) -> str:
@@ -143,53 +213,6 @@ def source_text(tested: pd.DataFrame) -> str:
     if not found:
         return ""
     return f"; transferred examples made on the surrogate, {'; '.join(found)}, the same for every target of a seed"
-
-
-def _control(tested: pd.DataFrame, differ: pd.DataFrame, head: dict, beside: pd.DataFrame, checked: str) -> dict:
-    verdict = "control failed" if len(differ) else "control held"
-    return {"verdict": verdict, "estimate": head["estimate"], "low": head["low"], "high": head["high"],
-            "unit": head["unit"], "p": head["p"], "p_holm": none_if_missing(head["p_holm"]), "n_a": int(head["n_a"]),
-            "n_b": int(head["n_b"]), "n_differ": len(differ),
-            "control": f"identical models, {len(differ)} of {len(tested)} differ",
-            "sentence": control_words(verdict, head, tested, differ, beside) + checked + "."}
-
-
-def _excess(native: pd.DataFrame, control: pd.DataFrame) -> pd.DataFrame:
-    """Per native pair with a canonical twin: native minus canonical, with interval and p (see the module)."""
-    # lazy: scipy
-    from scipy import special
-
-    twins = {tuple(d[k] for k in TWIN): (row, d) for row, d in
-             zip(control.to_dict("records"), control["detail"]) if d}
-    differ = int(control["verdict"].isin(("lower", "higher")).sum())
-    out = []
-    for row in native.to_dict("records"):
-        found = twins.get(tuple(row["detail"][k] for k in TWIN))
-        if found is None:
-            continue
-        twin, mine, theirs = found[0], row["detail"], found[1]
-        se_n, se_c = none_if_missing(mine.get("se")), none_if_missing(theirs.get("se"))
-        df_n, df_c = none_if_missing(mine.get("df")), none_if_missing(theirs.get("df"))
-        estimate = row["estimate"] - twin["estimate"]
-        item = {"label": row["label"], "estimate": estimate, "native_estimate": row["estimate"],
-                "native_verdict": row["verdict"], "control_estimate": twin["estimate"], "low": None, "high": None,
-                "p": None, "se": None, "df": None, "n_a": row["n_a"], "n_b": twin["n_a"],
-                "control_differ": differ, "control_tested": len(control)}
-        if None not in (se_n, se_c, df_n, df_c) and se_n + se_c > 0:
-            se, df = math.hypot(se_n, se_c), min(df_n, df_c)
-            half = t_half_width(df, se)
-            item.update(low=estimate - half, high=estimate + half, se=se, df=df,
-                        p=float(2 * special.stdtr(df, -abs(estimate) / se)))
-        out.append(item)
-    return pd.DataFrame(out)
-
-
-def _not_compared(regime: str, rows) -> str:
-    if not len(rows):
-        return sentences.untested(ROBUSTNESS, regime)
-    example = f" (e.g. {rows.iloc[0]['label']}: {rows.iloc[0]['detail']['note']})"
-    return (f"{regime.capitalize()}: {Robustness.question} is not tested: every pair of frameworks differs in clean "
-            f"accuracy by more than the margin{example}.")
 
 
 def _robustness_pair(head: dict) -> str:
@@ -210,59 +233,25 @@ def _robustness_pair(head: dict) -> str:
             f"correctly: {d['auc_a']:.3f} against {d['auc_b']:.3f}, difference {numbers(head)}")
 
 
-def _tally(tested) -> str:
-    counts = tested["verdict"].value_counts()
-    return (f"{len(tested)} same-configuration comparison{'s' if len(tested) != 1 else ''}: "
-            + ", ".join(f"{k} {name}" for name, k in counts.items()))
-
-
-def native_words(regime: str, verdict: str, head: dict, tested, *, excess, beside, effect: float,
-                 why: str = "") -> str:
-    """The robustness claim in a regime of frameworks as shipped: the largest native difference of the same
-    configuration on two frameworks, and its excess over the canonical control on the same pair."""
-    lead = {"supported": f"{Robustness.statement} here, beyond the canonical control",
-            "not supported": f"frameworks are as robust within +-{effect:g} of robust AUC, beyond the control",
-            "inconclusive": f"not settled {Robustness.question}"}[verdict]
-    text = f"{regime.capitalize()}: {lead}: {_robustness_pair(head)} ({_tally(tested)})"
-    if excess is not None:
-        low = none_if_missing(excess.get("low"))
-        spread = f" [{signed(low)}, {signed(excess['high'])}]" if low is not None else " (no interval)"
-        p = none_if_missing(excess.get("p_holm"))
-        text += (f"; native minus the canonical control on the same pair ({excess['label']}): "
-                 f"{signed(excess['estimate'])}{spread}" + (f", Holm p={p:.2g}" if p is not None else "")
-                 + f" (native {signed(excess['native_estimate'])}, canonical {signed(excess['control_estimate'])})")
-    if why:
-        text += f"; {why}"
-    return text + _beside(beside, head)
-
-
-def control_words(verdict: str, head: dict, tested, differ, beside) -> str:
-    """The canonical regime's robustness: a check of the pipeline, since its frameworks are identical."""
-    state = ("held: identical models, as they must be" if verdict == "control held" else
-             "failed: pairs differ where frameworks are identical by construction, so the pipeline (attacks, "
-             "matching, seeds) is not to be trusted for a native verdict")
-    return (f"Canonical: the control (the same formulas and initial weights on every framework, so the frameworks "
-            f"are identical by construction; a check of the pipeline, never a finding about frameworks) {state}: "
-            f"{len(differ)} of {len(tested)} same-configuration pairs differ after Holm; the largest, "
-            f"{_robustness_pair(head)}" + _beside(beside, head))
-
-
 def _beside(beside, head: dict) -> str:
-    """"; beside it: as trained, ...; white-box, ...; each framework's own default, ..." (tests unadjusted), in
-    the claim's sets and kinds."""
+    """"; beside it: the same configuration on both frameworks (its decomposition) ...; as trained ...; white-box
+    ...; own defaults not registered ..." (tests unadjusted), in the claim's state and kind."""
     if beside is None or beside.empty:
         return ""
     d = head["detail"]
     details = beside["detail"]
-    config = details.map(lambda x: x["set_kind"] != "own")
-    groups = [("as trained", config & details.map(lambda x: x["role"] == "published" and x["kind"] == d["kind"])),
-              ("white-box", config & details.map(lambda x: x["role"] == d["role"] and x["kind"] == "white-box")),
-              ("each framework's own default (the defaults' effect: configuration and framework together)",
-               ~config & details.map(lambda x: x["kind"] == d["kind"] and x["role"] == d["role"]))]
+    own = details.map(lambda x: x["set_kind"] == "own")
+    same = details.map(lambda x: x["role"] == d["role"] and x["kind"] == d["kind"])
+    groups = [("the same configuration on both frameworks (its decomposition: the frameworks' native choices "
+               "alone)", ~own & same),
+              ("as trained", own & details.map(lambda x: x["role"] == "published" and x["kind"] == d["kind"])),
+              ("white-box", own & details.map(lambda x: x["role"] == d["role"] and x["kind"] == "white-box")),
+              ("own defaults outside the registered family", own & same)]
     parts = []
     for name, chosen in groups:
         rows = beside[chosen.astype(bool)]
-        if rows.empty or (name == "white-box" and d["kind"] == "white-box"):
+        if rows.empty or (name == "white-box" and d["kind"] == "white-box") or (
+                name == "as trained" and d["role"] == "published"):
             continue
         top = rows.loc[rows["estimate"].abs().idxmax()]
         below = int((_numeric(rows["p"]) < 0.05).sum())
@@ -291,6 +280,17 @@ def checks_words(frame) -> str:
                                          and first["epoch"] is not None else "")
     return (f"; attack checks failed on {len(failed)} of {len(frame)} attacked models (e.g. {first['framework']} "
             f"{where}: {first['failed'][0]}), so their robustness may be overstated")
+
+
+ROBUSTNESS = Robustness()
+
+
+def _not_compared(regime: str, rows) -> str:
+    if not len(rows):
+        return sentences.untested(ROBUSTNESS, regime)
+    example = f" (e.g. {rows.iloc[0]['label']}: {rows.iloc[0]['detail']['note']})"
+    return (f"{regime.capitalize()}: {Robustness.question} is not tested: every pair of frameworks differs in clean "
+            f"accuracy by more than the margin{example}.")
 
 
 ROBUSTNESS = Robustness()

@@ -66,6 +66,20 @@ def runtime_claim(regime: str, rows: pd.DataFrame, effect: float, timing: str) -
     if pairs.empty:
         return {**base, "verdict": "not tested", "sentence": on + "; one framework only, no trade-off to judge"
                                                               + timing + "."}
+    untestable = _untestable(pairs)
+    if untestable:
+        head = pairs.iloc[int(np.argmax([abs(none_if_missing(e) or 0) for e in pairs["estimate"]]))]
+        d = head["detail"]
+        diverged = (f" (over converged runs; diverged, left out: {d.get('diverged_a', 0)} of {head['subject']}'s, "
+                    f"{d.get('diverged_b', 0)} of {head['reference']}'s)"
+                    if d.get("diverged_a") or d.get("diverged_b") else "")
+        return {**base, "verdict": "not testable", "estimate": head["estimate"], "low": head["low"],
+                "high": head["high"], "unit": f"accuracy, best of {head['subject']} vs best of {head['reference']}",
+                "p": head["p"], "p_holm": none_if_missing(head["p_holm"]), "n_a": int(head["n_a"]),
+                "n_b": int(head["n_b"]), "budgets": f"train times {head['detail'].get('timed') or 'contended'}",
+                "sentence": f"{on}; {RuntimeAccuracy.question} is not testable here: {untestable}; and "
+                            f"{WINNERS_CURSE}; the pairs as measured, for what they show{diverged}: "
+                            + "; ".join(pairs["sentence"]) + timing + "."}
     judged = [trade_off(row) for row in pairs.to_dict("records")]
     if "costs" in judged:
         verdict, at = "supported", judged.index("costs")
@@ -79,7 +93,28 @@ def runtime_claim(regime: str, rows: pd.DataFrame, effect: float, timing: str) -
             "n_b": int(head["n_b"]), "n_differ": judged.count("costs"),
             "budgets": f"train times {head['detail'].get('timed') or 'contended'}",
             "seeds_needed": head["seeds_needed"] if verdict == "inconclusive" else None,
-            "sentence": runtime_words(on, verdict, head.to_dict(), judged[at], effect) + timing + "."}
+            "sentence": runtime_words(on, verdict, head.to_dict(), judged[at], effect) + "; " + WINNERS_CURSE
+                        + timing + "."}
+
+
+WINNERS_CURSE = ("each framework's best configuration is chosen on validation among the sweep's on the same seeds "
+                 "its test accuracy is compared on, so its accuracy carries the winner's curse (the chosen "
+                 "configuration run alone on 3 fresh seeds a framework would remove it)")
+
+
+def _untestable(pairs: pd.DataFrame) -> str:
+    """Why the pairs cannot test the claim here ("" where they can): its train times must come from runs alone
+    that train 2 s or more."""
+    details = list(pairs["detail"])
+    why = []
+    if any(d.get("timed") != "alone" for d in details):
+        why.append("the train times come from trials that ran side by side, which stretch frameworks unequally "
+                   "(sensitivity timing SWEEP times them alone)")
+    elif any(d.get("fixed_cost_dominated") for d in details):
+        floor = details[0].get("fixed_cost_floor_s", FIXED_COST_FLOOR_S)
+        why.append(f"the runs train for under {floor:g} s, where fixed costs (timers, the first steps) dominate "
+                   "what is measured (a longer budget or a larger dataset would test it)")
+    return "; ".join(why)
 
 
 def trade_off(row: dict) -> str:

@@ -9,7 +9,6 @@ from __future__ import annotations
 from sensitivity.analysis.statistics import REGIME
 
 
-
 def cache_name(effect: float) -> str:
     """The name the records of the findings with stated effect `effect` are cached under."""
     return f"findings-records-{effect!r}"
@@ -20,8 +19,10 @@ def findings_text(records: dict, heading: str, effect: float, every: bool = Fals
     characters); with `verbose`, its details (the sentence) beneath it; with `every`, each claim's comparisons
     beneath it. `records`: {"claims": [...], "comparisons": [...]} (`findings.findings_records`)."""
     tests = sum(row["p_holm"] is not None for row in records["comparisons"])
-    lines = [f"{heading}: {tests} tested comparisons, Holm-corrected within each claim (the 95% intervals are "
-             f"not); equivalent where two one-sided tests put a difference within +-{effect:g} of accuracy a dataset"]
+    lines = [records["summary"]] if records.get("summary") else []
+    lines += [f"{heading}: {tests} tested comparisons, Holm-corrected within each claim and regime (the 95% "
+              f"intervals are not); equivalent where two one-sided tests put a difference within +-{effect:g} of "
+              "accuracy a dataset"]
     regimes = {}
     for row in records["claims"]:
         regimes.setdefault(row[REGIME], []).append(row)
@@ -29,9 +30,20 @@ def findings_text(records: dict, heading: str, effect: float, every: bool = Fals
         lines.append(f"\n{regime}")
         for row in claims:
             lines.append(f"  [{row['verdict']}] {row['claim']}: {row.get('headline') or row['sentence']}")
+            lines += table_lines(row.get("table") or [], "      ")
             if verbose:
                 lines.append(f"      {row['sentence']}")
             if every:
                 lines += [f"      - {c['sentence']}" for c in records["comparisons"]
                           if c[REGIME] == regime and c["claim"] == row["claim"]]
     return "\n".join(lines)
+
+
+def table_lines(rows: list, indent: str) -> list:
+    """A claim's table (one dict per row, the same keys) as aligned text lines under a heading line."""
+    if not rows:
+        return []
+    columns = list(rows[0])
+    cells = [columns] + [[str(row.get(c, "")) for c in columns] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
+    return [indent + "  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in cells]

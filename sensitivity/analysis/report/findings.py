@@ -11,16 +11,18 @@ from sensitivity.analysis.claims.findings import findings
 from sensitivity.analysis.claims.sensitivity import sensitivity_claims
 from sensitivity.analysis.figure_table import findings_figure_info
 from sensitivity.analysis.figures import findings as findings_figure
-from sensitivity.analysis.report.html import figure_html, missing_html, note_html
+from sensitivity.analysis.report.html import figure_html, missing_html, note_html, table_html
 from sensitivity.analysis.statistics import ALPHA, EFFECT
 from sensitivity.analysis.table import REGIME, NotEnoughData, regimes_of
 
 
-def _item(verdict: str, claim: str, headline: str, anchor: str, details: str) -> str:
-    """One claim of the Findings: its verdict badge, its line, a link to its figure, its details folded."""
+def _item(verdict: str, claim: str, headline: str, anchor: str, details: str, rows=None) -> str:
+    """One claim of the Findings: its verdict badge, its line, a link to its figure, its table (one row per
+    subject compared, where the claim has one), its details folded."""
+    shown = table_html(pd.DataFrame(rows)) if isinstance(rows, list) and rows else ""
     return (f'<li><span class="verdict {verdict.replace(" ", "-")}">{html.escape(verdict)}</span>'
             f'<strong>{html.escape(claim)}</strong>: {html.escape(headline)} <a href="#{anchor}">figure</a>'
-            f'<details><summary>details</summary>{html.escape(details)}</details></li>')
+            f'{shown}<details><summary>details</summary>{html.escape(details)}</details></li>')
 
 
 def findings_html(table: pd.DataFrame, others=(), designed=()) -> str:
@@ -34,18 +36,20 @@ def findings_html(table: pd.DataFrame, others=(), designed=()) -> str:
         f"What the data of {studies} says about each claim, per regime. Each comparison is a difference of means "
         "over seeds (accuracy over converged runs; diverged runs counted apart, with Fisher's exact test) with its "
         "95% interval, which includes the test set's sampling error where the trials recorded per-sample correctness "
-        f"(the transfer studies); p-values are Holm-corrected within each claim. A comparison is an effect at Holm "
+        f"(the transfer studies); p-values are Holm-corrected within each claim and regime. A comparison is an "
+        f"effect at Holm "
         f"p < {ALPHA:g} and equivalent where two one-sided tests put it within the claim's margin ({effect:g} of "
         f"accuracy a dataset; {2 * effect:g} for a home advantage, which sums two datasets). The transfer claims are "
-        "judged on runs at the published budget only, by the summary of their comparisons (framework transfer: "
-        "their mean as one contrast of the arms, a shared home arm counted once): supported where it lies in the "
-        "claimed direction, not supported where it is equivalent to 0, inconclusive otherwise, with the seeds that "
-        "would settle it (planned with the SD's 80% upper bound). The seed is the unit: degrees of freedom come "
-        "from the seeds alone; under 3 seeds a side, or with no spread, there is no interval and the test is an "
-        "exact one over the seeds, and a comparison it cannot decide is not testable. Robustness compares the same "
-        "configuration on two frameworks against the canonical control on the same pair.")]
+        "judged on runs at the published budget only: dataset transfer by the summary of its crossovers, framework "
+        "transfer per default (a default that loses on a target under both definitions of the budget supports it; "
+        "every default equivalent does not), with the seeds that would settle it (planned with the SD's 80% upper "
+        "bound). The seed is the unit: degrees of freedom come from the seeds alone; under 3 seeds a side, or with "
+        "no spread, there is no interval and the test is an exact one over the seeds, and a comparison it cannot "
+        "decide is not testable. Robustness compares each framework's own default at matched clean accuracy on a "
+        "surrogate's examples; the canonical regime checks the pipeline against a tolerance declared before any "
+        "attack.")]
     for regime in regimes_of(claims):
-        items = [_item(row["verdict"], row["claim"], row["headline"], row["anchor"], row["sentence"])
+        items = [_item(row["verdict"], row["claim"], row["headline"], row["anchor"], row["sentence"], row.get("table"))
                  for row in claims[claims[REGIME].eq(regime)].to_dict("records")]
         parts.append(f"<h3>Regime {html.escape(regime)}</h3><ul class=\"findings\">{''.join(items)}</ul>")
     for name, record in designed:

@@ -140,23 +140,32 @@ def robustness_comparisons(table) -> pd.DataFrame:
                     rows.append(_pair(one, role, kind, attack, a=a, b=b, by_fw=by_fw, chosen=chosen, info=info,
                                       protocol=protocol, boot=boot))
     frame = pd.DataFrame(rows, columns=COLUMNS)
-    frame["primary"] = primary(frame)
+    frame["primary"] = primary(frame, protocol.get("primary"))
     return frame
 
 
-def primary(frame: pd.DataFrame) -> pd.Series:
-    """The claim's own comparisons: the same configuration on every framework (the sets of one default, or of
-    all models for a study of no defaults), so that the two models differ in framework alone; each framework's
-    own default is reported beside them, as the defaults' effect. At matched clean accuracy where the set has
-    matched checkpoints, under transfer attacks where the surrogate's examples were tested (else white-box)."""
+def primary(frame: pd.DataFrame, registered=None) -> pd.Series:
+    """The claim's own comparisons (issue 41): in the native regime (any but canonical) each framework's own default
+    as its users run it, the pairs the protocol registered before any attack (`registered`: [[framework, framework],
+    ...]; every pair of own defaults without it), or where the regime has no own defaults, the same configuration
+    on every framework (all models, in a study of no defaults); in the canonical regime, the check: the same
+    configuration on every framework. At matched clean accuracy where the set has matched
+    checkpoints, under the surrogate's transfer attacks where its examples were tested (else white-box)."""
     if frame.empty:
         return pd.Series([], dtype=bool)
-    own = frame["set_kind"].isin(("config", "all"))
+    canonical = frame["semantics"].eq("canonical")
+    has_own = set(frame.loc[frame["set_kind"].eq("own"), "semantics"])
+    config = frame["set_kind"].isin(("config", "all"))
+    own = frame["set_kind"].eq("own") | (config & ~frame["semantics"].isin(has_own))  # without own defaults: the rest
+    if registered:
+        pairs = {frozenset(p) for p in registered}
+        own &= pd.Series([frozenset((a, b)) in pairs for a, b in zip(frame["framework_a"], frame["framework_b"])],
+                         index=frame.index) | ~frame["set_kind"].eq("own")
     matched_sets = set(frame.loc[frame["role"].eq("matched"), "set"])
     role = np.where(frame["set"].isin(matched_sets), "matched", "published")
     third = set(frame.loc[frame["kind"].eq("transfer") & frame["method"].ne("no examples"), "set"])
     kind = np.where(frame["set"].isin(third), "transfer", "white-box")
-    return own & frame["role"].eq(role) & frame["kind"].eq(kind)
+    return np.where(canonical, config, own) & frame["role"].eq(role) & frame["kind"].eq(kind)
 
 
 def state_of_role(states: dict, role: str, one: dict, number: int):

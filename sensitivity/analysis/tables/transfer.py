@@ -34,7 +34,8 @@ COMPARISON_COLUMNS = [REGIME, "question", "dataset", "framework", "default", "so
                       "n_a", "n_b", "sd", "se", "df", "test", "p_floor", "test_var", "method", "budget_scale",
                       "subject_text", "reference_text", "diverged_a", "runs_a", "diverged_b", "runs_b", "p_diverged",
                       "df_max"]
-BUDGET_COLUMNS = ["budget", "converged_a", "converged_b", "converged"]  # the budget's definition; convergence
+BUDGET_COLUMNS = ["budget", "converged_a", "converged_b", "converged", "identical"]  # the budget's definition;
+# convergence; whether the two cells' runs are identical on every seed (the canonical control's runs can be)
 
 
 def transfer_matrix(table) -> pd.DataFrame:
@@ -180,9 +181,20 @@ def _transfer_comparisons(table: pd.DataFrame) -> pd.DataFrame:
                            at_home=at_home)
                 a, b = settled[(regime, dataset, default, target)], settled[(regime, dataset, default, home)]
                 out.append({**row, "budget": budget, "converged_a": a, "converged_b": b,
-                            "converged": False if False in (a, b) else (True if a is b is True else None)})
+                            "converged": False if False in (a, b) else (True if a is b is True else None),
+                            "identical": identical(groups.get_group((regime, dataset, default, target)),
+                                                   groups.get_group((regime, dataset, default, home)))})
     frame = pd.DataFrame(out, columns=COMPARISON_COLUMNS + BUDGET_COLUMNS)
     return regime_sorted(frame, [REGIME, "dataset", "default", "framework", "budget"])  # epochs before steps
+
+
+def identical(a: pd.DataFrame, b: pd.DataFrame) -> bool:
+    """Whether two cells' runs are the same seeds with the same outcome, accuracy and per-sample correctness."""
+    columns = [c for c in ("seed", "outcome", "accuracy", "test_correct") if c in a and c in b]
+    if "seed" not in columns or len(a) != len(b):
+        return False
+    first, second = (part.sort_values("seed")[columns].reset_index(drop=True) for part in (a, b))
+    return bool(first.equals(second))
 
 
 def _row(regime, dataset, target, default, *, home, source_dataset, moved, at_home) -> dict:
