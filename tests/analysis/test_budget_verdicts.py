@@ -119,7 +119,7 @@ def test_steps_run_for_some_pairs_name_those_left_out():
     assert steps["n_tested"] == 4 and len(steps["left_out"]) == 8
     assert "--defaults jax-default,torch-default" in steps["left_out_command"]
     assert "8 comparisons were left out" in row["sentence"]
-    assert "at steps (4 of 12 run): 0 of 4 lose, converged" in row["headline"]
+    assert "at steps (4 of 12 run): 0/4 lose, converged" in row["headline"]
 
 
 def test_each_definitions_pooled_interval_covers_its_planted_mean():

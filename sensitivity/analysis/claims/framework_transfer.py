@@ -227,14 +227,14 @@ def _by_budget(claim, regime: str, pairs: dict, compared: pd.DataFrame, ran: lis
 
 
 def _budgets_text(pairs: dict, by_budget: dict) -> str:
-    """"at epochs: 1 of 6 lose, not converged; at steps (1 of 6 run): 1 of 1 lose, converged" for the headline."""
+    """"at epochs: 1/6 lose, not converged; at steps (1 of 6 run): 1/1 lose, converged" for the headline."""
     parts = []
     for budget, record in by_budget.items():
         if "not_run" in record:
             parts.append(f"at {budget}: not run")
             continue
         some = (f" ({record['n_tested']} of {len(pairs)} run)" if record["n_tested"] < len(pairs) else "")
-        parts.append(f"at {budget}{some}: {len(record['lose'])} of {record['n_tested']} lose, "
+        parts.append(f"at {budget}{some}: {len(record['lose'])}/{record['n_tested']} lose, "
                      f"{converged_text(record['converged'])}")
     return "; ".join(parts)
 

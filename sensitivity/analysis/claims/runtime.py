@@ -77,6 +77,8 @@ def runtime_claim(regime: str, rows: pd.DataFrame, effect: float, timing: str) -
                 "high": head["high"], "unit": f"accuracy, best of {head['subject']} vs best of {head['reference']}",
                 "p": head["p"], "p_holm": none_if_missing(head["p_holm"]), "n_a": int(head["n_a"]),
                 "n_b": int(head["n_b"]), "budgets": f"train times {head['detail'].get('timed') or 'contended'}",
+                "control": ("times of runs side by side" if "side by side" in untestable else
+                            "runs under 2 s of training: fixed costs dominate"),
                 "sentence": f"{on}; {RuntimeAccuracy.question} is not testable here: {untestable}; and "
                             f"{WINNERS_CURSE}; the pairs as measured, for what they show{diverged}: "
                             + "; ".join(pairs["sentence"]) + timing + "."}
