@@ -28,8 +28,6 @@ class DatasetTransfer:
     anchor = "transfer"
     unit = "home advantage (accuracy, summed over the two datasets)"
     budgeted = True
-    direction = "higher"  # the comparisons' verdict that the claim claims
-    quotes_control = False  # its native verdict quotes the canonical control on the same pairs
 
     def margin(self, effect: float, detail=None) -> float:
         return margin_of(self.name, effect, detail)
@@ -58,7 +56,7 @@ class DatasetTransfer:
 
     def verdict(self, regime: str, rows: pd.DataFrame, every_regime: pd.DataFrame, effect: float,
                 context) -> dict:
-        return transfer.transfer_claim(self, regime, rows, every_regime, effect, {})
+        return transfer.transfer_claim(self, regime, rows, every_regime, effect)
 
     def comparison_words(self, row: dict) -> tuple:
         detail = row["detail"]
@@ -66,7 +64,7 @@ class DatasetTransfer:
                  f"{detail['config_b']}){time_words(detail)}{divergence_words(detail)}")
         return extra, "; vacuous: both halves' tuned configurations are the same" if detail.get("vacuous") else ""
 
-    def pooled_words(self, regime: str, pooled, *, p_tost, margin: float, counted, differ, head: dict, control,
+    def pooled_words(self, regime: str, pooled, *, p_tost, margin: float, counted, differ, head: dict,
                      seeds: str) -> str:
         """What the claim's verdict rests on: the crossovers' summed home advantage and the largest of them."""
         detail = head["detail"]

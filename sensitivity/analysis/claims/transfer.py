@@ -1,15 +1,12 @@
-"""The verdict the two transfer claims share (`dataset_transfer`, `framework_transfer`), from their comparisons at
-the published budget: the summary of the comparisons, or for framework transfer the pairs pooled as one contrast of
-their arms (`tables.transfer.pooled_transfer`), judged against the margin, the placebo and the control, at each
-definition of the published budget, then combined (`budget_verdicts`). The claim object gives its name, words and
-margin; a claim's own words on what it rests on are its `pooled_words`.
+"""Dataset transfer's verdict (`dataset_transfer`) at each definition of the published budget, then combined
+(`budget_verdicts`): the random-effects summary of its crossovers, judged against the margin and the placebo. The
+claim object gives its name, words and margin; its own words on what the verdict rests on are its `pooled_words`.
 
-Its verdict at one definition rests on the summary of the claim's comparisons (`intervals.summary`, random
-effects): "not supported" where it is equivalent to 0 within the margin (TOST) and no comparison differs in the
-claimed direction (where one does, the answer depends on the comparison: "inconclusive"), "supported" where it lies
-in the claimed direction (p < ALPHA) and the placebo, if any, shows nothing, else "inconclusive". It is tested on
-runs at the published budget only: a comparison whose runs were cut (budget_scale < 1) is "cut budget", and a
-claim with nothing else is "not tested at the published budget".
+At one definition: "not supported" where the summary is equivalent to 0 within the margin (TOST) and no crossover
+differs in the claimed direction (where one does, the answer depends on the crossover: "inconclusive"),
+"supported" where it lies above 0 (p < ALPHA) and the placebo, if any, shows nothing, else "inconclusive". It is
+tested on runs at the published budget only: a comparison whose runs were cut (budget_scale < 1) is "cut budget",
+and a claim with nothing else is "not tested at the published budget".
 """
 from __future__ import annotations
 
@@ -19,31 +16,24 @@ from sensitivity.analysis.claims import sentences
 from sensitivity.analysis.claims.base import none_if_missing
 from sensitivity.analysis.claims.budget_verdicts import combine
 from sensitivity.analysis.claims.sentences import numbers, signed
-from sensitivity.analysis.intervals import Difference, Summary, summary
-from sensitivity.analysis.statistics import ALPHA, REGIME, tost
+from sensitivity.analysis.intervals import Difference, summary
+from sensitivity.analysis.statistics import ALPHA, tost
 from sensitivity.analysis.tables.budgets import budget_of
 from sensitivity.core.budgets import BUDGETS
 
 
-def transfer_claim(claim, regime: str, rows: pd.DataFrame, every_regime: pd.DataFrame, effect: float,
-                   arms=None) -> dict:
-    """A transfer claim's entry: its verdict at each budget definition (`at_budget`) combined
-    (`budget_verdicts.combine`); `arms` {budget: {regime: pooled arms}} (`FrameworkTransfer.context`)."""
-    kinds, every_kinds = budget_of(rows), budget_of(every_regime)
-    results = {budget: at_budget(claim, regime, rows[kinds.eq(budget)], every_regime[every_kinds.eq(budget)],
-                                 effect, (arms or {}).get(budget))
+def transfer_claim(claim, regime: str, rows: pd.DataFrame, every_regime: pd.DataFrame, effect: float) -> dict:
+    """The claim's entry: its verdict at each budget definition (`at_budget`) combined (`budget_verdicts.combine`)."""
+    kinds = budget_of(rows)
+    results = {budget: at_budget(claim, regime, rows[kinds.eq(budget)], effect)
                for budget in BUDGETS if kinds.eq(budget).any()}
     if not results or all(r["verdict"] == "not tested" for r in results.values()) and "epochs" in results:
-        return at_budget(claim, regime, rows, every_regime, effect, {})
+        return at_budget(claim, regime, rows, effect)
     return combine(claim, regime, results, rows)
 
 
-
-def at_budget(claim, regime: str, rows: pd.DataFrame, every_regime: pd.DataFrame, effect: float,
-              arms=None) -> dict:
-    """A transfer claim's verdict from the summary of its comparisons at one published budget; for framework
-    transfer, `arms`: {regime: (the pairs' mean as one contrast of their arms, pairs)}, which counts a shared
-    arm once."""
+def at_budget(claim, regime: str, rows: pd.DataFrame, effect: float) -> dict:
+    """The claim's verdict from the summary of its comparisons at one published budget."""
     margin = claim.margin(effect)
     compared = rows[rows["role"].eq("comparison") & rows["verdict"].ne("not compared")]
     placebo = rows[rows["role"].eq("placebo")]
@@ -57,16 +47,13 @@ def at_budget(claim, regime: str, rows: pd.DataFrame, every_regime: pd.DataFrame
     if counted.empty:
         return {**facts, "verdict": "not tested", "sentence": sentences.cut(claim, regime, facts["budget_scale"])}
     pooled, df = summary([_difference(row) for row in counted.to_dict("records")]), None
-    if (arms or {}).get(regime) is not None and arms[regime][0].se is not None:
-        pooled, df = _as_summary(arms[regime], counted), arms[regime][0].df
     undecided = _not_testable(claim, regime, counted, pooled, facts)
     if undecided:
         return undecided
     p_tost = tost(pooled.estimate, pooled.se, margin, df)
-    higher = claim.direction == "higher"  # a home advantage is claimed above 0, a moved default's loss below
-    claimed = pooled.estimate > 0 if higher else pooled.estimate < 0
+    claimed = pooled.estimate > 0  # a home advantage
     differ = counted[counted["verdict"].isin(("lower", "higher"))]
-    against = differ["verdict"].eq(claim.direction).any()
+    against = differ["verdict"].eq("higher").any()
     if p_tost is not None and p_tost < ALPHA:
         # equivalent on average; where a comparison differs in the claimed direction, it depends on which
         verdict = "inconclusive" if against else "not supported"
@@ -77,23 +64,11 @@ def at_budget(claim, regime: str, rows: pd.DataFrame, every_regime: pd.DataFrame
     failed_placebo = placebo["verdict"].isin(("lower", "higher")).any()
     if verdict == "supported" and failed_placebo:
         verdict = "inconclusive"  # the design finds an effect where none can exist: it cannot be trusted here
-    head = counted.loc[(counted["estimate"].idxmax() if higher else counted["estimate"].idxmin())]
-    control = every_regime[every_regime["role"].eq("comparison") & every_regime[REGIME].eq("canonical")
-                           & every_regime["verdict"].isin(("lower", "higher", "equivalent", "inconclusive"))]
-    control_summary = summary([_difference(r) for r in control.to_dict("records")]) if (
-        regime != "canonical" and claim.quotes_control and len(control)) else None
-    if control_summary is not None and (arms or {}).get("canonical") is not None \
-            and arms["canonical"][0].se is not None:
-        control_summary = _as_summary(arms["canonical"], control)
+    head = counted.loc[counted["estimate"].idxmax()]
     sentence = claim_sentence(claim, regime, verdict, pooled=pooled, p_tost=p_tost, margin=margin, counted=counted,
-                              differ=differ, head=head.to_dict(), placebos=placebo, control=control_summary,
+                              differ=differ, head=head.to_dict(), placebos=placebo,
                               mixed=bool(p_tost is not None and p_tost < ALPHA and against))
-    if control_summary is not None and control_summary.k:
-        low = "" if control_summary.low is None else (f" [{control_summary.low:+.3f}, "
-                                                       f"{control_summary.high:+.3f}]")
-        control = f"canonical control {control_summary.estimate:+.3f}{low}"
-    else:
-        control = "the control regime" if regime == "canonical" else None
+    control = "the control regime" if regime == "canonical" else None
     return {**facts, "verdict": verdict, "estimate": pooled.estimate, "low": pooled.low, "high": pooled.high,
             "control": control,
             "unit": _unit(head), "p": pooled.p, "p_tost": p_tost,
@@ -126,13 +101,6 @@ def _unit(head) -> str:
     return head["unit"]
 
 
-def _as_summary(arms: tuple, counted: pd.DataFrame) -> Summary:
-    """A contrast of arms (`transfer.pooled_transfer`) as a claim's summary: tau is the pairs' own spread."""
-    diff, pairs = arms
-    spread = float(pd.to_numeric(counted["estimate"], errors="coerce").std(ddof=1)) if len(counted) > 1 else 0.0
-    return Summary(diff.estimate, diff.low, diff.high, diff.se, diff.p, pairs, spread)
-
-
 def _difference(row: dict) -> Difference:
     detail = row["detail"] or {}
     return Difference(row["estimate"], row["low"], row["high"], row["n_a"], row["n_b"], row["p"], None, "",
@@ -151,7 +119,7 @@ def pooled_text(pooled, margin: float, p_tost, how: str = "random-effects mean")
 
 
 def claim_sentence(claim, regime: str, verdict: str, *, pooled, p_tost, margin: float, counted, differ, head: dict,
-                   placebos, control, mixed: bool = False) -> str:
+                   placebos, mixed: bool = False) -> str:
     """A transfer claim's sentence: its verdict, what it rests on (the claim's `pooled_words`), the seeds that would
     settle it, and the placebo."""
     lead = {"supported": f"{claim.statement} here", "not supported": f"defaults transfer within +-{margin:g} here",
@@ -162,7 +130,7 @@ def claim_sentence(claim, regime: str, verdict: str, *, pooled, p_tost, margin: 
     fewest, most = int(counted[["n_a", "n_b"]].min().min()), int(counted[["n_a", "n_b"]].max().max())
     seeds = f"{fewest} seeds a cell" if fewest == most else f"{fewest} to {most} seeds a cell"
     what = claim.pooled_words(regime, pooled, p_tost=p_tost, margin=margin, counted=counted, differ=differ, head=head,
-                              control=control, seeds=seeds)
+                              seeds=seeds)
     ending = f"; {sentences.needed(head, margin)}" if verdict == "inconclusive" and not mixed else ""
     return f"{regime.capitalize()}: {lead}: {what}{ending}{placebo_words(placebos, margin)}."
 
