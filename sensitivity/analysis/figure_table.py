@@ -27,6 +27,8 @@ FIGURES = {  # kind: its module, in the order the report draws them
     "curves": "sensitivity.analysis.figures.curves",
     "slice": "sensitivity.analysis.figures.slice",
     "contour": "sensitivity.analysis.figures.contour",
+    "parallel": "sensitivity.analysis.figures.parallel",
+    "dependence": "sensitivity.analysis.figures.dependence",
     "crossover": "sensitivity.analysis.figures.crossover",
     "transfer": "sensitivity.analysis.figures.transfer",
     "robustness": "sensitivity.analysis.figures.robustness",
@@ -35,8 +37,8 @@ FIGURES = {  # kind: its module, in the order the report draws them
 KINDS = tuple(FIGURES)
 # kinds drawn from any study's trials; the others need its planned trials of defaults (sensitivity transfer), its
 # crossovers, its trained models attacked (sensitivity robustness), its ablation path or its design
-STUDY_KINDS = ("findings", "frontier", "importance", "isolation", "slice", "contour", "curves", "seeds", "resources",
-               "divergence")
+STUDY_KINDS = ("findings", "frontier", "importance", "isolation", "slice", "contour", "parallel", "dependence", "curves",
+               "seeds", "resources", "divergence")
 
 
 def module_of(kind: str):
@@ -62,6 +64,12 @@ def findings_figure_info(found):
     from sensitivity.analysis.figures.findings import Info
 
     return Info(found.claims, found.comparisons, {claim.name: claim.unit for claim in CLAIMS})
+
+
+def any_study(kind: str) -> bool:
+    """Whether figure `kind` is drawn for any study's trials, one another program wrote included (its module's
+    ANY_STUDY): it needs neither a framework nor a regime."""
+    return bool(getattr(module_of(kind), "ANY_STUDY", False))
 
 
 def compute_of(kind: str):
@@ -91,7 +99,7 @@ def figure_data(study_or_frame, kind: str, **options):
             raise NotEnoughData(f"the {kind} figure reads a designed study itself (sweep --design), not a trial table")
         return compute_of(kind)(study_or_frame, **options)
     table = trials_table(study_or_frame)
-    if kind != "importance" and unframed(table):  # importance says itself what it reads and what to run
+    if kind != "importance" and unframed(table) and not any_study(kind):  # importance says itself what to run
         raise NotEnoughData(UNFRAMED)
     return compute_of(kind)(table, **options)
 

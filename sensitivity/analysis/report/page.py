@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sensitivity.analysis.figure_table import FIGURES, module_of
+from sensitivity.analysis.figure_table import FIGURES, any_study, module_of
 from sensitivity.analysis.figures import ablation as ablation_figure
 from sensitivity.analysis.figures import frontier as frontier_figure
 from sensitivity.analysis.figures import resources as resources_figure
@@ -71,8 +71,8 @@ DRAWN = {"curves": {"fields": DRAWN_FIELDS}}  # options of a figure's compute fu
 # the page's order: a figure kind is drawn in the section of its own name, or in the one DRAWN_IN names; a kind of
 # `figure_table.FIGURES` in neither gets a section of its own before "papers", titled by its module's TITLE
 ORDER = ("findings", "study", "environment", "summary", "frontier", "runtime", "importance", "isolation", "seeds",
-         "resources", "divergence", "curves", "slice", "contour", "transfer", "robustness", "ablation", "papers",
-         "forecast")
+         "resources", "divergence", "curves", "slice", "contour", "parallel", "dependence", "transfer", "robustness",
+         "ablation", "papers", "forecast")
 DRAWN_IN = {"designed-indices": "importance", "designed-interactions": "importance", "crossover": "transfer"}
 TITLES = {"study": "Study", "environment": "Environment", "summary": "Framework by dataset",
           "runtime": "Runtime beside accuracy", "papers": "The study's numbers beside ours",
@@ -87,7 +87,8 @@ def sections() -> list:
     return [(anchor, TITLES.get(anchor) or module_of(anchor).TITLE) for anchor in anchors]
 
 
-UNFRAMED_SECTIONS = ("study", "environment", "importance")  # a study without frameworks: no groups to invent
+UNFRAMED_SECTIONS = ("study", "environment", "importance")  # a study without frameworks: no groups to invent, and
+# the figures of any study's trials (`figure_table.any_study`)
 
 
 def render_report(table: pd.DataFrame, others=(), designed=()) -> str:
@@ -98,7 +99,8 @@ def render_report(table: pd.DataFrame, others=(), designed=()) -> str:
 
     name = table.attrs.get("study", "trial table")
     builders = _sections(table, list(others), list(designed))
-    shown = [s for s in sections() if s[0] in UNFRAMED_SECTIONS] if unframed(table) else sections()
+    shown = [s for s in sections() if s[0] in UNFRAMED_SECTIONS or (s[0] in FIGURES and any_study(s[0]))] if unframed(
+        table) else sections()
     drawn = {anchor: builders.get(anchor, lambda anchor=anchor: _figure_section(table, anchor))()
              for anchor, _ in shown}
     nav = " ".join(f'<a href="#{anchor}">{html.escape(title)}</a>' for anchor, title in shown)
@@ -199,7 +201,8 @@ def _figure_section(table: pd.DataFrame, kind: str) -> str:
     def build():
         data = module.compute(table, **DRAWN.get(kind, {}))
         rows = getattr(data, "rows", None)
-        regimes = regime_html(rows) if isinstance(rows, pd.DataFrame) and REGIME in rows else ""
+        regimes = regime_html(rows) if isinstance(rows, pd.DataFrame) and REGIME in rows and (
+            rows[REGIME].notna().any() or not unframed(table)) else ""  # a study without regimes names none
         return regimes + figure_html(module.plot(data), kind)
     return guarded(build)
 

@@ -1,0 +1,128 @@
+"""Partial dependence with ICE curves, as DeepCAVE draws them: a surrogate (scikit-learn's ExtraTreesRegressor,
+TREES trees) fitted to the trained trials of each regime, parameters on their axes (`tables.axes.trial_axes`: log10
+on a log scale, a level's index for a category); for each parameter, the surrogate's prediction as that parameter
+alone moves over GRID_POINTS values of its range (every level of a category) and the others keep a trial's values.
+One thin line per trial (ICE: individual conditional expectation) for at most ICE_CURVES trials, and their mean over
+at most AVERAGE_ROWS trials (the partial dependence) as the thick line. The surrogate is fitted to at most FIT_MAX
+trials (a seeded sample) and to at most PARAMETERS_MAX parameters (the first, the framework first); the title says
+what it rests on. A surrogate's curve is its guess between the trials: where no trial lies, so does the curve."""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from sensitivity.analysis.figures.layout import panel_grid
+from sensitivity.analysis.figures.style import finish, go, regime_title
+from sensitivity.analysis.table import PARAM, NotEnoughData, regimes_of
+from sensitivity.analysis.tables.axes import trial_axes
+
+TITLE = "Partial dependence"  # the heading of its report section
+ANY_STUDY = True  # drawn for a study another program wrote too: it needs no framework
+TREES, GRID_POINTS, ICE_CURVES, AVERAGE_ROWS, FIT_MAX, PARAMETERS_MAX, MIN_TRIALS = 50, 20, 30, 500, 2_000, 8, 5
+ALL = "all trials"
+REGIME_COLOURS = ("#1f77b4", "#d62728", "#2ca02c")
+
+
+class Info(NamedTuple):
+    """Fields:
+    - rows: one row per point of a curve: parameter, semantics (the regime whose surrogate drew it; none for a
+      study without regimes, one surrogate of all its trials), curve (-1 for the partial dependence, the mean; else the trial's ICE curve),
+      x (the parameter's position: log10 of its value on a log axis, a level's index on a category axis, else the
+      value), y (the surrogate's predicted objective)
+    - axes: one row per parameter drawn: parameter, axis (linear, log or category), levels (a category axis' labels
+      joined by "|", else empty)
+    - objective: what the surrogate predicts
+    - fitted: one row per regime: semantics, trials (trained trials), fitted (the trials the surrogate was fitted
+      to), curves (ICE curves drawn per parameter), averaged (trials the mean is over)
+    """
+    rows: pd.DataFrame
+    axes: pd.DataFrame
+    objective: str
+    fitted: pd.DataFrame
+
+
+def compute(table, parameters=None, curves: int = ICE_CURVES) -> Info:
+    """The curves of each regime's surrogate (ValueError-free: NotEnoughData where fewer than MIN_TRIALS)."""
+    # lazy: scikit-learn
+    from sklearn.ensemble import ExtraTreesRegressor
+
+    rows, axes, objective = trial_axes(table, parameters, "partial dependence")
+    axes = axes[axes["parameter"].ne("semantics")].head(PARAMETERS_MAX).reset_index(drop=True)
+    names = list(axes["parameter"])
+    if not names:
+        raise NotEnoughData("partial dependence needs a parameter that varies besides the regime")
+    groups = [(r, rows[rows["semantics"].eq(r)]) for r in regimes_of(rows)] or [(None, rows)]
+    parts, fitted = [], []
+    for regime, group in groups:
+        if len(group) < MIN_TRIALS:
+            continue
+        sample = group.sample(FIT_MAX, random_state=0) if len(group) > FIT_MAX else group
+        X = np.nan_to_num(sample[[PARAM + n for n in names]].to_numpy(dtype=float), nan=-1.0)  # missing: its own cut
+        model = ExtraTreesRegressor(n_estimators=TREES, min_samples_leaf=2, random_state=0, n_jobs=1).fit(
+            X, sample["objective"].to_numpy(dtype=float))
+        rng = np.random.default_rng(0)
+        averaged = X[rng.choice(len(X), min(len(X), AVERAGE_ROWS), replace=False)]
+        ice = averaged[:min(curves, len(averaged))]
+        for j, (name, axis, levels) in enumerate(zip(names, axes["axis"], axes["levels"])):
+            column = X[:, j][X[:, j] != -1.0]
+            grid = (np.arange(len(levels.split("|")), dtype=float) if axis == "category" else
+                    np.linspace(column.min(), column.max(), GRID_POINTS))
+            predicted = _moved(model, averaged, j, grid)  # rows x grid
+            parts.append(pd.DataFrame({"parameter": name, "semantics": regime, "curve": -1, "x": grid,
+                                       "y": predicted.mean(axis=0)}))
+            for k in range(len(ice)):
+                parts.append(pd.DataFrame({"parameter": name, "semantics": regime, "curve": k, "x": grid,
+                                           "y": predicted[k]}))
+        fitted.append({"semantics": regime, "trials": len(group), "fitted": len(sample), "curves": len(ice),
+                       "averaged": len(averaged)})
+    if not parts:
+        raise NotEnoughData(f"partial dependence needs at least {MIN_TRIALS} trained trials in a regime")
+    return Info(pd.concat(parts, ignore_index=True), axes, objective, pd.DataFrame(fitted))
+
+
+def _moved(model, rows: np.ndarray, j: int, grid: np.ndarray) -> np.ndarray:
+    """The model's predictions for `rows` with column `j` set to each value of `grid`: rows x grid."""
+    stacked = np.repeat(rows[None, :, :], len(grid), axis=0)
+    stacked[:, :, j] = grid[:, None]
+    return model.predict(stacked.reshape(-1, rows.shape[1])).reshape(len(grid), len(rows)).T
+
+
+def plot(info: Info):
+    rows, axes, fitted = info.rows, info.axes, info.fitted
+    names = list(axes["parameter"])
+    fig, positions, height = panel_grid(names)
+    regimes = list(fitted["semantics"])
+    for i, regime in enumerate(regimes):
+        colour = REGIME_COLOURS[i % len(REGIME_COLOURS)]
+        record = fitted.iloc[i]
+        mine = rows["semantics"].isna() if regime is None or regime != regime else rows["semantics"].eq(regime)
+        regime = regime if isinstance(regime, str) else ALL
+        for name, axis, levels, (row, col) in zip(names, axes["axis"], axes["levels"], positions):
+            part = rows[rows["parameter"].eq(name) & mine]
+            ice = part[part["curve"].ge(0)]
+            x_of = (lambda x: np.asarray(x, dtype=float))
+            if len(ice):  # every ICE curve as one trace, broken between curves: one legend entry, light to draw
+                breaks = ice.groupby("curve", sort=True)
+                xs = np.concatenate([np.append(x_of(c["x"]), np.nan) for _, c in breaks])
+                ys = np.concatenate([np.append(c["y"].to_numpy(dtype=float), np.nan) for _, c in breaks])
+                fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(color=colour, width=0.6),
+                                         opacity=0.35, name=f"ICE, {regime} ({int(record['curves'])} trials)",
+                                         legendgroup=f"ice {regime}", showlegend=(row, col) == (1, 1),
+                                         hoverinfo="skip"), row=row, col=col)
+            mean = part[part["curve"].eq(-1)]
+            fig.add_trace(go.Scatter(x=x_of(mean["x"]), y=mean["y"].to_numpy(dtype=float), mode="lines+markers",
+                                     line=dict(color=colour, width=3), name=f"partial dependence, {regime} (mean of "
+                                     f"{int(record['averaged'])} trials)", legendgroup=f"pd {regime}",
+                                     showlegend=(row, col) == (1, 1)), row=row, col=col)
+            if axis == "category":
+                labels = levels.split("|")
+                fig.update_xaxes(tickvals=list(range(len(labels))), ticktext=labels, row=row, col=col)
+            fig.update_xaxes(title=f"log10({name})" if axis == "log" else name, row=row, col=col)
+            fig.update_yaxes(title=info.objective if col == 1 else None, row=row, col=col)
+    rests = "; ".join(f"{r['semantics'] if isinstance(r['semantics'], str) else ALL}: fitted to {int(r['fitted'])} of {int(r['trials'])} trials"
+                      for _, r in fitted.iterrows())
+    title = regime_title(f"Partial dependence and ICE curves of an ExtraTrees surrogate of {info.objective} "
+                         f"({rests})", [r for r in regimes if isinstance(r, str)])
+    return finish(fig, title, height)
