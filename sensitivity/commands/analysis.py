@@ -41,6 +41,12 @@ def add_parsers(commands) -> None:
     p.add_argument("--with-study", action="append", default=[], metavar="NAME",
                    help="another study of the storage whose transfer matrix, robustness or ablation path fills "
                         "those sections (e.g. the study of sensitivity transfer); repeatable")
+    p.add_argument("--to-dashboard", action="store_true",
+                   help="also write the Findings and the importance table as the study's note in optuna-dashboard, "
+                        "and the figures as its artifacts (replacing those of an earlier run); without it nothing "
+                        "is written to the study")
+    p.add_argument("--artifact-dir", metavar="DIR", help="with --to-dashboard: the artifact store's folder (default: "
+                   "artifacts/ beside the storage, which sensitivity dashboard serves)")
     p.add_argument("--storage")
     p.set_defaults(handler=_cmd_report)
 
@@ -128,9 +134,69 @@ def _cmd_report(args) -> int:
     from sensitivity.analysis.report.page import write_report
 
     _check_out("report", args.out)
+    if args.artifact_dir and not args.to_dashboard:
+        raise UsageError("sensitivity report: --artifact-dir is for --to-dashboard")
     study = _load("report", args)
     others = [_load("report", args, name) for name in args.with_study]
     out = write_report(study, Path(args.out) if args.out else _results_path(args.study, "-report.html", "report"),
                        others=others)
     print(f"report: {Path(out).resolve()}")
+    if args.to_dashboard:
+        _to_dashboard(study, args)
     return EXIT_OK
+
+
+def _to_dashboard(study, args) -> None:
+    """The study's note and figures in optuna-dashboard (`studies.notes`): every figure drawn first, so that a
+    figure that cannot be drawn (no Chromium) writes nothing."""
+    # lazy: plotly, kaleido, optuna-dashboard
+    from sensitivity.analysis.report.note import figure_files, note_markdown
+    from sensitivity.studies.notes import artifact_dir, publish
+
+    try:
+        files = figure_files(study, log=lambda line: print(f"dashboard: {line}", file=sys.stderr))
+    except (ImportError, RuntimeError) as exc:
+        raise UsageError(f"sensitivity report: --to-dashboard: {str(exc).splitlines()[0]}")
+    findings, importance = _findings_text(study, args), _importance_text(study)
+    folder = Path(args.artifact_dir) if args.artifact_dir else artifact_dir(args.storage)
+    written = publish(study, [(name, data, mime) for name, data, mime, _ in files],
+                      lambda urls: note_markdown(study.study_name, findings, importance,
+                                                 [(name, title) for name, _, _, title in files], urls), folder)
+    print(f"dashboard: the note of study {study.study_name} and {len(written)} figures in {folder.resolve()} "
+          "(sensitivity dashboard shows them)")
+
+
+def _findings_text(study, args) -> str:
+    """The Findings as `sensitivity findings STUDY --with-study ...` prints them."""
+    # lazy: pandas, scipy
+    from sensitivity.analysis.claims.findings import study_findings_records
+    from sensitivity.analysis.claims.text import findings_text
+    from sensitivity.analysis.table import UNFRAMED, trials_table, unframed
+
+    others = [_load("report", args, name) for name in args.with_study]
+    if all(unframed(trials_table(s)) for s in [study, *others]):
+        return UNFRAMED
+    heading = f"Findings of {study.study_name}" + (f" with {', '.join(args.with_study)}" if args.with_study else "")
+    return findings_text(study_findings_records(study, others), heading, 0.02)
+
+
+def _importance_text(study) -> str:
+    """The importance table as Markdown: the report's (fANOVA and PED-ANOVA per regime, read from its cache) for a
+    study of this tool; a designed study's indices; else `sensitivity importance STUDY`'s record (the estimator that
+    fits the sampling, its first objective); or why there is none."""
+    # lazy: SALib, scikit-learn
+    from sensitivity.analysis.rankings.designed import NoDesign, designed_importance, importance_record
+    from sensitivity.analysis.rankings.plain import plain_importance
+    from sensitivity.analysis.report.note import importance_markdown, report_importance, report_importance_markdown
+    from sensitivity.analysis.table import NotEnoughData, trials_table, unframed
+
+    try:
+        try:
+            return importance_markdown(importance_record(designed_importance(study)))
+        except NoDesign:
+            if not unframed(trials_table(study)):
+                return report_importance_markdown(report_importance(study))
+            first = (study.metric_names or ["values[0]"])[0] if len(study.directions) > 1 else None
+            return importance_markdown(plain_importance(study, first))
+    except (ValueError, NotEnoughData) as exc:
+        return f"No importance: {exc}."

@@ -22,9 +22,10 @@ def add_parsers(commands) -> None:
                                                "the estimator that fits how its trials were sampled")
     p.add_argument("study")
     p.add_argument("--storage")
-    p.add_argument("--target", "--objective", dest="objective", metavar="NAME",
+    p.add_argument("--target", dest="objective", metavar="NAME",
                    help="the objective analysed; needed where a study without a design has several (a designed "
                         "study's default: its first)")
+    p.add_argument("--objective", dest="objective", metavar="NAME", help="the same as --target")
     p.add_argument("--params", metavar="P1,P2", type=lambda text: [p for p in text.split(",") if p],
                    help="only these parameters (default: every parameter all complete trials sampled)")
     p.add_argument("--json", action="store_true", help="print JSON, not text")

@@ -236,6 +236,8 @@ def _add_study_parsers(commands) -> None:
     p = commands.add_parser("dashboard", help="optuna-dashboard on 127.0.0.1")
     p.add_argument("--storage")
     p.add_argument("--port", type=port, default=8080)
+    p.add_argument("--artifact-dir", metavar="DIR", help="the artifact store optuna-dashboard shows (default: "
+                   "artifacts/ beside the storage, where report --to-dashboard writes the figures, if it exists)")
     p.set_defaults(handler=_cmd_dashboard)
 
 
@@ -272,6 +274,6 @@ def _cmd_dashboard(args) -> int:
         except OSError as exc:
             raise UsageError(f"sensitivity dashboard: --port {args.port}: {exc.strerror or exc}")
     with storage_errors("dashboard"):
-        return catalog.dashboard(args.storage, args.port)
+        return catalog.dashboard(args.storage, args.port, args.artifact_dir)
 
 

@@ -6,9 +6,10 @@ import sys
 from pathlib import Path
 
 from sensitivity.studies.records import FINAL_STATES, REGIME_BEFORE_SEMANTICS, is_final
-from sensitivity.studies.storage import StorageError, default_url, open_storage
+from sensitivity.studies.storage import StorageError, default_url, folder_beside, open_storage
 from sensitivity.studies.trial_rows import trial_records
 
+ARTIFACTS = "artifacts"  # the artifact store's folder beside the storage (`notes.artifact_dir`)
 EXPORT_ATTRS = ("status", "reason", "seed", "config_id", "accuracy", "val_accuracy", "loss", "train_time_s",
                 "setup_time_s", "compile_time_s", "test_time_s", "throughput", "peak_rss_mb", "cpu_percent",
                 "flops_per_s", "params", "steps", "retry_of", "orphaned", "default", "default_source", "source_dataset",
@@ -109,15 +110,18 @@ def export(study, fmt: str, out: Path) -> Path:
     return out
 
 
-def dashboard(storage_url, port: int) -> int:
+def dashboard(storage_url, port: int, artifact_dir=None) -> int:
     """optuna-dashboard on 127.0.0.1 (not on every interface) until interrupted. A password in the URL goes
-    to it in PGPASSWORD (libpq reads it; the environment, unlike the argv, is the user's own to read)."""
+    to it in PGPASSWORD (libpq reads it; the environment, unlike the argv, is the user's own to read). Its
+    artifacts (`report --to-dashboard`'s figures) come from `artifact_dir`, by default the folder beside the
+    storage where the report writes them (`notes.artifact_dir`), where that exists."""
     url = storage_url or default_url()
     open_storage(url, must_exist=True)  # a clear error now rather than from the dashboard
     target, password = _without_password(url.removeprefix("journal:"))  # a journal file by its path
     environ = dict(os.environ, **({"PGPASSWORD": password} if password is not None else {}))
+    folder = Path(artifact_dir) if artifact_dir else folder_beside(url, ARTIFACTS)
     command = [str(Path(sys.executable).parent / "optuna-dashboard"), target, "--host", "127.0.0.1",
-               "--port", str(port)]
+               "--port", str(port), *(["--artifact-dir", str(folder)] if artifact_dir or folder.is_dir() else [])]
     print(f"optuna-dashboard on http://127.0.0.1:{port}/", file=sys.stderr)
     sys.stderr.flush()
     os.execve(command[0], command, environ)  # become the dashboard: a signal to this process reaches the server
