@@ -15,12 +15,13 @@ import pandas as pd
 
 from sensitivity.analysis.figures.layout import panel_grid
 from sensitivity.analysis.figures.style import finish, go, regime_title
-from sensitivity.analysis.table import PARAM, NotEnoughData, regimes_of
+from sensitivity.analysis.table import PARAM, NotEnoughData, regimes_of, trials_table
 from sensitivity.analysis.tables.axes import trial_axes
+from sensitivity.studies.trial_rows import cached_beside
 
 TITLE = "Partial dependence"  # the heading of its report section
 ANY_STUDY = True  # drawn for a study another program wrote too: it needs no framework
-TREES, GRID_POINTS, ICE_CURVES, AVERAGE_ROWS, FIT_MAX, PARAMETERS_MAX, MIN_TRIALS = 50, 20, 30, 500, 2_000, 8, 5
+TREES, GRID_POINTS, ICE_CURVES, AVERAGE_ROWS, FIT_MAX, PARAMETERS_MAX, MIN_TRIALS = 30, 20, 30, 300, 1_000, 8, 5
 ALL = "all trials"
 REGIME_COLOURS = ("#1f77b4", "#d62728", "#2ca02c")
 
@@ -44,7 +45,16 @@ class Info(NamedTuple):
 
 
 def compute(table, parameters=None, curves: int = ICE_CURVES) -> Info:
-    """The curves of each regime's surrogate (ValueError-free: NotEnoughData where fewer than MIN_TRIALS)."""
+    """The curves of each regime's surrogate (NotEnoughData where no regime has MIN_TRIALS). With the defaults, a
+    study's curves are cached beside its table (`trial_rows.cached_beside`), as the importance is: a report of the
+    study unchanged since fits no surrogate and imports no scikit-learn."""
+    table = trials_table(table)
+    if parameters is None and curves == ICE_CURVES:
+        return cached_beside(table, "dependence", lambda: _curves(table, None, curves))
+    return _curves(table, parameters, curves)
+
+
+def _curves(table, parameters, curves: int) -> Info:
     # lazy: scikit-learn
     from sklearn.ensemble import ExtraTreesRegressor
 
