@@ -50,6 +50,9 @@ def _cmd_importance(args) -> int:
             if args.within:
                 raise NoDesign("--within")
             found = designed_importance(study, args.objective)
+            if args.params:
+                raise ValueError(f"--params: study {study.study_name} is a design, whose indices are of all its "
+                                 "factors together")
             record = importance_record(found)
             shown = text(found, record)
         except NoDesign:

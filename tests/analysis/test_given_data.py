@@ -204,7 +204,8 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(journal, tmp_path, cap
     apart.optimize(lambda t: t.suggest_float("a", 0, 1) if t.number % 2 else t.suggest_float("b", 0, 1), n_trials=60)
     before = (tmp_path / "plain.log").read_bytes()
     cases = [(("few",), "sensitivity importance: study few has 20 complete trials; S1 (RBD-FAST) needs at least 50; "
-                        "TPE's 10 start-up trials alone never give an interval"),
+                        "TPE's 10 start-up trials alone never give an interval (fANOVA and PED-ANOVA with intervals "
+                        "on fewer: sensitivity report STUDY, its importance section)"),
              (("few", "--params", "x1,lr"), "sensitivity importance: --params lr: not a parameter of study few; "
                                             "allowed: x1, x2, x3, x4, x5, x6"),
              (("apart",), "sensitivity importance: study apart: its 60 complete trials have no parameter in common "

@@ -121,6 +121,8 @@ def test_importance_command_on_a_sqlite_study_and_a_plain_one(tmp_path, capsys):
     assert cli("importance", "plain", "--storage", url, "--within", "x=0.5").returncode == 2
     proc = cli("importance", "ishigami", "--storage", url, "--objective", "z")
     assert proc.returncode == 2 and "allowed: y" in proc.stderr
+    proc = cli("importance", "ishigami", "--storage", url, "--params", "x1")
+    assert proc.returncode == 2 and "is a design, whose indices are of all its factors" in proc.stderr
 
 
 def test_a_plain_optuna_study_is_one_group_with_its_own_parameters():

@@ -216,7 +216,8 @@ def plain_importance(study, objective: Optional[str] = None, seed: int = 0, with
         extra = ("; TPE's 10 start-up trials alone never give an interval" if sampling.family in (MODEL_BASED, UNKNOWN)
                  else "")
         raise ValueError(f"study {study.study_name} has {len(trials)} complete trials; {LABELS[fits]} needs at least "
-                         f"{needed}{' in a group' if len(groups) > 1 else ''}{extra}")
+                         f"{needed}{' in a group' if len(groups) > 1 else ''}{extra} (fANOVA and PED-ANOVA with "
+                         "intervals on fewer: sensitivity report STUDY, its importance section)")
     direction = study.directions[index]
     per = {g: _group_importance(ts, index, direction, sampling, chosen, seed) for g, ts in groups.items()}
     fits, method = method_of(sampling)
