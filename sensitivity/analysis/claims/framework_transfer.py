@@ -250,10 +250,13 @@ def _table(pairs: dict, ran: list) -> list:
             if p is None:
                 row[f"at {budget}"] = "not run"
                 continue
+            if p["identical"]:  # an exact 0: no interval around it
+                row[f"at {budget}"] = f"identical on every seed, {converged_text(p['converged'])}"
+                continue
             low = none_if_missing(p["low"])
             spread = f" [{signed(low)}, {signed(p['high'])}]" if low is not None else ""
-            state = "identical on every seed" if p["identical"] else (
-                "loses" + (" (fails to train)" if p["fails_to_train"] else "") if p["loses"] else p["verdict"])
+            state = ("loses" + (" (fails to train)" if p["fails_to_train"] else "") if p["loses"]
+                     else p["verdict"])
             row[f"at {budget}"] = f"{signed(p['estimate'])}{spread}, {state}, {converged_text(p['converged'])}"
         out.append(row)
     return out

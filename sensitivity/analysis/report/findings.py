@@ -32,7 +32,7 @@ def findings_html(table: pd.DataFrame, others=(), designed=()) -> str:
     claims, comparisons = found.claims, found.comparisons
     studies = ", ".join(str(s.attrs.get("study", "a trial table")) for s in [table, *others])
     effect = comparisons.attrs.get("effect", EFFECT)
-    parts = [note_html(
+    parts = [f"<p><strong>{html.escape(found.summary)}</strong></p>" if found.summary else "", note_html(
         f"What the data of {studies} says about each claim, per regime. Each comparison is a difference of means "
         "over seeds (accuracy over converged runs; diverged runs counted apart, with Fisher's exact test) with its "
         "95% interval, which includes the test set's sampling error where the trials recorded per-sample correctness "
