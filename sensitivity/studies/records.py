@@ -27,6 +27,7 @@ QUEUED_ATTRS = ("seed", "config_id", "retry_of", "attempt", "planned", "plan_key
                 "run_epochs", "crossover", "tuned_for", "placebo", "tuned_config", "tuned_key", "timing", "timed_study",
                 "timed_trial")
 SPACE_HASH = "space_fingerprint"
+SAMPLERS_ATTR = "samplers"  # every sampler the sweeps of a study ran with, in order (the analysis reads it)
 
 
 def result_fields() -> tuple:

@@ -32,7 +32,7 @@ from sensitivity.forecast.overhead import keep_run
 from sensitivity.frameworks import gpu
 from sensitivity.studies import storage as st
 from sensitivity.studies import storage_health
-from sensitivity.studies.records import SPACE_HASH, beat, count_final, counts_towards_target, is_final
+from sensitivity.studies.records import SAMPLERS_ATTR, SPACE_HASH, beat, count_final, counts_towards_target, is_final
 from sensitivity.studies.redaction import describe, reason
 from sensitivity.studies.storage import StorageLost, default_url, open_storage
 from sensitivity.sweep import stopping, tune_files
@@ -356,6 +356,9 @@ def _open_study(space: Space, storage, options: SweepOptions):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             study.set_metric_names(metrics)
+    used = list(study.user_attrs.get(SAMPLERS_ATTR) or ())
+    if options.sampler not in used:  # how the trials were drawn, for the analysis (`rankings.sampling`)
+        study.set_user_attr(SAMPLERS_ATTR, [*used, options.sampler])
     stored = study.user_attrs.get(SPACE_HASH)
     if stored is None:
         study.set_user_attr(SPACE_HASH, space.fingerprint())

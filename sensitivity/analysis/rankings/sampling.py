@@ -4,12 +4,14 @@ follows which sampling").
 
 Optuna records no sampler. What it does leave:
 - this tool's designs: the study's `design` user attribute (`sweep --design`): Sobol' or Morris, as designed;
+- this tool's sweeps: the study's `samplers` user attribute, every sampler a sweep of it ran with;
 - GridSampler: `grid_id` and `search_space` in each trial's system attributes;
 - QMCSampler: a `qmc:...` key in the study's system attributes (its sample counter);
 - CMA-ES: `cma:`, `sepcma:` or `cmawm:` keys in the trials' system attributes; GP, and TPE with its constant
-  liar (Optuna 5's default): `gp:relative_params` or `tpe:relative_params` once the model samples; NSGA-II and III: `nsga2:` or `nsga3:` generations.
-Random, and TPE without a constant liar or within its start-up, leave none. For those the family is inferred by a test of the trials
-against the prior: under independent draws each parameter's value, mapped through its prior's distribution
+  liar (Optuna 5's default): `gp:relative_params` or `tpe:relative_params` once the model samples; NSGA-II and
+  III: `nsga2:` or `nsga3:` generations.
+Random, and TPE without a constant liar or within its start-up, leave none. For those the family is inferred by a
+test of the distinct configurations (one a configuration, whatever its seeds) against the prior: under independent draws each parameter's value, mapped through its prior's distribution
 function (log where the space is log, a step spread over its width), is uniform on [0, 1]. After the first
 STARTUP trials (TPE's random start-up), a Kolmogorov-Smirnov test per numeric parameter and a chi-square test per
 categorical one; where the smallest p-value, Bonferroni-adjusted over the parameters, falls below INFERENCE_LEVEL
@@ -25,6 +27,7 @@ import numpy as np
 
 from sensitivity.config.design import DESIGN_ATTR
 from sensitivity.private_apis import study_system_attrs
+from sensitivity.studies.records import SAMPLERS_ATTR
 
 STARTUP = 10  # Optuna's TPESampler and GPSampler draw this many trials from the prior before their model
 INFERENCE_LEVEL = 0.01  # Bonferroni-adjusted p below which the trials are read as a model-based sampler's
@@ -53,8 +56,15 @@ class Sampling(NamedTuple):
 
 def sampling_of(study, trials: list, params: list) -> Sampling:
     """The family of `trials` (frozen trials of `study`) over `params`: a trace where one is left, else inferred."""
-    if DESIGN_ATTR in (getattr(study, "user_attrs", None) or {}):
+    attrs = getattr(study, "user_attrs", None) or {}
+    if DESIGN_ATTR in attrs:
         return Sampling(DESIGN, "sweep --design", "the study's design attribute (sweep --design)", False)
+    used = list(attrs.get(SAMPLERS_ATTR) or ())
+    if used:
+        family = (QMC if set(used) == {"qmc"} else GRID if set(used) == {"grid"} else
+                  INDEPENDENT if set(used) <= {"random", "qmc", "grid"} else MODEL_BASED)
+        return Sampling(family, ", ".join(used), f"the samplers the sweeps of this study ran with ({', '.join(used)};"
+                        " its `samplers` attribute)", False)
     for key, name in TRACES:
         if any(any(k.startswith(key) for k in t.system_attrs) for t in trials):
             family = GRID if name == "GridSampler" else MODEL_BASED
@@ -96,8 +106,9 @@ def uniformity(trials: list, params: list, seed: int = 0) -> float:
 
     rng = np.random.default_rng(seed)
     found = []
+    distinct = list({tuple(sorted(t.params.items(), key=lambda kv: kv[0])): t for t in trials}.values())
     for name in params:
-        chosen = [t for t in trials if name in t.params]
+        chosen = [t for t in distinct if name in t.params]  # a configuration run on several seeds is one draw
         if len(chosen) < MIN_INFERENCE:
             continue
         dist = chosen[0].distributions[name]
