@@ -14,6 +14,7 @@ finished trial. The heartbeat logs each failed beat and declares the storage los
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import threading
@@ -175,6 +176,12 @@ def _storage_failures(url: str, study_name: str):
             st.check_intact(url)
         except StorageLost as exc:
             raise StorageLost(f"{exc}{hint}") from None
+        except OSError as exc:
+            if exc.errno != errno.ENOSPC and "No space left on device" not in str(exc):
+                raise
+            # a full disk under the files the run writes beside its study (Ray Tune's, pyarrow's OSError)
+            raise StorageLost(f"a file of the run could not be written, No space left on device ({reason(exc)})"
+                              f"{hint}") from None
         except Exception as exc:
             if not st.is_storage_error(exc):
                 raise

@@ -21,9 +21,9 @@ needs_torch = pytest.mark.skipif(not frameworks.importable("torch"), reason="nee
 COPY = re.compile(r"set aside in (\S+\.torn-\d{8}T\d{6}(?:-\d+)?)")
 
 
-def sweep(tmp_path, url, n, timeout=600):
+def sweep(tmp_path, url, n, timeout=600, *more):
     return subprocess.run([sys.executable, "-m", "sensitivity.cli", "sweep", str(write(tmp_path)), "--trials", str(n),
-                           "--storage", url, "--no-progress"], cwd=tmp_path, capture_output=True, text=True,
+                           "--storage", url, "--no-progress", *more], cwd=tmp_path, capture_output=True, text=True,
                           timeout=timeout)
 
 
@@ -164,10 +164,13 @@ def fill(folder: Path) -> Path:
 def test_a_full_tmpfs_tears_the_journal_and_reruns_reach_exactly_n(tmp_path, small_tmpfs):
     journal = small_tmpfs / "s.journal"
     url = f"journal:{journal}"
-    proc = sweep(tmp_path, url, 1)
+    # Ray Tune's files beside the journal would fill the disk before the journal tears: they go elsewhere here
+    # (a full Tune folder is tests/fuzz/test_fuzz_full_results.py's)
+    outside = ("--tune-dir", str(tmp_path / "tune"))
+    proc = sweep(tmp_path, url, 1, 600, *outside)
     assert proc.returncode == 0 and "1 final trials" in proc.stdout, proc.stderr[-3000:]
     filler = fill(small_tmpfs)
-    full = sweep(tmp_path, url, 4)  # writes until the disk refuses one mid-record
+    full = sweep(tmp_path, url, 4, 600, *outside)  # writes until the disk refuses one mid-record
     print(f"on the full disk: exit {full.returncode}; {full.stderr.strip().splitlines()[-1:]}")
     (tmp_path / "full-disk.stderr").write_text(full.stderr)
     assert full.returncode == 1 and "Traceback" not in full.stderr, full.stderr[-3000:]
@@ -175,12 +178,12 @@ def test_a_full_tmpfs_tears_the_journal_and_reruns_reach_exactly_n(tmp_path, sma
     assert not journal.read_bytes().endswith(b"\n"), "the full disk left no torn line"
     filler.unlink()
 
-    first = sweep(tmp_path, url, 4)
+    first = sweep(tmp_path, url, 4, 600, *outside)
     assert first.returncode == 0 and "4 final trials" in first.stdout, first.stderr[-3000:]
     (copy,) = COPY.findall(first.stderr)
     print("first rerun named:", copy)
     assert Path(copy).exists() and Path(copy).parent == small_tmpfs
-    second = sweep(tmp_path, url, 4)
+    second = sweep(tmp_path, url, 4, 600, *outside)
     assert second.returncode == 0 and "4 final trials" in second.stdout and not COPY.search(second.stderr)
     done, running = final(url)
     assert len(done) == 4 and not running
