@@ -79,7 +79,8 @@ def test_the_command_reads_the_cached_findings_and_prints_what_it_prints_with_no
         assert fresh.returncode == 0, fresh.stderr[-2000:]
         assert cached == fresh.stdout
         assert (json.loads(cached)["claims"] == findings_module.findings_records(findings_module.findings(
-            load(stored)))["claims"] if options == ["--json"] else cached.startswith("Findings of s: "))
+            load(stored)))["claims"] if options == ["--json"] else
+                cached.startswith("Liu et al. 2018, natively here") and "\nFindings of s: " in cached)
     assert calls == []  # every one read from the cache
     load(stored).set_user_attr("robustness:0", None)  # the study's own attributes are part of the key
     assert main(["findings", "s", "--storage", stored]) == 0

@@ -20,8 +20,8 @@ def table(seeded_study):
 
 def test_the_table_maps_every_kind_to_a_module_with_compute_and_plot():
     assert list(FIGURES) == ["findings", "frontier", "designed-indices", "designed-interactions", "importance",
-                             "isolation", "seeds", "resources", "divergence", "curves", "slice", "contour", "crossover",
-                             "transfer", "robustness", "ablation"]
+                             "isolation", "seeds", "resources", "divergence", "curves", "slice", "contour", "parallel",
+                             "dependence", "crossover", "transfer", "robustness", "ablation"]
     assert all(callable(compute_of(kind)) and callable(module_of(kind).plot) for kind in FIGURES)
 
 
@@ -42,10 +42,14 @@ def figures(table):
 def test_every_kind_draws_a_figure_with_data(figures, kind):
     fig = figures[kind]
     assert isinstance(fig, go.Figure) and fig.layout.title.text
+    if kind == "parallel":  # one line a trial across the axes
+        assert len(fig.data[0].dimensions) >= 3 and len(fig.data[0].dimensions[0].values)
+        return
     assert any(len(trace.x if trace.x is not None else trace.y) for trace in fig.data)
 
 
-@pytest.mark.parametrize("kind", [k for k in STUDY_KINDS if k not in ("importance", "findings")])
+# a parallel-coordinates line cannot carry a star, and partial dependence draws a surrogate's curves, not trials
+@pytest.mark.parametrize("kind", [k for k in STUDY_KINDS if k not in ("importance", "findings", "parallel", "dependence")])
 def test_framework_defaults_are_starred(figures, kind):
     marks = [t for t in figures[kind].data if t.name == DEFAULT_NAME]
     assert marks and sum(len(t.x) for t in marks) >= 1

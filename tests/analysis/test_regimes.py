@@ -212,7 +212,10 @@ def test_robustness_curves_are_per_regime_without_cross_regime_pairs():
 def test_every_figure_names_the_regimes_and_keeps_them_apart(both, kind):
     fig = figure(both, kind)
     assert "native" in fig.layout.title.text and "canonical" in fig.layout.title.text
-    if kind not in ("importance", "contour", "findings"):  # those draw a panel per regime, titled with it
+    if kind == "parallel":  # the regime an axis of its own
+        axis = next(d for d in fig.data[0].dimensions if d.label == "regime")
+        assert list(axis.ticktext) == ["native", "canonical"]
+    elif kind not in ("importance", "contour", "findings"):  # those draw a panel per regime, titled with it
         names = " ".join(str(t.name) + str(t.x if kind == "resources" else "") for t in fig.data)
         assert ", native" in names and ", canonical" in names
     else:

@@ -67,6 +67,11 @@ def _ticks(axis: str, levels: str, values: np.ndarray) -> dict:
 def plot(info: Info):
     rows, axes = info.rows, info.axes
     dimensions = []
+    regimes = regimes_of(rows)
+    if len(regimes) > 1:  # the regimes kept apart: an axis of their own, never pooled unseen
+        codes = rows["semantics"].map({r: i for i, r in enumerate(regimes)}).to_numpy(dtype=float)
+        dimensions.append(dict(label="regime", values=codes, tickvals=list(range(len(regimes))), ticktext=regimes,
+                               range=[-0.5, len(regimes) - 0.5]))
     for name, axis, levels in zip(axes["parameter"], axes["axis"], axes["levels"]):
         values = rows[PARAM + name].to_numpy(dtype=float)
         dimensions.append(dict(label=f"{name} (log)" if axis == "log" else name, values=values,
