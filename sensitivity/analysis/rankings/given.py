@@ -30,7 +30,7 @@ from typing import NamedTuple
 import numpy as np
 
 from sensitivity.analysis.rankings.base import Estimate, Evaluator, Ranking
-from sensitivity.analysis.rankings.sampling import prior_units
+from sensitivity.analysis.rankings.sampling import configuration_key, prior_units
 from sensitivity.analysis.statistics import z_quantile
 
 HARMONICS = 10  # RBD-FAST's M, SALib's default
@@ -57,13 +57,6 @@ class GivenData(NamedTuple):
     @property
     def repeated(self) -> bool:
         return self.trials > len(self.Y)
-
-
-def configuration_key(trial, names) -> tuple:
-    """What makes trials one configuration: the study's `config_id` where the trials record one (this tool's
-    sweeps), else their parameters' values."""
-    config = trial.user_attrs.get("config_id") if hasattr(trial, "user_attrs") else None
-    return ("config", config) if config is not None else tuple(repr(trial.params.get(n)) for n in names)
 
 
 def given_data(trials: list, names: list, values: list, seed: int = 0, cap: int = GIVEN_MAX) -> GivenData:

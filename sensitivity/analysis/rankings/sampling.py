@@ -99,6 +99,13 @@ def inferred(trials: list, params: list) -> Sampling:
                     f">= {INFERENCE_LEVEL}), as the random sampler's", True, p)
 
 
+def configuration_key(trial, names) -> tuple:
+    """What makes trials one configuration: the study's `config_id` where the trials record one (this tool's
+    sweeps), else their parameters' values."""
+    config = trial.user_attrs.get("config_id") if hasattr(trial, "user_attrs") else None
+    return ("config", config) if config is not None else tuple(repr(trial.params.get(n)) for n in names)
+
+
 def uniformity(trials: list, params: list, seed: int = 0) -> float:
     """The smallest p-value of the parameters' tests against their priors, times their number (capped at 1)."""
     # lazy: scipy
@@ -106,7 +113,7 @@ def uniformity(trials: list, params: list, seed: int = 0) -> float:
 
     rng = np.random.default_rng(seed)
     found = []
-    distinct = list({tuple(sorted(t.params.items(), key=lambda kv: kv[0])): t for t in trials}.values())
+    distinct = list({configuration_key(t, params): t for t in trials}.values())
     for name in params:
         chosen = [t for t in distinct if name in t.params]  # a configuration run on several seeds is one draw
         if len(chosen) < MIN_INFERENCE:
