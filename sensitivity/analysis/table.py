@@ -2,8 +2,12 @@
 values: `sensitivity.analysis.tables.parameter_values`).
 
 `trials_table` gives one row per final trial (orphans and surplus trials left out) with an `outcome`:
-`ok` and `diverged` (Optuna COMPLETE; a diverged trial keeps its measured, chance-level accuracy),
+`ok`, `collapsed` and `diverged` (Optuna COMPLETE; a diverged trial keeps its measured, chance-level accuracy),
 `pruned` (kept apart: never on a frontier) and `failed` (FAIL, timeouts included: counted, never scored).
+A run that finished with status ok is `collapsed` where it did not train (`collapsed_mask`): its final training
+loss within COLLAPSE_LOSS of ln(classes), the loss of a uniform guess, or its test accuracy within
+COLLAPSE_ACCURACY of chance (1/classes). Like a diverged run it keeps its accuracy where a configuration's
+outcome is scored (importance, the design's objective) and is counted apart where accuracies are compared.
 Parameters keep Optuna's `param_` prefix; `framework` repeats `param_framework` (missing, and
 the regime with it, where none is recorded: `unframed`); `curve` is the JSON text
 of the trial's per-epoch curve as stored, "[]" where none (`parse_curves` gives the lists: the learning curves
@@ -32,8 +36,11 @@ from sensitivity.studies.records import FINAL_STATES
 from sensitivity.studies.redaction import describe
 from sensitivity.studies.trial_rows import cached_frame, trial_records
 
-OUTCOMES = ("ok", "diverged", "pruned", "failed")
-TRAINED = ("ok", "diverged")
+OUTCOMES = ("ok", "collapsed", "diverged", "pruned", "failed")
+TRAINED = ("ok", "collapsed", "diverged")
+UNTRAINED = ("collapsed", "diverged")  # runs that finished without training: counted apart, rates by exact test
+COLLAPSE_LOSS = 0.005  # relative to ln(classes): a final training loss within 0.5% of a uniform guess's
+COLLAPSE_ACCURACY = 0.05  # absolute: a test accuracy at most 0.05 above chance (1/classes)
 PARAM = "param_"
 METRICS = ("accuracy", "val_accuracy", "loss", "train_time_s", "setup_time_s", "compile_time_s", "test_time_s",
            "wall_time_s", "throughput", "peak_rss_mb", "cpu_percent", "flops_per_s", "gpu_utilization_percent",
@@ -221,7 +228,31 @@ def _outcomes(frame: pd.DataFrame) -> pd.Series:
     state = frame["state"].fillna("COMPLETE")
     status = frame["status"].fillna("ok")
     outcome = np.where(state == "PRUNED", "pruned", np.where(state == "FAIL", "failed", status))
-    return pd.Series(outcome, index=frame.index).where(lambda s: s.isin(OUTCOMES), "failed")
+    outcome = pd.Series(outcome, index=frame.index).where(lambda s: s.isin(OUTCOMES), "failed")
+    return outcome.mask(outcome.eq("ok") & collapsed_mask(frame), "collapsed")
+
+
+def classes_of(dataset) -> float:
+    """The number of classes of a registered dataset; NaN for one the registry does not hold."""
+    # lazy: the dataset registry, for its class counts
+    from sensitivity.datasets import REGISTRY
+
+    info = REGISTRY.get(dataset) if isinstance(dataset, str) else None
+    return float(info.classes) if info is not None and info.classes > 1 else np.nan
+
+
+def collapsed_mask(frame: pd.DataFrame) -> pd.Series:
+    """Rows (with `dataset`, `loss`, `accuracy`) whose run did not train: final training loss within
+    COLLAPSE_LOSS x ln(classes) of ln(classes), or test accuracy at most chance + COLLAPSE_ACCURACY. False where
+    the dataset's classes are unknown or neither value was recorded."""
+    datasets = frame["dataset"] if "dataset" in frame else pd.Series(None, index=frame.index, dtype=object)
+    classes = datasets.map({d: classes_of(d) for d in datasets.dropna().unique()}).astype(float)
+    loss = pd.to_numeric(frame["loss"], errors="coerce") if "loss" in frame else np.nan
+    accuracy = pd.to_numeric(frame["accuracy"], errors="coerce") if "accuracy" in frame else np.nan
+    uniform = np.log(classes)
+    flat = (loss - uniform).abs() <= COLLAPSE_LOSS * uniform
+    chance = accuracy <= 1.0 / classes + COLLAPSE_ACCURACY
+    return (flat | chance).fillna(False).astype(bool)
 
 
 def _curve_texts(curves) -> list:
@@ -278,7 +309,7 @@ HEAVY_ATTRS = ("robustness", "robustness_protocol", "ablation")
 
 
 def trained(table: pd.DataFrame) -> pd.DataFrame:
-    """Trials that trained to a result: outcome ok or diverged (Optuna COMPLETE). The slice keeps the table's
+    """Trials that ran to a result: outcome ok, collapsed or diverged (Optuna COMPLETE). The slice keeps the table's
     attrs but its records (HEAVY_ATTRS): pandas deep-copies attrs at every operation, and robustness records
     made that the larger part of an analysis's time. Made once per table (`derived`: a report's sections ask
     for it a dozen times), so never changed in place: its callers filter, assign or copy it."""
@@ -320,8 +351,8 @@ def parameter_names(table: pd.DataFrame, framework: bool = True) -> list:
 
 def grouped(rows: pd.DataFrame, keys=BY_FRAMEWORK, *, outcomes: bool = False, **aggregations) -> pd.DataFrame:
     """One row per group of `keys` with `n_trials` and `n_seeds` (distinct seeds), then `aggregations`
-    (pandas named aggregations, name=(column, function)); `outcomes` adds n_ok, n_diverged, n_pruned,
-    n_failed. The one grouping every analysis uses, so counts mean the same everywhere; sorted by the
+    (pandas named aggregations, name=(column, function)); `outcomes` adds n_ok, n_collapsed,
+    n_diverged, n_pruned, n_failed. The one grouping every analysis uses, so counts mean the same everywhere; sorted by the
     keys, native before canonical."""
     keys = list(keys)
     out = rows.groupby(keys, sort=True, observed=True).agg(

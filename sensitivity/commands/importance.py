@@ -88,8 +88,8 @@ def text(found, record: dict) -> str:
     lines = [f"study: {design.describe()}; objective {found.objective}; {seeds}; intervals: SALib's 95% "
              "bootstrap (conservative on this design)"]
     for framework, r in record["per_framework"].items():
-        lines.append(f"\n{framework}: {r['n']} of {r['points']} points, {r['diverged']} diverged run(s) counted at "
-                     "chance level")
+        lines.append(f"\n{framework}: {r['n']} of {r['points']} points, {r['diverged']} diverged and "
+                     f"{r.get('collapsed', 0)} collapsed run(s), each counted at the chance-level accuracy it left")
         if "parameters" not in r:
             lines.append(f"  no indices: {r['why']}")
             continue

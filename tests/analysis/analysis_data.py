@@ -122,7 +122,7 @@ def frame(*rows, **common):
 
     import pandas as pd
 
-    fields = {"number", "state", "status", "seed", "config_id", "accuracy", "val_accuracy", "train_time_s",
+    fields = {"number", "state", "status", "seed", "config_id", "accuracy", "val_accuracy", "loss", "train_time_s",
               "throughput", "peak_rss_mb", "cpu_percent", "gpu_utilization_percent", "gpu_peak_memory_mb",
               "gpu_energy_j", "curve", "is_default", "orphaned", "surplus", "framework_version", "dataset",
               "semantics"}

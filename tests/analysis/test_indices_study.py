@@ -25,14 +25,17 @@ def ishigami(c, a=A):
     return math.sin(c["x1"]) + a * math.sin(c["x2"]) ** 2 + B * c["x3"] ** 4 * math.sin(c["x1"])
 
 
-def planted_study(storage, design, worlds, name="ishigami", diverged=(), skip=()):
+def planted_study(storage, design, worlds, name="ishigami", diverged=(), skip=(), collapsed=()):
     """A study as `sweep --design` leaves it: the design attribute, one complete trial per point and world
-    (a 'framework'), config_id design:WORLD:ROW; `diverged` rows recorded as diverged at chance level."""
+    (a 'framework'), config_id design:WORLD:ROW; `diverged` rows recorded as diverged at chance level;
+    `collapsed` rows finished with status ok, the final loss of a uniform guess over digits' 10 classes."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(study_name=name, storage=storage, direction="maximize")
     with pytest.warns(optuna.exceptions.ExperimentalWarning):
         study.set_metric_names(["y"])
     study.set_user_attr("design", design.attrs())
+    if collapsed:
+        study.set_user_attr("space", {"dataset": "digits"})
     distributions = {p.name: optuna.distributions.CategoricalDistribution(p.choices) if p.kind == "categorical" else
                      optuna.distributions.FloatDistribution(p.low, p.high) for p in design.params}
     distributions["framework"] = optuna.distributions.CategoricalDistribution(tuple(worlds))
@@ -45,7 +48,8 @@ def planted_study(storage, design, worlds, name="ishigami", diverged=(), skip=()
             trials.append(optuna.trial.create_trial(
                 params={**c, "framework": world}, distributions=distributions,
                 value=0.1 if status == "diverged" else f(c),
-                user_attrs={"config_id": f"design:{world}:{row}", "seed": 0, "status": status}))
+                user_attrs={"config_id": f"design:{world}:{row}", "seed": 0, "status": status,
+                            **({"loss": math.log(10)} if row in collapsed else {})}))
     study.add_trials(trials)
     return study
 
@@ -90,6 +94,11 @@ def test_missing_points_give_no_indices_and_diverged_runs_count_at_chance():
     study = planted_study(None, design, {"a": ishigami}, name="d", diverged={0, 5})
     (world,) = designed_importance(study).frameworks
     assert world.diverged == 2 and world.result is not None  # counted at the chance level they recorded
+    assert world.collapsed == 0
+    study = planted_study(None, design, {"a": ishigami}, name="c", diverged={0}, collapsed={1, 2, 7})
+    (world,) = designed_importance(study).frameworks
+    assert (world.diverged, world.collapsed) == (1, 3) and world.result is not None  # counted apart, values kept
+    assert importance_record(designed_importance(study))["per_framework"]["a"]["collapsed"] == 3
     record = importance_record(designed_importance(planted_study(None, design, {"a": ishigami}, name="m")))
     assert set(record["parameters"]["x1"]) == {"mu_star", "sigma"}
 

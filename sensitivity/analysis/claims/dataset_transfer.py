@@ -107,14 +107,18 @@ def divergence_words(detail: dict) -> str:
     its accuracy there is the chance level of the models it left"."""
     parts = []
     for item in detail.get("divergence") or ():
-        text = (f"on {item['dataset']} the configuration tuned for {item['visitor']} diverged in "
-                f"{item['visitor_diverged']} of {item['visitor_runs']} runs against {item['home_diverged']} of "
-                f"{item['home_runs']}")
+        collapsed = item.get("visitor_collapsed") or item.get("home_collapsed")
+        visitor, home = (item["visitor_diverged"] + (item.get("visitor_collapsed") or 0),
+                         item["home_diverged"] + (item.get("home_collapsed") or 0))
+        text = (f"on {item['dataset']} the configuration tuned for {item['visitor']} "
+                f"{'did not train (diverged or collapsed at chance)' if collapsed else 'diverged'} in "
+                f"{visitor} of {item['visitor_runs']} runs against {home} of {item['home_runs']}")
         if none_if_missing(item.get("p")) is not None:
             text += f" (Fisher p={item['p']:.2g})"
         if item["all_diverged"]:
             tuned = " and ".join(f"the one tuned for {name}" for name in item["all_diverged"])
-            text += f": every run of {tuned} diverged there, so that side has no accuracy"
+            text += (f": every run of {tuned} {'failed to train' if collapsed else 'diverged'} there, so that side "
+                     "has no accuracy")
         parts.append(text)
     if detail.get("summed") in (False,) and detail.get("carried_by"):
         parts.append(f"the home advantage is not summed: its estimate is the side of {detail['carried_by']} alone "

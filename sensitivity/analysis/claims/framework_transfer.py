@@ -24,7 +24,7 @@ import pandas as pd
 from sensitivity.analysis.claims import sentences
 from sensitivity.analysis.claims.base import Comparison, none_if_missing
 from sensitivity.analysis.claims.budget_verdicts import command
-from sensitivity.analysis.claims.sentences import numbers, signed
+from sensitivity.analysis.claims.sentences import numbers, signed, untrained
 from sensitivity.analysis.statistics import ALPHA, REGIME, holm, margin_of
 from sensitivity.analysis.table import NotEnoughData
 from sensitivity.analysis.tables.ablation import ablation_path
@@ -124,8 +124,8 @@ def pairs_by_default(counted: pd.DataFrame, margin: float) -> dict:
     out = {}
     for budget, part in counted.groupby(counted["budget"].fillna("epochs"), sort=False):
         failing = [none_if_missing(row["detail"].get("p_diverged"))
-                   if row["detail"].get("diverged_a", 0) / max(1, row["detail"].get("runs_a", 1))
-                   > row["detail"].get("diverged_b", 0) / max(1, row["detail"].get("runs_b", 1)) else None
+                   if untrained(row["detail"], "a") / max(1, row["detail"].get("runs_a", 1))
+                   > untrained(row["detail"], "b") / max(1, row["detail"].get("runs_b", 1)) else None
                    for row in part.to_dict("records")]
         failing_holm = holm(failing)
         for row, p_fail in zip(part.to_dict("records"), failing_holm):

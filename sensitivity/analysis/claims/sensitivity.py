@@ -124,8 +124,9 @@ def _which(framework: str, r: dict, ranking: dict, size: str, grow: str) -> dict
                                    f"mu* {_est(v['mu_star'], 3)}, sigma {v['sigma']:.3f}")
                        for p, v in r["parameters"].items())
     pairs = "; ".join(f"{pair} {_est(e, 3)}" for pair, e in (r.get("interactions") or {}).items())
-    details = (f"{framework} ({size}; {r['n']} points with a value, {r['diverged']} diverged run(s) counted at "
-               f"chance level): {listed}" + (f"; second order S2: {pairs}" if pairs else "") + f". Ranking by {label}: "
+    details = (f"{framework} ({size}; {r['n']} points with a value, {r['diverged']} diverged and "
+               f"{r.get('collapsed', 0)} collapsed run(s), each counted at the chance-level accuracy it left): "
+               f"{listed}" + (f"; second order S2: {pairs}" if pairs else "") + f". Ranking by {label}: "
                f"{r['why']}.")
     if interactions:
         details += (" Sobol' indices lie in [0, 1]; an estimate outside it is the design's sampling error, and ST - S1 "

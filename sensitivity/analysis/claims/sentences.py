@@ -95,11 +95,18 @@ def not_testable(row: dict) -> str:
     return f"not testable with {seeds} seeds{about}"
 
 
+def untrained(detail: dict, side: str) -> int:
+    """Runs of side "a" or "b" of a comparison's detail that did not train: diverged or collapsed."""
+    return int(detail.get(f"diverged_{side}") or 0) + int(detail.get(f"collapsed_{side}") or 0)
+
+
 def _diverged(detail: dict) -> str:
-    if not detail or not (detail.get("diverged_a") or detail.get("diverged_b")):
+    if not detail or not (untrained(detail, "a") or untrained(detail, "b")):
         return ""
     p = none_if_missing(detail.get("p_diverged"))
-    return (f"; diverged {detail['diverged_a']} of {detail['runs_a']} against {detail['diverged_b']} of "
+    words = ("diverged" if not (detail.get("collapsed_a") or detail.get("collapsed_b")) else
+             "did not train (diverged or collapsed at chance)")
+    return (f"; {words} {untrained(detail, 'a')} of {detail['runs_a']} against {untrained(detail, 'b')} of "
             f"{detail['runs_b']} (Fisher p={p:.2g}), accuracy over converged runs" if p is not None else "")
 
 

@@ -17,7 +17,8 @@ TITLE = "Divergence"  # the heading of its report section
 class Info(NamedTuple):
     """Fields:
     - rows: one row per parameter, bin (`value`: its label; `order`, `centre`), framework and regime: n_trials,
-      n_seeds, n_ok, n_diverged, n_failed, divergence_rate (diverged / n_trials, 0-1), failure_rate, n_defaults
+      n_seeds, n_ok, n_collapsed, n_diverged, n_failed, divergence_rate (diverged / n_trials, 0-1), collapse_rate,
+      failure_rate, n_defaults
       (framework defaults in the bin)
     """
     rows: pd.DataFrame
@@ -32,7 +33,8 @@ def plot(result: Info):
 
     def hover(rows):
         return (rows["framework"] + " (" + rows[REGIME] + ") " + rows["parameter"] + " " + rows["value"] + ": "
-                + rows["n_diverged"].astype(str) + " diverged, " + rows["n_failed"].astype(str) + " failed of n="
+                + rows["n_diverged"].astype(str) + " diverged, " + rows["n_collapsed"].astype(str) + " collapsed, "
+                + rows["n_failed"].astype(str) + " failed of n="
                 + rows["n_trials"].astype(str) + " trials (" + rows["n_seeds"].astype(str) + " seeds)")
     fig = per_parameter(data, "divergence_rate", hover=hover, title="Divergence rate across each parameter's range",
                         y_title="diverged / trials",

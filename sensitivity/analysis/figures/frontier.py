@@ -45,13 +45,14 @@ def plot(frontier: Frontier):
                                            shape="hv"),
                                  name=f"overall frontier{'' if len(regimes) < 2 else ', ' + regime} (hypervolume "
                                       f"{summary.loc[(ALL, regime), 'hypervolume']:.3g})"))
-    diverged, n_diverged = points[points["outcome"] == "diverged"], (points["outcome"] == "diverged").sum()
-    if len(diverged):
-        diverged, note = drawn(diverged)
-        fig.add_trace(go.Scattergl(x=diverged["train_time_s"], y=diverged["accuracy"], mode="markers",
-                                   name=f"diverged (n={n_diverged}, never on a frontier{note})",
-                                   marker=dict(symbol="x", color="grey", size=6), hovertext=hover[diverged.index],
-                                   hoverinfo="text"))
+    for outcome, mark in (("collapsed", "circle-open"), ("diverged", "x")):  # runs that did not train
+        untrained = points[points["outcome"] == outcome]
+        if len(untrained):
+            shown, note = drawn(untrained)
+            fig.add_trace(go.Scattergl(x=shown["train_time_s"], y=shown["accuracy"], mode="markers",
+                                       name=f"{outcome} (n={len(untrained)}, never on a frontier{note})",
+                                       marker=dict(symbol=mark, color="grey", size=6), hovertext=hover[shown.index],
+                                       hoverinfo="text"))
     defaults = points[points["is_default"]]
     add_default_marks(fig, defaults["train_time_s"], defaults["accuracy"], hover[defaults.index])
     fig.update_xaxes(title="train time (s)")

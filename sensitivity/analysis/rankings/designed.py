@@ -2,7 +2,8 @@
 
 The study's user attribute `design` rebuilds the design's rows; each complete trial of a point (config_id
 design:FRAMEWORK:ROW) gives the objective there, the mean over its seeds. A diverged run keeps the accuracy of
-the model it left (chance level, as recorded; 1/classes where it recorded none) and is counted. Indices need
+the model it left (chance level, as recorded; 1/classes where it recorded none) and is counted, as is a run that
+collapsed (`table.collapsed_mask`), which keeps the chance-level accuracy it recorded. Indices need
 every point of a framework's design: a framework with points missing or failed is reported, not estimated. The
 design is one object (`Designed`, a subclass per kind) that samples, takes its values and analyses itself: Sobol'
 S1/ST/S2 on a Saltelli design, Morris mu*/sigma on a Morris design, each with SALib's bootstrap intervals
@@ -17,10 +18,12 @@ import math
 from typing import NamedTuple, Optional
 
 import numpy as np
+import pandas as pd
 
 from sensitivity.analysis.rankings.base import Ranking, Verdict
 from sensitivity.analysis.rankings.indices import Design as Sample
 from sensitivity.analysis.rankings.indices import MorrisEvaluator, SobolEvaluator
+from sensitivity.analysis.table import collapsed_mask
 from sensitivity.config.design import DESIGN_ATTR, Design
 
 MIN_BASE = 8  # below this Saltelli base, SALib's bootstrap resamples too few rows to be an interval
@@ -50,7 +53,7 @@ class Designed:
         return self.design.rows()
 
     def values(self, study, objective: Optional[str] = None) -> tuple:
-        """(the objective's name, {framework: (values by row, NaN where missing; diverged runs)})."""
+        """(the objective's name, {framework: (values by row, NaN where missing; diverged runs; collapsed runs)})."""
         index, metric = objective_index(study, objective)
         return metric, point_values(study, self.design, index, metric)
 
@@ -120,6 +123,7 @@ class FrameworkIndices(NamedTuple):
     points: int  # the design's points
     complete: int  # points with a value
     diverged: int  # diverged runs counted at chance level
+    collapsed: int  # runs that finished at chance (`table.collapsed_mask`), counted at the accuracy they recorded
     result: Optional[Ranking]  # None where points are missing
     verdict: Optional[Verdict]
     why_not: str  # why there is no result ("" where there is one)
@@ -162,11 +166,13 @@ def _chance(study) -> Optional[float]:
 
 
 def point_values(study, design: Design, index: int, metric: str) -> dict:
-    """{framework: (values by row, NaN where missing; diverged runs)} from the study's complete trials."""
+    """{framework: (values by row, NaN where missing; diverged runs; collapsed runs)} from the study's complete
+    trials."""
     # lazy: optuna
     from optuna.trial import TrialState
 
     sums, counts, diverged, chance = {}, {}, {}, None
+    finished = []  # (framework, final loss, accuracy) of the runs with status ok, for the collapse rule
     for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
         config = str(t.user_attrs.get("config_id", ""))
         parts = config.split(":")
@@ -183,12 +189,19 @@ def point_values(study, design: Design, index: int, metric: str) -> dict:
                 value = chance if "accuracy" in metric else None
         if value is None or not math.isfinite(value):
             continue
+        if t.user_attrs.get("status", "ok") == "ok":
+            finished.append((framework, t.user_attrs.get("loss"),
+                             t.user_attrs.get("accuracy", value if "accuracy" in metric else None)))
         sums.setdefault(framework, np.zeros(design.points))[row] += value
         counts.setdefault(framework, np.zeros(design.points))[row] += 1
+    runs = pd.DataFrame(finished, columns=["framework", "loss", "accuracy"])
+    runs["dataset"] = (study.user_attrs.get("space") or {}).get("dataset")
+    collapsed = runs.loc[collapsed_mask(runs), "framework"].value_counts().to_dict() if len(runs) else {}
     out = {}
     for framework in sums:
         with np.errstate(invalid="ignore", divide="ignore"):
-            out[framework] = (sums[framework] / counts[framework], diverged.get(framework, 0))
+            out[framework] = (sums[framework] / counts[framework], diverged.get(framework, 0),
+                              collapsed.get(framework, 0))
     return out
 
 
@@ -200,7 +213,7 @@ def designed_importance(study, objective: Optional[str] = None, seed: int = 0) -
     found = []
     frameworks = list(dict.fromkeys([*(study.user_attrs.get("space") or {}).get("frameworks", []), *values]))
     for framework in frameworks:
-        Y, diverged = values.get(framework, (np.full(design.points, np.nan), 0))
+        Y, diverged, collapsed = values.get(framework, (np.full(design.points, np.nan), 0, 0))
         complete = int(np.isfinite(Y).sum())
         result, verdict, why = None, None, ""
         if complete < design.points:
@@ -211,7 +224,7 @@ def designed_importance(study, objective: Optional[str] = None, seed: int = 0) -
                 result, verdict = designed.analyse(Y, seed)
             except ValueError as exc:  # a constant objective: no variance to attribute
                 why = str(exc)
-        found.append(FrameworkIndices(framework, design.points, complete, diverged, result, verdict, why))
+        found.append(FrameworkIndices(framework, design.points, complete, diverged, collapsed, result, verdict, why))
     return DesignedImportance(designed, metric, tuple(found))
 
 
@@ -221,7 +234,7 @@ def _triple(e) -> list:
 
 def framework_record(f: FrameworkIndices) -> dict:
     """The JSON of one framework: parameters {NAME: {first, total} or {mu_star, sigma}}, interactions, settled."""
-    record = {"n": f.complete, "points": f.points, "diverged": f.diverged}
+    record = {"n": f.complete, "points": f.points, "diverged": f.diverged, "collapsed": f.collapsed}
     if f.result is None:
         return {**record, "settled": False, "why": f.why_not}
     ranking = f.result

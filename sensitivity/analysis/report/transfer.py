@@ -87,12 +87,14 @@ def _frameworks_html(sources: list) -> str:
                               [difference_text(r) for r in rows.to_dict("records")],
                           "diverged": [f"{a} of {n} vs {b} of {m}" for a, n, b, m in zip(
                               rows["diverged_a"], rows["runs_a"], rows["diverged_b"], rows["runs_b"])],
+                          "collapsed": [f"{a} of {n} vs {b} of {m}" for a, n, b, m in zip(
+                              rows["collapsed_a"], rows["runs_a"], rows["collapsed_b"], rows["runs_b"])],
                           "budget scale": rows["budget_scale"]})
     parts.append(f"<h4>{html.escape('A default moved to another framework, against itself at home' + budget)}</h4>"
                  + table_html(shown, "no comparison: no default ran both on its home framework and on another"))
     columns = [REGIME, "default", "source_framework", "source_dataset", "target_framework", "target_dataset",
                "n_seeds", "accuracy", "accuracy_low", "accuracy_high", "relative_accuracy", "train_time_s",
-               "relative_time", "budget_scale", "diverged", "divergence_rate"]
+               "relative_time", "budget_scale", "diverged", "divergence_rate", "collapsed", "collapse_rate"]
     parts.append(f"<details><summary>{html.escape('Every default on every framework and dataset' + budget)} "
                  f"({len(cells)} cells)</summary>" + table_html(cells[[c for c in columns if c in cells]])
                  + "</details>")

@@ -11,7 +11,7 @@ from typing import NamedTuple
 import pandas as pd
 
 from sensitivity.analysis.intervals import mean_interval
-from sensitivity.analysis.table import NotEnoughData, trials_table
+from sensitivity.analysis.table import TRAINED, NotEnoughData, trials_table
 
 METRICS = ("val_accuracy", "accuracy", "train_time_s")
 
@@ -43,7 +43,7 @@ def ablation_path(table) -> Ablation:
     rows, previous = [], None
     for i, step in enumerate(record["steps"]):
         trials = by_number.loc[by_number.index.intersection(step["trials"])]
-        trials = trials[trials["outcome"].isin(("ok", "diverged"))]
+        trials = trials[trials["outcome"].isin(TRAINED)]
         row = {"step": i, "change": _change(record, i), "framework": step["framework"],
                "setting": ", ".join(f"{k}={v}" for k, v in step["knobs"].items()), "n": len(trials)}
         for metric in METRICS:

@@ -1,8 +1,9 @@
 """A configuration's runs as one side of a comparison: the accuracies of its converged runs, their per-sample
-correctness where recorded, and its divergence count, which is a result of its own (a diverged run's chance
-accuracy would make the sample bimodal, so accuracy is compared over converged runs only). Where every run of
-a configuration diverged, its accuracy is that of the models they left (chance level, as they are), and
-`all_diverged` says so: the configuration does not train there."""
+correctness where recorded, and its runs that did not train (diverged or collapsed: `table.UNTRAINED`), a result
+of their own (a chance-level accuracy would make the sample bimodal, so accuracy is compared over converged runs
+only, and the untrained runs by Fisher's exact test). Where no run of a configuration trained, its accuracy is
+that of the models they left (chance level, as they are), and `all_diverged` says so: the configuration does not
+train there."""
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -11,25 +12,32 @@ import numpy as np
 import pandas as pd
 
 from sensitivity.analysis.intervals import Arm
+from sensitivity.analysis.table import UNTRAINED
 from sensitivity.core.correctness import unpack
 
 
 class Runs(NamedTuple):
     arm: Arm  # converged runs
     diverged: int
-    runs: int  # converged and diverged
+    runs: int  # every run that ran to a result: converged, diverged and collapsed
     budget_scale: float  # the least budget scale of the runs (NaN: not a default's budget)
-    train_time_s: np.ndarray  # of the converged runs (none where every run diverged)
-    all_diverged: bool = False
+    train_time_s: np.ndarray  # of the converged runs (none where no run trained)
+    all_diverged: bool = False  # no run trained (each diverged or collapsed)
+    collapsed: int = 0
+
+    @property
+    def untrained(self) -> int:
+        """Runs that did not train, diverged or collapsed: what the exact tests count."""
+        return self.diverged + self.collapsed
 
 
 def runs_of(rows: pd.DataFrame, test_set: str) -> Runs:
     """The Runs of trial-table rows (trained trials of one configuration on one test set)."""
-    diverged = int(rows["outcome"].eq("diverged").sum())
+    untrained = rows["outcome"].isin(UNTRAINED)
     converged = rows[rows["outcome"].eq("ok")]
-    every = converged.empty and diverged > 0
+    every = converged.empty and bool(untrained.any())
     if every:
-        converged = rows[rows["outcome"].eq("diverged")]
+        converged = rows[untrained]
     accuracy = converged["accuracy"].to_numpy(float)
     keep = np.isfinite(accuracy)
     correct = None
@@ -39,5 +47,6 @@ def runs_of(rows: pd.DataFrame, test_set: str) -> Runs:
             correct = np.vstack(vectors)
     scales = pd.to_numeric(rows["budget_scale"], errors="coerce") if "budget_scale" in rows else pd.Series([np.nan])
     times = converged["train_time_s"].to_numpy(float)[keep] if not every else np.array([])
-    return Runs(Arm(accuracy[keep], correct, test_set), diverged, len(rows),
-                float(scales.min()) if scales.notna().any() else np.nan, times[np.isfinite(times)], every)
+    return Runs(Arm(accuracy[keep], correct, test_set), int(rows["outcome"].eq("diverged").sum()), len(rows),
+                float(scales.min()) if scales.notna().any() else np.nan, times[np.isfinite(times)], every,
+                int(rows["outcome"].eq("collapsed").sum()))

@@ -108,20 +108,22 @@ def _one(regime: str, name: str, part: pd.DataFrame):
             "time_ratio": exp(time.estimate), "time_low": exp(time.low), "time_high": exp(time.high),
             "cells": {f"tuned for {tuned} on {on}": _cell_text(runs) for (tuned, on), runs in cells.items()},
             "diverged": {f"tuned for {tuned} on {on}": f"{runs.diverged} of {runs.runs}"
+                         + (f" (and {runs.collapsed} collapsed)" if runs.collapsed else "")
                          for (tuned, on), runs in cells.items()},
             "divergence": [_divergence(cells, on, home=on, visitor=b if on == a else a) for on in (a, b)
-                           if cells[(on, on)].diverged or cells[(b if on == a else a, on)].diverged],
+                           if cells[(on, on)].untrained or cells[(b if on == a else a, on)].untrained],
             "sides": sides, "summed": summed,
             "carried_by": None if summed or not measured else measured[0]["dataset"]}
 
 
 def _side(cells: dict, on: str, visitor: str) -> dict:
     """Dataset `on`: the home configuration against the visitor there, accuracy over converged runs (None where
-    a cell has none) and divergence by Fisher's exact test."""
+    a cell has none) and its runs that did not train (diverged, collapsed) by Fisher's exact test."""
     home, away = cells[(on, on)], cells[(visitor, on)]
     out = {"dataset": on, "visitor": visitor, "home_diverged": home.diverged, "home_runs": home.runs,
-           "visitor_diverged": away.diverged, "visitor_runs": away.runs,
-           "p_diverged": divergence(away.diverged, away.runs, home.diverged, home.runs),
+           "visitor_diverged": away.diverged, "visitor_runs": away.runs, "home_collapsed": home.collapsed,
+           "visitor_collapsed": away.collapsed,
+           "p_diverged": divergence(away.untrained, away.runs, home.untrained, home.runs),
            "estimate": None, "low": None, "high": None, "p": None, "test": "none"}
     if home.all_diverged or away.all_diverged:
         return out
@@ -130,11 +132,13 @@ def _side(cells: dict, on: str, visitor: str) -> dict:
 
 
 def _divergence(cells: dict, on: str, home: str, visitor: str) -> dict:
-    """On dataset `on`, the visiting configuration's diverged runs against the home one's, by Fisher's test."""
+    """On dataset `on`, the visiting configuration's runs that did not train (diverged, collapsed) against the
+    home one's, by Fisher's test."""
     mine, theirs = cells[(home, on)], cells[(visitor, on)]
     return {"dataset": on, "visitor": visitor, "visitor_diverged": theirs.diverged, "visitor_runs": theirs.runs,
-            "home_diverged": mine.diverged, "home_runs": mine.runs,
-            "p": divergence(theirs.diverged, theirs.runs, mine.diverged, mine.runs),
+            "home_diverged": mine.diverged, "home_runs": mine.runs, "visitor_collapsed": theirs.collapsed,
+            "home_collapsed": mine.collapsed,
+            "p": divergence(theirs.untrained, theirs.runs, mine.untrained, mine.runs),
             "all_diverged": [name for name, runs in ((visitor, theirs), (home, mine)) if runs.all_diverged]}
 
 
@@ -147,6 +151,6 @@ def _cell_text(runs) -> str:
     interval = mean_interval(runs.arm.accuracy)
     accuracy = interval_text(interval.mean, interval.low, interval.high, interval.n)
     if runs.all_diverged:
-        return f"{accuracy}, every run diverged"
+        return f"{accuracy}, every run diverged" if not runs.collapsed else f"{accuracy}, no run trained"
     return f"{accuracy}, {float(np.mean(runs.train_time_s)):.1f} s"
 

@@ -15,7 +15,8 @@ import pandas as pd
 
 from sensitivity.analysis.tables.parameter_values import (bin_parameter, is_categorical, is_numeric_choice,
                                                    parameter_distributions)
-from sensitivity.analysis.table import PARAM, REGIME, NotEnoughData, defaults_of, parse_curves, trained, trials_table
+from sensitivity.analysis.table import (PARAM, REGIME, TRAINED, NotEnoughData, defaults_of, parse_curves, trained,
+                                        trials_table)
 
 CURVE_FIELDS = ("train_loss", "val_accuracy", "test_accuracy", "seconds")
 DRAWN_FIELDS = ("val_accuracy", "test_accuracy")  # what the figure draws (`curve_metric`): the others stay unread
@@ -23,10 +24,10 @@ TRIAL_COLUMNS = ["number", "framework", REGIME, "config_id", "seed", "outcome", 
 
 
 def learning_curves(table, fields=CURVE_FIELDS) -> pd.DataFrame:
-    """One row per trial and epoch (ok, diverged and pruned trials): the trial's columns, then epoch and
+    """One row per trial and epoch (trials that ran to a result, and pruned ones): the trial's columns, then epoch and
     `fields` of the curves (train_loss, val_accuracy, test_accuracy, seconds; DRAWN_FIELDS for a figure)."""
     table = trials_table(table)
-    rows = table[table["outcome"].isin(("ok", "diverged", "pruned"))].assign(is_default=lambda t: defaults_of(t))
+    rows = table[table["outcome"].isin((*TRAINED, "pruned"))].assign(is_default=lambda t: defaults_of(t))
     curves = parse_curves(rows["curve"])
     lengths = np.array([len(curve) for curve in curves], dtype=int)
     rows, lengths = rows[lengths > 0], lengths[lengths > 0]

@@ -33,7 +33,7 @@ COMPARISON_COLUMNS = [REGIME, "question", "dataset", "framework", "default", "so
                       "subject", "reference", "subject_mean", "reference_mean", "estimate", "low", "high", "p",
                       "n_a", "n_b", "sd", "se", "df", "test", "p_floor", "test_var", "method", "budget_scale",
                       "subject_text", "reference_text", "diverged_a", "runs_a", "diverged_b", "runs_b", "p_diverged",
-                      "df_max"]
+                      "df_max", "collapsed_a", "collapsed_b"]
 BUDGET_COLUMNS = ["budget", "converged_a", "converged_b", "converged", "identical"]  # the budget's definition;
 # convergence; whether the two cells' runs are identical on every seed (the canonical control's runs can be)
 
@@ -47,15 +47,16 @@ def _transfer_matrix(table: pd.DataFrame) -> pd.DataFrame:
     runs = _default_runs(table)
     shown = "epochs" if runs["budget"].eq("epochs").any() else "steps"  # one definition: one value a cell
     runs = runs[runs["budget"].eq(shown)]
-    # diverged runs are counted apart, unless every run of the cell diverged (`arms`)
+    # runs that did not train (diverged, collapsed) are counted apart, unless none of the cell's trained (`arms`)
     converged = runs["outcome"].eq("ok").groupby([runs[k].fillna("") for k in KEYS]).transform("any")
     runs = runs.assign(accuracy=runs["accuracy"].where(runs["outcome"].eq("ok") | ~converged))
     cells = (runs.groupby(KEYS, dropna=False)
              .agg(accuracy=("accuracy", "mean"), train_time_s=("train_time_s", "mean"), n_seeds=("accuracy", "size"),
                   own=("own_default", "max"), diverged=("outcome", lambda o: int((o == "diverged").sum())),
-                  budget_scale=("budget_scale", "min"))
+                  collapsed=("outcome", lambda o: int((o == "collapsed").sum())), budget_scale=("budget_scale", "min"))
              .reset_index())
     cells["divergence_rate"] = cells["diverged"] / cells["n_seeds"]
+    cells["collapse_rate"] = cells["collapsed"] / cells["n_seeds"]
     cells["budget"] = shown
     spread = group_intervals(runs, KEYS, "accuracy").drop(columns=["accuracy_mean", "accuracy_n"])
     cells = cells.merge(spread, on=KEYS, how="left")
@@ -158,7 +159,8 @@ def transfer_comparisons(table) -> pd.DataFrame:
     """Framework transfer, one row per pair: each default whose home framework ran here, moved to each other
     framework, against itself at home, on the same dataset and regime (COMPARISON_COLUMNS): the difference
     moved - home in test accuracy over converged runs (`intervals.contrast`, with the test set's sampling
-    error where the trials recorded correctness), and each side's diverged runs with Fisher's exact p."""
+    error where the trials recorded correctness), and each side's runs that did not train (diverged, collapsed)
+    with Fisher's exact p of the two sides' rates."""
     return derived(trials_table(table), _transfer_comparisons)
 
 
@@ -212,8 +214,8 @@ def _row(regime, dataset, target, default, *, home, source_dataset, moved, at_ho
             "subject_text": interval_text(ia.mean, ia.low, ia.high, ia.n),
             "reference_text": interval_text(ib.mean, ib.low, ib.high, ib.n),
             "diverged_a": moved.diverged, "runs_a": moved.runs, "diverged_b": at_home.diverged,
-            "runs_b": at_home.runs, "p_diverged": divergence(moved.diverged, moved.runs, at_home.diverged,
-                                                             at_home.runs)}
+            "runs_b": at_home.runs, "collapsed_a": moved.collapsed, "collapsed_b": at_home.collapsed,
+            "p_diverged": divergence(moved.untrained, moved.runs, at_home.untrained, at_home.runs)}
 
 
 def pooled_transfer(table, budget: str = "epochs") -> dict:
