@@ -16,6 +16,9 @@
 #      results), on tensorflow and its worst target, mxnet (else the first other framework), native, 5 seeds a
 #      cell (a run takes
 #      1-3 minutes here); the other defaults, pairs and the canonical regime at the published steps are left out;
+#      then tunability: each framework's own default against itself tuned on digits (issue 41), a grid of lr (5
+#      values a decade apart) x optimizer (sgd, momentum, adam) around it, chosen on validation with 1 selection
+#      seed, the chosen configurations and the default then on 5 fresh seeds (about 100 runs);
 #   3. dataset transfer: the crossover of mnist5k and digits on torch (Caffe's LeNet default, tuned for MNIST,
 #      against the best torch configuration of step 1, tuned for digits), each on both, 5 seeds a cell; then the
 #      placebo, the same crossover between the two halves of mnist5k with the MLP, each half's configuration tuned
@@ -65,7 +68,7 @@ sweep="main-sweep-$tag" transfer="main-transfer-$tag" crossover="main-crossover-
 transfer_steps="main-transfer-steps-$tag" steps_default=tensorflow-mnist-deep
 steps_other=$(echo "$frameworks" | tr ',' '\n' | grep -vx tensorflow | grep -x mxnet || true)  # the worst target
 [ -n "$steps_other" ] || steps_other=$(echo "$frameworks" | tr ',' '\n' | grep -vx tensorflow | head -1 || true)
-ablation="main-ablation-$tag" designed="main-design-$tag"
+ablation="main-ablation-$tag" designed="main-design-$tag" tunability="main-tunability-$tag"
 first=$(echo "$frameworks" | cut -d, -f1)
 stage() { echo "== $* (at ${SECONDS} s)" >&2; }
 stage "frameworks: $frameworks; their MNIST defaults: $defaults"
@@ -110,6 +113,9 @@ if [[ ",$defaults," == *",$steps_default,"* && -n "$steps_other" && "$steps_seed
         --no-progress --address "$address"
     with_steps=(--with-study "$transfer_steps")
 fi
+stage "2/6 tunability: each framework's own default against itself tuned on digits (lr x optimizer), 5 fresh seeds"
+$sensitivity tunability --frameworks "$frameworks" --defaults "$defaults" --dataset digits --knobs lr,optimizer \
+    --selection-seeds 1 --seeds "$seeds" --parallel 2 --study "$tunability" --no-progress --address "$address"
 stage "3/6 dataset transfer: the crossover of mnist5k and digits on $first, then the placebo"
 $sensitivity crossover --framework "$first" --datasets mnist5k,digits --default mnist5k=caffe-lenet \
     --tuned digits="$sweep" --seeds "$seeds" --parallel 2 --study "$crossover" --address "$address"
@@ -135,7 +141,7 @@ stage "5/6 robustness of step 2's models, by the protocol fixed in search_spaces
 $sensitivity robustness "$transfer" --semantics both
 stage "6/6 report"
 others=(--with-study "$transfer" "${with_steps[@]}" --with-study "$crossover" --with-study "$placebo"
-        --with-study "$sweep-alone" --with-study "$designed")
+        --with-study "$sweep-alone" --with-study "$designed" --with-study "$tunability")
 $sensitivity report "$sweep" "${others[@]}" "${with_ablation[@]}" --out results/main-report.html
 $sensitivity findings "$sweep" "${others[@]}" "${with_ablation[@]}"  # the report's first section, as text
 .venv/bin/python -m sensitivity.analysis.report.browser results/main-report.html

@@ -22,7 +22,7 @@ EXIT_ENVIRONMENT = 1  # a fault of the machine or the environment, not of the in
 GROUPS = {"trial": ("trial",), "listing": ("frameworks", "datasets", "semantics", "import-caffe"),
           "sweep": ("sweep", "defaults", "transfer", "crossover", "studies", "dashboard"), "export": ("export",),
           "analysis": ("robustness", "plot", "report"), "findings": ("findings",), "ablate": ("ablate",),
-          "timing": ("timing",), "reproduce": ("reproduce",),
+          "timing": ("timing",), "tunability": ("tunability",), "reproduce": ("reproduce",),
           "importance": ("importance",)}
 _COMMANDS = {name for names in GROUPS.values() for name in names}
 

@@ -33,6 +33,7 @@ FIGURES = {  # kind: its module, in the order the report draws them
     "transfer": "sensitivity.analysis.figures.transfer",
     "robustness": "sensitivity.analysis.figures.robustness",
     "ablation": "sensitivity.analysis.figures.ablation",
+    "tunability": "sensitivity.analysis.figures.tunability",
 }
 KINDS = tuple(FIGURES)
 # kinds drawn from any study's trials; the others need its planned trials of defaults (sensitivity transfer), its

@@ -37,6 +37,10 @@ seeds or of no spread gets the exact permutation test over seeds within each tes
 correctness the test set's error is left out
 (method "welch"), as for any study but a transfer study.
 
+Paired differences (`paired`): two configurations run on the same seeds, the mean over seeds of their per-seed
+differences with Student t on n - 1 degrees of freedom; under 3 seeds, or without spread, the exact sign-flip
+test over the seeds (its p cannot go below 2 / 2^n) and no interval.
+
 `summary` pools a claim's comparisons: DerSimonian-Laird's random-effects mean (the between-comparison variance
 widens it where comparisons disagree), normal interval; one comparison is its own.
 """
@@ -49,7 +53,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from sensitivity.analysis.statistics import MIN_FOR_INTERVAL, exact_permutation, t_quantile, z_quantile
+from sensitivity.analysis.statistics import MIN_FOR_INTERVAL, exact_permutation, sign_flip, t_quantile, z_quantile
 
 LOGIT_EPS = 1e-3
 CONFIDENCE = 0.95
@@ -200,6 +204,31 @@ def ratio(a, b, confidence: float = CONFIDENCE) -> Difference:
     exp = (lambda x: None if x is None else float(math.exp(x)))
     return Difference(exp(out.estimate), exp(out.low), exp(out.high), out.n_a, out.n_b, out.p, out.sd, out.method,
                       test=out.test, df=out.df, p_floor=out.p_floor)
+
+
+def paired(a, b, confidence: float = CONFIDENCE) -> Difference:
+    """mean(a - b) of values paired by position (the same seeds), with Student t's interval and two-sided test
+    on n - 1 degrees of freedom (see the module); pairs with a value missing on either side are left out."""
+    # lazy: scipy
+    from scipy import special
+
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    keep = np.isfinite(a) & np.isfinite(b)
+    d = a[keep] - b[keep]
+    n = len(d)
+    if n == 0:
+        return Difference(math.nan, None, None, 0, 0, None, None, "too few")
+    estimate = float(d.mean())
+    sd = float(d.std(ddof=1)) if n > 1 else None
+    if n < MIN_FOR_INTERVAL or not sd:
+        return Difference(estimate, None, None, n, n, sign_flip(d), sd, "exact", test="exact sign-flip",
+                          p_floor=2 / 2 ** n)
+    se = sd / math.sqrt(n)
+    df = float(n - 1)
+    half = float(t_quantile((1 + confidence) / 2, df)) * se
+    p = float(2 * special.stdtr(df, -abs(estimate) / se))
+    return Difference(estimate, estimate - half, estimate + half, n, n, p, sd, "paired t", se, df, test="paired t",
+                      df_max=df)
 
 
 def _welch(a: np.ndarray, b: np.ndarray, confidence: float, method: str) -> Difference:

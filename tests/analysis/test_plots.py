@@ -21,7 +21,8 @@ def table(seeded_study):
 def test_the_table_maps_every_kind_to_a_module_with_compute_and_plot():
     assert list(FIGURES) == ["findings", "frontier", "designed-indices", "designed-interactions", "importance",
                              "isolation", "seeds", "resources", "divergence", "curves", "slice", "contour", "parallel",
-                             "dependence", "crossover", "transfer", "robustness", "ablation"]
+                             "dependence", "crossover", "transfer", "robustness", "ablation",
+                             "tunability"]
     assert all(callable(compute_of(kind)) and callable(module_of(kind).plot) for kind in FIGURES)
 
 

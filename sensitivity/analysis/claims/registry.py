@@ -7,6 +7,7 @@ from sensitivity.analysis.claims.dataset_transfer import DatasetTransfer
 from sensitivity.analysis.claims.framework_transfer import FrameworkTransfer
 from sensitivity.analysis.claims.robustness import Robustness
 from sensitivity.analysis.claims.runtime import RuntimeAccuracy
+from sensitivity.analysis.claims.tunability import Tunability
 
-CLAIMS = (DatasetTransfer(), FrameworkTransfer(), Robustness(), RuntimeAccuracy())
+CLAIMS = (Tunability(), DatasetTransfer(), FrameworkTransfer(), Robustness(), RuntimeAccuracy())
 BY_NAME = {claim.name: claim for claim in CLAIMS}

@@ -25,7 +25,7 @@ def numbers(row: dict) -> str:
                 f"interval; {test} test over seeds, {p})")
     detail = row.get("detail") or {}
     error = {"welch+test-set": "with the test set's error", "paired bootstrap": "paired bootstrap over seeds and "
-             "samples"}.get(detail.get("method"), "seeds' error only")
+             "samples", "paired t": "paired by seed"}.get(detail.get("method"), "seeds' error only")
     p = (f"Holm p={row['p_holm']:.2g}" if none_if_missing(row.get("p_holm")) is not None else
          f"p={row['p']:.2g}" if none_if_missing(row.get("p")) is not None else "no test")
     return (f"{signed(row['estimate'])} [{signed(row['low'])}, {signed(row['high'])}] "

@@ -22,11 +22,12 @@ from sensitivity.analysis.figures import ablation as ablation_figure
 from sensitivity.analysis.figures import frontier as frontier_figure
 from sensitivity.analysis.figures import resources as resources_figure
 from sensitivity.analysis.figures import seeds as seeds_figure
+from sensitivity.analysis.figures import tunability as tunability_figure
 from sensitivity.analysis.intervals import Interval
 from sensitivity.analysis.rankings.designed import designed_importance, importance_record
 from sensitivity.analysis.report.findings import findings_html
-from sensitivity.analysis.report.html import (STYLE, figure_html, guarded, missing_html, note_html, regime_html,
-                                              table_html)
+from sensitivity.analysis.report.html import (STYLE, difference_text, figure_html, guarded, missing_html, note_html,
+                                              regime_html, table_html)
 from sensitivity.analysis.report.importance import designed_html, importance_html
 from sensitivity.analysis.report.papers import forecast_html, papers_html
 from sensitivity.analysis.report.robustness import robustness_html
@@ -41,6 +42,7 @@ from sensitivity.analysis.tables.robustness import robustness_curves
 from sensitivity.analysis.tables.runtime import first_same_configuration_times, parallel_ratios, ratios_text
 from sensitivity.analysis.tables.seeds import NEEDS_SEEDS, has_intervals, seed_intervals
 from sensitivity.analysis.tables.summary import framework_summary
+from sensitivity.analysis.tables.tunability import point_text
 from sensitivity.config.design import DESIGN_ATTR
 from sensitivity.core.attacks import PGD_STEPS
 
@@ -70,7 +72,7 @@ def designed_record(study) -> dict:
 DRAWN = {"curves": {"fields": DRAWN_FIELDS}}  # options of a figure's compute function: only what the figure draws
 # the page's order: a figure kind is drawn in the section of its own name, or in the one DRAWN_IN names; a kind of
 # `figure_table.FIGURES` in neither gets a section of its own before "papers", titled by its module's TITLE
-ORDER = ("findings", "study", "environment", "summary", "frontier", "runtime", "importance", "isolation", "seeds",
+ORDER = ("findings", "study", "environment", "summary", "tunability", "frontier", "runtime", "importance", "isolation", "seeds",
          "resources", "divergence", "curves", "slice", "contour", "parallel", "dependence", "transfer", "robustness",
          "ablation", "papers", "forecast")
 DRAWN_IN = {"designed-indices": "importance", "designed-interactions": "importance", "crossover": "transfer"}
@@ -129,6 +131,8 @@ def _sections(table: pd.DataFrame, others, designed=()) -> dict:
             "runtime": lambda: _runtime(sources),
             "robustness": lambda: _first_of(sources, robustness_curves, _robustness, "run sensitivity robustness"),
             "ablation": lambda: _first_of(sources, ablation_path, _ablation, "run sensitivity ablate"),
+            "tunability": lambda: _first_of(sources, tunability_figure.compute, _tunability,
+                                            "run sensitivity tunability"),
             "papers": lambda: papers_html(sources), "forecast": lambda: forecast_html(sources)}
 
 
@@ -287,6 +291,22 @@ def _transfer(sources: list) -> str:
         return transfer_html(sources)
     except NotEnoughData as reason:
         return missing_html(f"not computed for this study: run sensitivity transfer or crossover ({reason})")
+
+
+def _tunability(found, source=None) -> str:
+    rows = found.rows
+    note = note_html("Each framework's own default against the configuration a grid around it selected on validation "
+                     "(selection seeds), both then run on the same fresh seeds: the difference in test accuracy, "
+                     "paired by seed, with its 95% interval. A knob alone: that knob tuned, the others at the "
+                     "default's values; its tuning risk: everything tuned minus everything but that knob. The "
+                     "noise floor is the half-width of a difference between two independent sets of the default's "
+                     "seeds. It is the gain of the selected configuration, not the best the grid holds.")
+    shown = pd.DataFrame({REGIME: rows[REGIME], "default": rows["tunability"], "framework": rows["framework"],
+                          "role": rows["role"], "chosen": [point_text(p) for p in rows["point"]],
+                          "validation (selection)": rows["val_score"].round(4),
+                          "difference [95%]": [difference_text(r) for r in rows.to_dict("records")],
+                          "noise floor": rows["noise_floor"].round(4), "fresh seeds": rows["fresh_seeds"]})
+    return note + figure_html(tunability_figure.plot(found), "tunability") + table_html(shown)
 
 
 def _ablation(found, source=None) -> str:
