@@ -160,6 +160,7 @@ def test_without_a_tunability_study_the_claim_is_not_tested_and_names_the_comman
 
     from sensitivity.analysis.claims.findings import findings
 
-    found = findings(trials_table(frame({"framework": "torch", "lr": 0.1, "accuracy": 0.9, "train_time_s": 1.0})))
+    found = findings(trials_table(frame({"framework": "torch", "lr": 0.1, "accuracy": 0.9, "train_time_s": 1.0,
+                                         "semantics": "native"})))
     claim = found.claims[found.claims["claim"].eq("tunability")].iloc[0]
     assert claim["verdict"] == "not tested" and "sensitivity tunability --frameworks" in claim["sentence"]

@@ -67,6 +67,10 @@ class Tunability:
     def verdict(self, regime: str, rows: pd.DataFrame, every_regime: pd.DataFrame, effect: float,
                 context) -> dict:
         heads = rows[[d["role"] == "tuned" for d in rows["detail"]]]
+        if heads.empty and regime != "native":
+            return {"verdict": "not tested", "sentence": f"{regime.capitalize()}: {self.question} is not tested: a "
+                                                         "question of the native regime (each default as its users "
+                                                         f"run it), which the {regime} regime does not ask."}
         if heads.empty:
             return {"verdict": "not tested", "sentence": f"{regime.capitalize()}: {self.question} is not tested: "
                                                          f"no study of sensitivity tunability in this regime ({COMMAND} "
@@ -96,11 +100,10 @@ class Tunability:
         else:
             verdict, top = "inconclusive", heads.loc[heads["estimate"].idxmax()]
         d = top["detail"]
-        grid = (f"{d['grid_points']}-point grid over {d['knobs']}, {d['selection_seeds']} selection seed(s), "
-                f"{d['fresh_seeds']} fresh seeds")
+        grid = f"{d['grid_points']}-point grid, {d['selection_seeds']} selection seed(s)"
         return {"verdict": verdict, "estimate": top["estimate"], "low": none_if_missing(top["low"]),
                 "high": none_if_missing(top["high"]),
-                "unit": f"accuracy, {d['tunability']} {d['role']} minus as published",
+                "unit": f"accuracy, {d['tunability']} {d['role']} minus default",
                 "p": none_if_missing(top["p"]), "p_holm": none_if_missing(top["p_holm"]),
                 "n_a": int(top["n_a"]), "n_b": int(top["n_b"]), "n_tested": len(heads),
                 "n_differ": len(leaving), "margin": margin, "budgets": f"{d['budget']}; {grid}",
@@ -146,10 +149,9 @@ def _default_sentence(head: dict, rows: pd.DataFrame, verdict: str, margin: floa
     for row in _of_default(rows, d).to_dict("records"):
         if row["detail"]["role"] == top["detail"]["role"]:
             continue  # said first
-        k = row["detail"]
-        what = row["label"].rsplit(", ", 1)[-1]
+        what, k = row["label"].rsplit(", ", 1)[-1], row["detail"]
         if row["verdict"] == "not compared":
-            parts.append(f"{what} 0 (the same configuration)")
+            parts.append(f"{what} 0 ({'it kept the default' if k['kind'] == 'gain' else 'the tuned configuration leaves it at the default'})")
             continue
         interval = (f" [{signed(row['low'])}, {signed(row['high'])}]" if none_if_missing(row["low"]) is not None
                     else " (no interval)")
