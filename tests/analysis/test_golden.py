@@ -1,8 +1,8 @@
 """The analysis gives the same Findings and figure data as before its move into rooms (issue 40), and as the code
 that made the golden copy: the Findings (text, with every comparison and the details, and --json) and the data of
 every figure (`export --figure KIND --format json`), computed from one stored main-job database
-(`golden/main-job.db.xz`, made by `scripts/main_job.sh` at 7eaf482) and compared with `golden/`, which that code
-wrote. The commands run in-process, as a user types them; the trial cache lives in the test's own folder.
+(`golden/main-job.db.xz`, made by `scripts/main_job.sh` at 7eaf482, with the tunability study its step 2 now runs
+added by `sensitivity tunability` at 78916e1) and compared with `golden/`, which that code wrote. The commands run in-process, as a user types them; the trial cache lives in the test's own folder.
 
 The Findings' text is compared byte for byte. The figures' JSON is compared after rounding every float to 10
 significant digits: a CPU whose kernels sum in another order moves the 16th digit, not a verdict.
@@ -24,11 +24,12 @@ GOLDEN = os.path.join(os.path.dirname(__file__), "golden")
 TAG = "torch-tensorflow-mxnet"
 SWEEP = f"main-sweep-{TAG}"
 WITH = [f"main-transfer-{TAG}", f"main-transfer-steps-{TAG}", f"main-crossover-{TAG}", f"main-placebo-{TAG}",
-        f"{SWEEP}-alone", f"main-design-{TAG}", f"main-ablation-{TAG}"]
+        f"{SWEEP}-alone", f"main-design-{TAG}", f"main-ablation-{TAG}", f"main-tunability-{TAG}"]
 STUDY_KINDS = ("findings", "frontier", "importance", "isolation", "slice", "contour", "curves", "seeds", "resources",
                "divergence")
 FIGURES = [(SWEEP, kind) for kind in STUDY_KINDS] + [
-    (f"main-transfer-{TAG}", "transfer"), (f"main-transfer-{TAG}", "robustness"), (f"main-ablation-{TAG}", "ablation")]
+    (f"main-transfer-{TAG}", "transfer"), (f"main-transfer-{TAG}", "robustness"), (f"main-ablation-{TAG}", "ablation"),
+    (f"main-tunability-{TAG}", "tunability")]
 WRITE = os.environ.get("SENSITIVITY_WRITE_GOLDEN") == "1"
 
 
