@@ -74,3 +74,18 @@ def test_without_alone_runs_of_this_sweep_the_text_says_how_to_get_them():
     other["timed_study"] = "another-sweep"
     assert parallel_ratios(sweep, []).empty and parallel_ratios(sweep, [sweep, other]).empty
     assert "sensitivity timing SWEEP" in ratios_text(parallel_ratios(sweep, [other]))
+
+
+def test_a_regime_the_sweep_never_ran_is_not_said_to_have_no_trial_finished_ok():
+    """The canonical runtime line of a native sweep said no trial "finished with status ok" when none ran."""
+    import numpy as np
+    from planted import transfer_rows
+
+    from sensitivity.analysis.claims.findings import findings
+
+    sweep = as_frame(defaults_rows(), "native-sweep")
+    canonical = as_frame(transfer_rows(np.random.default_rng(0), regimes=("canonical",)), "canonical-transfer")
+    found = findings(sweep, [canonical]).claims.set_index(["semantics", "claim"])
+    assert found.loc[("canonical", "runtime-accuracy"), "sentence"].endswith(
+        "Not tested: the main study (a sweep) ran no trial in this regime.")
+    assert "finished with status ok" not in found.loc[("canonical", "runtime-accuracy"), "sentence"]

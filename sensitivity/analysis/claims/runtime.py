@@ -42,19 +42,24 @@ class RuntimeAccuracy:
 
     def verdict(self, regime: str, rows: pd.DataFrame, every_regime: pd.DataFrame, effect: float,
                 context: dict) -> dict:
-        return runtime_claim(regime, rows, effect, context.get(regime, context.get("", "")))
+        return runtime_claim(regime, rows, effect, context.get(regime, context.get("", "")),
+                             ran=regime in context.get("ran", ()))
 
     def comparison_words(self, row: dict) -> tuple:
         return f", at {row['detail']['time_ratio']:.2f}x the train time", ""
 
 
-def runtime_claim(regime: str, rows: pd.DataFrame, effect: float, timing: str) -> dict:
+def runtime_claim(regime: str, rows: pd.DataFrame, effect: float, timing: str, ran: bool = True) -> dict:
     """More accuracy costs more runtime: the most accurate framework's best configuration against each other
     framework's. A pair supports it where the first is more accurate (Holm) and its train-time ratio's interval
     lies above 1; it goes against it where the two are equivalent in accuracy, or the first is more accurate and
     its ratio's interval lies below 1 (more accurate and faster). "Supported" where a pair supports it, "not
-    supported" where every pair goes against it, else "inconclusive"."""
+    supported" where every pair goes against it, else "inconclusive". `ran`: whether the main study ran any trial
+    in the regime."""
     frontier = rows[rows["unit"].eq("frontier")]
+    if frontier.empty and not ran:
+        return {"verdict": "not tested", "sentence": f"{regime.capitalize()}: {RuntimeAccuracy.statement}? Not "
+                                                     "tested: the main study (a sweep) ran no trial in this regime."}
     if frontier.empty:
         return {"verdict": "not tested", "sentence": f"{regime.capitalize()}: {RuntimeAccuracy.statement}? Not "
                                                      "tested: no trial of the main study (a sweep) in this regime "
@@ -172,11 +177,13 @@ def runtime_words(on: str, verdict: str, head: dict, judged: str, effect: float)
 
 def timing_note(sources: list) -> dict:
     """{regime: what its runtime claim's times rest on}: the sweep's concurrency against the same configurations
-    timed alone, and the same configuration's time to target on every framework (`runtime`)."""
+    timed alone, and the same configuration's time to target on every framework (`runtime`); "ran": the regimes
+    the main study ran trials in."""
 
     ratios = ratios_text(parallel_ratios(sources[0], sources[1:]))
     times, study = first_same_configuration_times(sources)
-    return {"": ratios, **{regime: ratios + _times_text(part, study)
+    ran = set(sources[0][REGIME].dropna()) if REGIME in sources[0] else set()
+    return {"": ratios, "ran": ran, **{regime: ratios + _times_text(part, study)
                            for regime, part in times.groupby(REGIME, sort=False)}}
 
 
