@@ -3,6 +3,10 @@
 The schema is documented in search_spaces/README.md. Validation happens before anything runs: an unknown
 key, a wrong type, low above high, an unknown framework or dataset is a SpaceError whose one-line message
 names the file, the key path and what is allowed.
+
+A space may give lr relative to each optimizer (`lr_reference`, issue 41): the parameter `lr_decades` (u) then
+stands for lr = lr_reference[optimizer] x 10^u, so that one axis means the same distance from a sensible rate under
+every optimizer. The study stores u; each trial's spec holds the absolute lr (`Space.trial_spec`).
 """
 from __future__ import annotations
 
@@ -20,12 +24,14 @@ from sensitivity import datasets
 from sensitivity.config.files import read_mapping
 from sensitivity.core.models import MODELS
 from sensitivity.core.paths import check_name
-from sensitivity.core.spec import TrialSpec
+from sensitivity.core.spec import OPTIMIZERS, TrialSpec
 from sensitivity.frameworks import FRAMEWORKS
 
+RELATIVE_LR = "lr_decades"  # lr as decades from its optimizer's reference (`Space.lr_reference`)
+MAX_DECADES = 12  # how far lr_decades may reach from a reference, either way
 # Fields a space may tune or fix; the framework is a parameter of its own (the `frameworks` list).
 TUNABLE = ("batch_size", "lr", "epochs", "iterations", "optimizer", "momentum", "weight_decay", "lr_policy",
-           "gamma", "power", "stepsize", "init", "backend", "semantics")
+           "gamma", "power", "stepsize", "init", "backend", "semantics", RELATIVE_LR)
 FIXABLE = TUNABLE + ("threads", "device", "timeout", "stepvalues")
 # What a sweep may optimise: validation accuracy, never test accuracy (`accuracy`, recorded beside).
 METRICS = ("val_accuracy", "loss", "train_time_s", "setup_time_s", "compile_time_s", "test_time_s",
@@ -123,6 +129,7 @@ class Space(_Strict):
     objectives: tuple[Objective, ...] = Field(min_length=1, strict=False)
     val_fraction: float = Field(0.2, gt=0, lt=1)
     seeds: int = Field(1, gt=0, le=MAX_SEEDS)
+    lr_reference: Optional[dict[str, float]] = None  # optimizer -> the lr that lr_decades = 0 stands for
 
     @field_validator("study")
     @classmethod
@@ -164,6 +171,7 @@ class Space(_Strict):
         metrics = [o.metric for o in self.objectives]
         if len(set(metrics)) != len(metrics):
             raise ValueError("an objective metric is listed twice")
+        self._check_relative_lr()
         if self.model is not None:  # a trial of a model that does not fit would fail only once Ray ran it
             shape = datasets.REGISTRY[self.dataset].input_shape
             try:
@@ -175,6 +183,50 @@ class Space(_Strict):
                                  f"allowed on {self.dataset}: {', '.join(fitting)}") from None
         return self
 
+    def _check_relative_lr(self) -> None:
+        relative = RELATIVE_LR in self.parameters or RELATIVE_LR in self.fixed
+        if self.lr_reference is None:
+            if relative:
+                raise ValueError(f"{RELATIVE_LR} needs lr_reference: the lr each optimizer's {RELATIVE_LR} = 0 "
+                                 f"stands for, e.g. {{adam: 0.001, momentum: 0.01, sgd: 0.1}}")
+            return
+        if not relative:
+            raise ValueError(f"lr_reference without {RELATIVE_LR}: give parameters.{RELATIVE_LR} (decades from "
+                             "the reference), or remove lr_reference")
+        if "lr" in self.parameters or "lr" in self.fixed:
+            raise ValueError(f"lr and {RELATIVE_LR} both given: {RELATIVE_LR} sets lr from lr_reference; remove lr")
+        for name, value in self.lr_reference.items():
+            if name not in OPTIMIZERS:
+                raise ValueError(f"lr_reference.{name}: not an optimizer; allowed: {', '.join(OPTIMIZERS)}")
+            if not value > 0:
+                raise ValueError(f"lr_reference.{name}: {value} is not a positive learning rate")
+        reach = ([self.parameters[RELATIVE_LR].low, self.parameters[RELATIVE_LR].high]
+                 if RELATIVE_LR in self.parameters and self.parameters[RELATIVE_LR].type != "categorical" else
+                 list(self.parameters[RELATIVE_LR].choices) if RELATIVE_LR in self.parameters
+                 else [self.fixed[RELATIVE_LR]])
+        for value in reach:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or abs(value) > MAX_DECADES:
+                raise ValueError(f"{RELATIVE_LR}: {value!r} is not a number of decades within +-{MAX_DECADES}")
+        missing = [o for o in self.optimizers() if o not in self.lr_reference]
+        if missing:
+            raise ValueError(f"lr_reference: optimizer {missing[0]} has no reference; give one for each of "
+                             f"{', '.join(self.optimizers())}")
+
+    def optimizers(self) -> tuple:
+        """The optimizers its trials can run: the parameter's choices, the fixed one, or TrialSpec's default."""
+        if "optimizer" in self.parameters and self.parameters["optimizer"].type == "categorical":
+            return tuple(self.parameters["optimizer"].choices)
+        return (self.fixed.get("optimizer", TrialSpec.model_fields["optimizer"].default),)
+
+    def absolute(self, fields: dict) -> dict:
+        """`fields` with lr_decades made an absolute lr: lr_reference[optimizer] x 10^lr_decades."""
+        if RELATIVE_LR not in fields:
+            return fields
+        fields = dict(fields)
+        optimizer = fields.get("optimizer", TrialSpec.model_fields["optimizer"].default)
+        fields["lr"] = float(self.lr_reference[optimizer] * 10.0 ** fields.pop(RELATIVE_LR))
+        return fields
+
     def distributions(self) -> dict:
         """Optuna distributions of every parameter, the framework first."""
         # lazy: optuna
@@ -184,8 +236,8 @@ class Space(_Strict):
 
     def trial_spec(self, params: dict, seed: int, **run_options) -> TrialSpec:
         """The TrialSpec of one sampled configuration and seed; run options (timeout, device) last."""
-        fields = {**self.fixed, **params, "dataset": self.dataset, "model": self.model, "seed": seed,
-                  "val_fraction": self.val_fraction}
+        fields = self.absolute({**self.fixed, **params, "dataset": self.dataset, "model": self.model, "seed": seed,
+                                "val_fraction": self.val_fraction})
         fields.update({k: v for k, v in run_options.items() if v is not None})
         if "stepvalues" in fields:
             fields["stepvalues"] = tuple(fields["stepvalues"])
@@ -266,14 +318,17 @@ def _check_fixed_values(path: Path, space: Space) -> None:
     """Fixed values must be valid TrialSpec values (checked with a neutral sample of the parameters)."""
     for name, value in space.fixed.items():
         try:
-            TrialSpec(framework=space.frameworks[0], dataset=space.dataset,
-                      **{name: tuple(value) if isinstance(value, list) else value})
+            TrialSpec(**space.absolute({"framework": space.frameworks[0], "dataset": space.dataset,
+                                        "optimizer": space.optimizers()[0],
+                                        name: tuple(value) if isinstance(value, list) else value}))
         except ValidationError as exc:
             raise SpaceError(f"{path}: fixed.{name}: {exc.errors()[0]['msg'].removeprefix('Value error, ')}") from None
 
 
 def _field_kind(name: str) -> str:
     """int, float or choice: what kind of value TrialSpec's field `name` holds."""
+    if name == RELATIVE_LR:
+        return "float"
     annotation = TrialSpec.model_fields[name].annotation
     args = [a for a in typing.get_args(annotation) if a is not type(None)] or [annotation]
     if typing.get_origin(annotation) is Literal or args[0] not in (int, float):
@@ -289,6 +344,8 @@ def _check_parameter_values(path: Path, space: Space) -> None:
     framework of the space: its type, low and high, each of its choices; then the combinations of those
     values (a framework's native API may refuse a pair, as torch's Nesterov does momentum 0)."""
     base = {k: tuple(v) if isinstance(v, list) else v for k, v in space.fixed.items()}
+    if "optimizer" not in space.parameters:  # lr_decades alone needs the optimizer to be made an lr
+        base.setdefault("optimizer", space.optimizers()[0])
     extremes = {}
     for name, param in space.parameters.items():
         allowed = _ALLOWED_TYPES[_field_kind(name)]
@@ -302,7 +359,9 @@ def _check_parameter_values(path: Path, space: Space) -> None:
                 raise SpaceError(f"{path}: parameters.{name}.{key}: {value} is not a number")
             for framework in space.frameworks:
                 try:
-                    TrialSpec(**{"framework": framework, "dataset": space.dataset, **base, name: value})
+                    for optimizer in (space.optimizers() if name == RELATIVE_LR else (None,)):
+                        chosen = {**base, name: value, **({"optimizer": optimizer} if optimizer else {})}
+                        TrialSpec(**space.absolute({"framework": framework, "dataset": space.dataset, **chosen}))
                 except ValidationError as exc:
                     message = exc.errors()[0]["msg"].removeprefix("Value error, ")
                     raise SpaceError(f"{path}: parameters.{name}.{key}: {message}") from None
@@ -319,7 +378,8 @@ def _check_combinations(path: Path, space: Space, base: dict, extremes: dict, li
     for framework in space.frameworks:
         for values in itertools.product(*extremes.values()):
             try:
-                TrialSpec(framework=framework, dataset=space.dataset, **base, **dict(zip(names, values)))
+                TrialSpec(**space.absolute({"framework": framework, "dataset": space.dataset, **base,
+                                            **dict(zip(names, values))}))
             except ValidationError as exc:
                 message = exc.errors()[0]["msg"].removeprefix("Value error, ")
                 combination = ", ".join(f"{n}={v}" for n, v in zip(names, values))
