@@ -251,9 +251,10 @@ def test_the_report_leads_its_importance_with_the_designed_study_and_its_interac
 
 
 def test_the_findings_sensitivity_claims_name_the_top_parameter_and_where_frameworks_differ(tmp_path, capsys):
-    """Ishigami at a = 7 and a = 2: x2's ST is 0.442 against 0.061, a difference the design's intervals resolve
-    even widened to a Bonferroni family; at a = 2, x1 explains most of the variance (ST 0.93) and its ranking
-    settles, the others below it. Every claim's line fits the Findings' 240 characters."""
+    """Ishigami at a = 7 and a = 2: at a = 2, x1 explains most of the variance (ST 0.93) and its ranking settles,
+    the others below it; whether the two differ in sensitivity is the framework's ST - S1, which one seed a point
+    cannot tell from the seeds' noise (tests/analysis/test_framework_factor.py decides it with two). Every claim's
+    line fits the Findings' 240 characters."""
     from sensitivity.analysis.claims.sensitivity import sensitivity_claims
 
     worlds = {"strong": ishigami, "weak": lambda c: ishigami(c, a=2.0)}
@@ -265,9 +266,10 @@ def test_the_findings_sensitivity_claims_name_the_top_parameter_and_where_framew
     assert weak["verdict"] == "settled" and weak["headline"].startswith("weak: x1 first, ST "), weak
     assert weak["headline"].endswith("below it") and "x3: S1 " in weak["details"]
     differ = by_subject[""]
-    assert differ["claim"] == "frameworks differ in sensitivity" and differ["verdict"] == "supported"
-    assert "(Bonferroni): strong more sensitive to x2: ST strong minus weak +0.3" in differ["headline"], differ
-    assert "a Bonferroni family of 3 (z 2.39)" in differ["details"]
+    assert differ["claim"] == "frameworks differ in sensitivity" and differ["verdict"] == "not testable"
+    assert differ["headline"].startswith("ST(framework) ") and "not testable with one seed a point" in \
+        differ["headline"], differ
+    assert "ST - S1" in differ["details"] and "--seeds 2" in differ["details"]
     small = planted_study(None, Design("sobol", 2, 1, PARAMS), {"a": ishigami}, name="small")
     [one, none] = sensitivity_claims("small", importance_record(designed_importance(small)))
     assert one["verdict"] == "not settled" and "too small for a bootstrap interval" in one["headline"]
@@ -313,6 +315,5 @@ def test_a_ranking_of_indices_that_interact_or_of_intervals_past_the_range_is_no
     record["per_framework"]["torch"]["parameters"]["lr"].update(first=[0.6, 0.3, 0.9], total_minus_first=0.45)
     assert "torch" not in interaction_note(record)
     assert not sensitivity_claims("d", record)[0]["headline"].endswith("mostly interaction")
-    # +0.09 [+0.01, +0.17] excludes 0 alone, not among 3 differences
-    assert differ["verdict"] == "inconclusive" and "narrowest: batch_size: ST torch minus mxnet +0.09" in \
-        differ["headline"], differ
+    # a record without the framework as a factor (every framework on every row) decides nothing across frameworks
+    assert differ["verdict"] == "not tested" and "every row of one design" in differ["headline"], differ

@@ -6,10 +6,12 @@ factors that lead together (intervals overlapping the top's), those below them, 
 of the leaders' total index is interaction (ST - S1). An ST interval that holds the whole of an index's range [0, 1]
 ranks nothing: the design is too small, and the claim says so.
 
-Across frameworks, "frameworks differ in sensitivity": each difference of the ranking index (ST, or mu*) between
-two frameworks, its interval widened to a Bonferroni family of all the differences (SALib's 95% half-widths are
-1.96 standard errors); supported where one excludes 0, inconclusive where none does, not tested under two
-frameworks with indices.
+Across frameworks, "frameworks differ in sensitivity", with the framework as a factor of the design
+(`rankings.framework_factor`): what the framework moves through the other factors, ST(framework) - S1(framework),
+less the seeds' noise share, against a margin of MARGIN of the variance (ST alone would count a framework that is
+uniformly better, which is no difference in sensitivity). Supported where its interval lies above the margin, not
+supported where it lies below, else inconclusive; "not testable" with one seed a point, where the noise cannot be
+told apart from the interaction; not tested under two frameworks on one design.
 
 Each claim: {claim, subject, verdict, headline, details}; its line "  [verdict] claim: headline" is at most
 `sentences.HEADLINE_LIMIT` characters, as every claim's.
@@ -17,7 +19,6 @@ Each claim: {claim, subject, verdict, headline, details}; its line "  [verdict] 
 from __future__ import annotations
 
 from sensitivity.analysis.claims.sentences import HEADLINE_LIMIT
-from sensitivity.analysis.statistics import bonferroni_z, z_quantile
 
 WHICH, DIFFER = "which parameter matters most", "frameworks differ in sensitivity"
 
@@ -44,7 +45,7 @@ class FrameworksDiffer:
     anchor = "importance"
 
     def verdicts(self, record: dict, size: str, grow: str) -> list:
-        return [_differ(record.get("differences", {}), record["ranking"]["index"], size, grow)]
+        return [_differ(record.get("framework_factor"), size, grow)]
 
 
 DESIGN_CLAIMS = (WhichParameter(), FrameworksDiffer())  # in the order they print
@@ -155,31 +156,31 @@ def _which(framework: str, r: dict, ranking: dict, size: str, grow: str) -> dict
     return _claim(WHICH, framework, "not settled", head, details + f" A larger design may settle it: {grow}.")
 
 
-def _differ(pairs: dict, label: str, size: str, grow: str) -> dict:
-    if not pairs:
-        return _claim(DIFFER, "", "not tested", "needs indices of two or more frameworks on one design",
-                      f"Needs indices of two or more frameworks on one design ({size}).")
-    found = [(pair, parameter, est, low, high) for pair, params in pairs.items()
-             for parameter, (est, low, high) in params.items()]
-    z, z95 = bonferroni_z(len(found)), float(z_quantile(0.975))
-    widened = [(pair, p, est, est - (est - low) * z / z95, est + (high - est) * z / z95)
-               for pair, p, est, low, high in found]
-    differ = [f for f in widened if f[3] > 0 or f[4] < 0]
-
-    def said(pair, parameter, est, low, high):
-        a, b = pair.split("-", 1)
-        who = a if low > 0 else b if high < 0 else None
-        return ((f"{who} more sensitive to {parameter}: " if who else f"{parameter}: ")
-                + f"{label} {a} minus {b} {est:+.2f} [{low:+.2f}, {high:+.2f}]")
-
-    family = (f"{len(found)} differences of {label}, each est -/+ the root of the two 95% half-widths squared, "
-              f"widened to a Bonferroni family of {len(found)} (z {z:.2f})")
-    every = "; ".join(said(*f) for f in widened)
-    if differ:
-        head = f"{len(differ)} of {len(found)} differences exclude 0 (Bonferroni): " + "; ".join(
-            said(*f) for f in differ)
-        return _claim(DIFFER, "", "supported", head, f"{family}: {every}. Design: {size}.")
-    narrowest = min(widened, key=lambda f: f[4] - f[3])
-    head = f"none of {len(found)} differences of {label} excludes 0 (Bonferroni); narrowest: {said(*narrowest)}"
+def _differ(factor, size: str, grow: str) -> dict:
+    if not factor:
+        return _claim(DIFFER, "", "not tested", "needs two or more frameworks on every row of one design",
+                      f"Needs two or more frameworks on every row of one design ({size}).")
+    margin = factor["margin"]
+    facts = (f"The framework as a factor of the design ({', '.join(factor['frameworks'])}, equally weighted, over "
+             f"{factor['rows']} rows every framework completed; 95% bootstrap over {factor['base_rows']} base rows, "
+             f"each with all its frameworks): ST(framework) {_est(factor['ST'])}, S1 {_est(factor['S1'])}, ST - S1 "
+             f"{_est(factor['interaction'])} (ST counts a framework uniformly better, S1 only that; ST - S1 is what "
+             "it moves through lr, optimizer and batch size, a difference in sensitivity)")
+    if factor["beyond_noise"] is None:
+        head = (f"ST(framework) {_est(factor['ST'])}, ST - S1 {_est(factor['interaction'])}; not testable with one "
+                "seed a point: the seeds' noise is not told apart")
+        return _claim(DIFFER, "", "not testable", head,
+                      f"{facts}. With one seed a point, ST - S1 holds the seeds' noise, which a second seed a point "
+                      f"would measure and subtract; judged against a margin of {margin:g} of the variance. To test it: "
+                      f"{grow.replace('--until-settled', '--seeds 2 --until-settled')}. Design: {size}.")
+    beyond = factor["beyond_noise"]
+    said = (f"{facts}; the seeds' noise share {factor['noise']:.3f} ({factor['seeds']} seeds a point), "
+            f"subtracted: {_est(beyond)}, against a margin of {margin:g} of the variance")
+    head = f"ST - S1 of the framework less noise {_est(beyond)}; ST {_est(factor['ST'])}; margin {margin:g}"
+    if beyond[1] > margin:
+        return _claim(DIFFER, "", "supported", head, f"{said}: the frameworks differ in sensitivity. Design: {size}.")
+    if beyond[2] < margin:
+        return _claim(DIFFER, "", "not supported", head,
+                      f"{said}: any difference in sensitivity lies below the margin. Design: {size}.")
     return _claim(DIFFER, "", "inconclusive", head,
-                  f"{family}: {every}. Design: {size}. A larger design narrows the intervals: {grow}.")
+                  f"{said}: the interval holds the margin. Design: {size}. A larger design narrows it: {grow}.")

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from sensitivity.analysis.rankings.base import Ranking, Verdict
+from sensitivity.analysis.rankings.framework_factor import framework_factor
 from sensitivity.analysis.rankings.indices import Design as Sample
 from sensitivity.analysis.rankings.indices import MorrisEvaluator, SobolEvaluator
 from sensitivity.analysis.table import collapsed_mask
@@ -133,6 +134,7 @@ class DesignedImportance(NamedTuple):
     design: Designed
     objective: str
     frameworks: tuple  # FrameworkIndices
+    values: dict = {}  # {framework: (mean by row, diverged, collapsed, the seeds' variance by row)}
 
 
 def design_of(study) -> Design:
@@ -166,12 +168,12 @@ def _chance(study) -> Optional[float]:
 
 
 def point_values(study, design: Design, index: int, metric: str) -> dict:
-    """{framework: (values by row, NaN where missing; diverged runs; collapsed runs)} from the study's complete
-    trials."""
+    """{framework: (values by row, NaN where missing; diverged runs; collapsed runs; the variance over its seeds by
+    row, NaN under 2 seeds)} from the study's complete trials."""
     # lazy: optuna
     from optuna.trial import TrialState
 
-    sums, counts, diverged, chance = {}, {}, {}, None
+    sums, squares, counts, diverged, chance = {}, {}, {}, {}, None
     finished = []  # (framework, final loss, accuracy) of the runs with status ok, for the collapse rule
     for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
         config = str(t.user_attrs.get("config_id", ""))
@@ -193,6 +195,7 @@ def point_values(study, design: Design, index: int, metric: str) -> dict:
             finished.append((framework, t.user_attrs.get("loss"),
                              t.user_attrs.get("accuracy", value if "accuracy" in metric else None)))
         sums.setdefault(framework, np.zeros(design.points))[row] += value
+        squares.setdefault(framework, np.zeros(design.points))[row] += value * value
         counts.setdefault(framework, np.zeros(design.points))[row] += 1
     runs = pd.DataFrame(finished, columns=["framework", "loss", "accuracy"])
     runs["dataset"] = (study.user_attrs.get("space") or {}).get("dataset")
@@ -200,8 +203,10 @@ def point_values(study, design: Design, index: int, metric: str) -> dict:
     out = {}
     for framework in sums:
         with np.errstate(invalid="ignore", divide="ignore"):
-            out[framework] = (sums[framework] / counts[framework], diverged.get(framework, 0),
-                              collapsed.get(framework, 0))
+            n = counts[framework]
+            mean = sums[framework] / n
+            spread = np.where(n > 1, (squares[framework] - n * mean * mean) / (n - 1), np.nan)
+            out[framework] = (mean, diverged.get(framework, 0), collapsed.get(framework, 0), np.maximum(spread, 0))
     return out
 
 
@@ -213,7 +218,7 @@ def designed_importance(study, objective: Optional[str] = None, seed: int = 0) -
     found = []
     frameworks = list(dict.fromkeys([*(study.user_attrs.get("space") or {}).get("frameworks", []), *values]))
     for framework in frameworks:
-        Y, diverged, collapsed = values.get(framework, (np.full(design.points, np.nan), 0, 0))
+        Y, diverged, collapsed, _ = values.get(framework, (np.full(design.points, np.nan), 0, 0, None))
         complete = int(np.isfinite(Y).sum())
         result, verdict, why = None, None, ""
         if complete < design.points:
@@ -225,7 +230,7 @@ def designed_importance(study, objective: Optional[str] = None, seed: int = 0) -
             except ValueError as exc:  # a constant objective: no variance to attribute
                 why = str(exc)
         found.append(FrameworkIndices(framework, design.points, complete, diverged, collapsed, result, verdict, why))
-    return DesignedImportance(designed, metric, tuple(found))
+    return DesignedImportance(designed, metric, tuple(found), values)
 
 
 def _triple(e) -> list:
@@ -287,4 +292,5 @@ def importance_record(found: DesignedImportance) -> dict:
         record.update({k: only[k] for k in ("parameters", "interactions") if k in only})
     if len(per) > 1:
         record["differences"] = differences(found)
+        record["framework_factor"] = framework_factor(found.values, found.design.design)
     return record
