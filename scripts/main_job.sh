@@ -5,9 +5,11 @@
 #      parameter (framework, lr, optimizer, batch size), 3 seeds each, for the importance, the runtime frontier,
 #      and the configuration tuned for digits; then its 3 best configurations per framework timed again alone,
 #      pinned to one core, interleaved across frameworks: the ratio of the sweep's times to these; then a designed
-#      study of the same space, per framework: a Saltelli design (Sobol' indices) of base 32 over lr, optimizer and
-#      batch size, 256 points and one seed a point, for which parameter matters, settled or why not (issue 30; at
-#      base 8 an ST interval held the whole of [0, 1]);
+#      study of search_spaces/digits-relative.yaml (lr relative to each optimizer's reference, issue 41), per
+#      framework: a Saltelli design (Sobol' indices) of base 16 over lr_decades, optimizer and batch size, 128
+#      points and 2 seeds a point (768 runs in all, as at base 32 with one), for which parameter matters, settled or
+#      why not, and, with the framework as a factor, whether frameworks differ in sensitivity beyond the seeds'
+#      noise, which the seed pairs measure;
 #   2. framework transfer on digits: each framework's own MNIST default at its published budget, on its home
 #      framework and on the others, native and canonical (the control), 6 seeds a cell (robustness' family, one
 #      registered pair, needs 6 for its exact test to pass), checkpoints kept; then
@@ -99,9 +101,9 @@ stage "1/6 a sweep on digits: 40 sampled configurations x 3 seeds, then its 3 be
 $sensitivity sweep search_spaces/digits.yaml --frameworks "$frameworks" --trials 120 --seeds 3 --parallel 2 \
     --sampler random --seed 0 --study "$sweep" --address "$address"
 $sensitivity timing "$sweep" --configs 3 --no-progress --address "$address"
-stage "1/6 a designed study on digits: Sobol' indices of lr, optimizer and batch size per framework, 256 points each"
-$sensitivity sweep search_spaces/digits.yaml --frameworks "$frameworks" --design sobol --trials 256 --seeds 1 --seed 0 \
-    --parallel 2 --study "$designed" --no-progress --address "$address"
+stage "1/6 a designed study on digits, lr relative to the optimizer: 128 points x 2 seeds per framework"
+$sensitivity sweep search_spaces/digits-relative.yaml --frameworks "$frameworks" --design sobol --trials 256 --seeds 2 \
+    --seed 0 --parallel 2 --study "$designed" --no-progress --address "$address"
 stage "2/6 framework transfer on digits at the published budget, native and canonical, $transfer_seeds seeds a cell"
 $sensitivity transfer --frameworks "$frameworks" --datasets digits --defaults "$defaults" --seeds "$transfer_seeds" \
     --semantics both --keep-checkpoints --parallel 2 --study "$transfer" --address "$address"
