@@ -352,8 +352,8 @@ def parameter_names(table: pd.DataFrame, framework: bool = True) -> list:
 def grouped(rows: pd.DataFrame, keys=BY_FRAMEWORK, *, outcomes: bool = False, **aggregations) -> pd.DataFrame:
     """One row per group of `keys` with `n_trials` and `n_seeds` (distinct seeds), then `aggregations`
     (pandas named aggregations, name=(column, function)); `outcomes` adds n_ok, n_collapsed,
-    n_diverged, n_pruned, n_failed. The one grouping every analysis uses, so counts mean the same everywhere; sorted by the
-    keys, native before canonical."""
+    n_diverged, n_pruned, n_failed. The one grouping every analysis uses, so counts mean the same everywhere;
+    sorted by the keys, native before canonical."""
     keys = list(keys)
     out = rows.groupby(keys, sort=True, observed=True).agg(
         n_trials=("number", "size"), n_seeds=("seed", "nunique"), **aggregations)

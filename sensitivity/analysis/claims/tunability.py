@@ -72,9 +72,9 @@ class Tunability:
                                                          "question of the native regime (each default as its users "
                                                          f"run it), which the {regime} regime does not ask."}
         if heads.empty:
-            return {"verdict": "not tested", "sentence": f"{regime.capitalize()}: {self.question} is not tested: "
-                                                         f"no study of sensitivity tunability in this regime ({COMMAND} "
-                                                         "would test it)."}
+            return {"verdict": "not tested",
+                    "sentence": f"{regime.capitalize()}: {self.question} is not tested: no study of sensitivity "
+                                f"tunability in this regime ({COMMAND} would test it)."}
         cut = heads[heads["verdict"].eq("cut budget")]
         if len(cut) == len(heads):
             scales = pd.to_numeric(cut["budget_scale"], errors="coerce").dropna()
@@ -151,7 +151,8 @@ def _default_sentence(head: dict, rows: pd.DataFrame, verdict: str, margin: floa
             continue  # said first
         what, k = row["label"].rsplit(", ", 1)[-1], row["detail"]
         if row["verdict"] == "not compared":
-            parts.append(f"{what} 0 ({'it kept the default' if k['kind'] == 'gain' else 'the tuned configuration leaves it at the default'})")
+            why = "it kept the default" if k["kind"] == "gain" else "the tuned configuration leaves it at the default"
+            parts.append(f"{what} 0 ({why})")
             continue
         interval = (f" [{signed(row['low'])}, {signed(row['high'])}]" if none_if_missing(row["low"]) is not None
                     else " (no interval)")

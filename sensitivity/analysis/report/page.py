@@ -72,9 +72,9 @@ def designed_record(study) -> dict:
 DRAWN = {"curves": {"fields": DRAWN_FIELDS}}  # options of a figure's compute function: only what the figure draws
 # the page's order: a figure kind is drawn in the section of its own name, or in the one DRAWN_IN names; a kind of
 # `figure_table.FIGURES` in neither gets a section of its own before "papers", titled by its module's TITLE
-ORDER = ("findings", "study", "environment", "summary", "tunability", "frontier", "runtime", "importance", "isolation", "seeds",
-         "resources", "divergence", "curves", "slice", "contour", "parallel", "dependence", "transfer", "robustness",
-         "ablation", "papers", "forecast")
+ORDER = ("findings", "study", "environment", "summary", "tunability", "frontier", "runtime", "importance", "isolation",
+         "seeds", "resources", "divergence", "curves", "slice", "contour", "parallel", "dependence", "transfer",
+         "robustness", "ablation", "papers", "forecast")
 DRAWN_IN = {"designed-indices": "importance", "designed-interactions": "importance", "crossover": "transfer"}
 TITLES = {"study": "Study", "environment": "Environment", "summary": "Framework by dataset",
           "runtime": "Runtime beside accuracy", "papers": "The study's numbers beside ours",

@@ -17,7 +17,8 @@ COUNTED = ("ok", "collapsed", "diverged", "failed")
 
 def divergence_rates(table, parameters=None, bins: int = 5) -> pd.DataFrame:
     """One row per parameter, bin, framework and regime: n_trials, n_seeds, n_ok, n_collapsed, n_diverged,
-    n_failed, divergence_rate (diverged / n_trials), collapse_rate and failure_rate; `order` sorts the bins, `centre` places them."""
+    n_failed, divergence_rate (diverged / n_trials), collapse_rate and failure_rate; `order` sorts the bins,
+    `centre` places them."""
     table = trials_table(table)
     rows = table[table["outcome"].isin(COUNTED)]
     distributions = parameter_distributions(table, framework=False)

@@ -31,9 +31,10 @@ from sensitivity.analysis.table import NotEnoughData, derived, trained, trials_t
 
 KEYS = [REGIME, "dataset", "tunability", "framework"]
 NEEDS = "tunability needs the trials of sensitivity tunability"
-COLUMNS = [*KEYS, "role", "knob", "kind", "knobs", "point", "home", "note", "val_score", "grid_points", "selection_seeds",
-           "fresh_seeds", "estimate", "low", "high", "p", "se", "sd", "df", "df_max", "test", "p_floor", "n_a", "n_b",
-           "method", "subject_mean", "reference_mean", "noise_floor", "same_as_reference", "budget", "budget_scale"]
+COLUMNS = [*KEYS, "role", "knob", "kind", "knobs", "point", "home", "note", "val_score", "grid_points",
+           "selection_seeds", "fresh_seeds", "estimate", "low", "high", "p", "se", "sd", "df", "df_max", "test",
+           "p_floor", "n_a", "n_b", "method", "subject_mean", "reference_mean", "noise_floor", "same_as_reference",
+           "budget", "budget_scale"]
 
 
 class Selection(NamedTuple):
@@ -120,7 +121,8 @@ def _tunability_rows(table: pd.DataFrame) -> pd.DataFrame:
         sd = float(default.std(ddof=1)) if k > 1 else math.nan
         floor = float(t_quantile(0.975, 2 * k - 2)) * sd * math.sqrt(2 / k) if k > 1 else math.nan
         picks = {s.role: s for s in picked}
-        base = dict(zip(KEYS, key), home=home, knobs=", ".join(json.loads(home)), grid_points=int(selection["grid_point"].nunique()),
+        base = dict(zip(KEYS, key), home=home, knobs=", ".join(json.loads(home)),
+                    grid_points=int(selection["grid_point"].nunique()),
                     selection_seeds=int(selection["seed"].nunique()), fresh_seeds=k, noise_floor=floor,
                     budget=part["budget"].iloc[0] if "budget" in part else "epochs",
                     budget_scale=float(pd.to_numeric(part.get("budget_scale"), errors="coerce").min())
