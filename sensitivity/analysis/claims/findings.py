@@ -3,8 +3,8 @@ first): one `Verdict` per claim of `registry.CLAIMS` and regime, with its effect
 trials behind it, the anchor of its figure, a one-line `headline` and its sentence; and beneath each claim the
 `Comparison`s it rests on, each judged on its own (`judge`: Holm within a claim, TOST, seeds needed).
 
-Each claim is a module of this room (dataset_transfer, framework_transfer, robustness, runtime; how each is tested
-is in its docstring); this module only runs them in the registry's order, adds what concerns every claim (the
+Each claim is a module of this room (tunability, dataset_transfer, framework_transfer, robustness, runtime; how
+each is tested is in its docstring); this module only runs them in the registry's order, adds what concerns every claim (the
 CPU kernels of the hosts the runs came from), and caches the result beside a study's table. The JSON of
 `sensitivity findings --json` is the records of its `Verdict`s and `Comparison`s (`findings_records`).
 """
