@@ -415,7 +415,8 @@ def test_findings_command_prints_a_verdict_per_claim(storage, capsys):
     assert main(["findings", "sweep", "--with-study", "transfer", "--storage", storage]) == 0
     out = capsys.readouterr().out
     lines = [line for line in out.splitlines() if line.startswith("  [")]
-    assert len(lines) == 4 and all(len(line) <= 240 for line in lines), lines  # one line a claim, at a glance
+    assert len(lines) == 5 and all(len(line) <= 240 for line in lines), lines  # one line a claim, at a glance
+    assert lines[0].startswith("  [not tested] tunability: no study of sensitivity tunability in this regime")
     assert re.search(r"^  \[inconclusive\] dataset transfer: \+0\.\d{3} \[\+0\.\d{3}, \+0\.\d{3}\] home "
                      r"advantage, p=\S+; 4 seeds a side; at epochs: supported, convergence unknown; "
                      r"at steps: not run$", out, re.M), out
