@@ -80,9 +80,10 @@ def default_fields(space, entry, dataset: str, cut=None, budget: str = "epochs")
                                                         space.val_fraction), cut, budget)
 
 
-def _trials(space, entry, framework: str, dataset: str, knobs: list, points: list, seeds, phase: str,
-            cut=None, budget: str = "epochs") -> list:
-    fields, scale = default_fields(space, entry, dataset, cut, budget)
+def _trials(space, entry, dataset: str, knobs: list, points: list, seeds, phase: str, defaults: tuple) -> list:
+    """The planned trials of `points` around `entry` on its own framework; `defaults`: its (fields, Scale)."""
+    fields, scale = defaults
+    framework = entry.runs_on
     home = home_point(fields, knobs)
     plan = []
     for regime in space.regimes():
@@ -107,18 +108,17 @@ def selection_plan(space, entries: list, dataset: str, knobs: list, selection_se
     check_knobs(knobs)
     plan = []
     for entry in entries:
-        fields, _ = default_fields(space, entry, dataset, cut, budget)
+        defaults = default_fields(space, entry, dataset, cut, budget)
         seeds = range(SELECTION_SEED, SELECTION_SEED + selection_seeds)
-        plan += _trials(space, entry, entry.runs_on, dataset, knobs, grid(fields, knobs), seeds, "selection", cut,
-                        budget)
+        plan += _trials(space, entry, dataset, knobs, grid(defaults[0], knobs), seeds, "selection", defaults)
     return plan
 
 
 def fresh_plan(space, entry, dataset: str, knobs: list, points: list, seeds: int, cut=None,
                budget: str = "epochs") -> list:
     """The default and the chosen grid `points` on fresh seeds 0..seeds-1 (the default's own first)."""
-    fields, _ = default_fields(space, entry, dataset, cut, budget)
-    home = home_point(fields, knobs)
+    defaults = default_fields(space, entry, dataset, cut, budget)
+    home = home_point(defaults[0], knobs)
     chosen = [json.loads(k) for k in dict.fromkeys(json.dumps(p, sort_keys=True) for p in [home, *points])]
-    return _trials(space, entry, entry.runs_on, dataset, knobs, chosen, range(seeds), "fresh", cut, budget)
+    return _trials(space, entry, dataset, knobs, chosen, range(seeds), "fresh", defaults)
 
