@@ -106,6 +106,16 @@ def text(found, record: dict) -> str:
             for name, p in sorted(r["parameters"].items(), key=lambda kv: -kv[1]["mu_star"][0]):
                 lines.append(f"  {name:<16} {_interval(p['mu_star']):<26} {p['sigma']:.3f}")
         lines.append(f"  ranking by {designed.index}: {'settled' if r['settled'] else 'not settled'}: {r['why']}")
+        within = r.get("within")
+        if within:
+            lines.append(f"  within each {within['given']} (ST and S1 from the design's pick-freeze pairs at that "
+                         f"{within['given']}; closed index of {{{', '.join(within['group'])}}} "
+                         f"{_interval(within['closed'])}):")
+            for level, w in within["levels"].items():
+                listed = ", ".join(f"{name} S1 {_interval(v['first'])}, ST {_interval(v['total'])}"
+                                   for name, v in w.get("parameters", {}).items())
+                lines.append(f"    {level}: {listed + '; ' if listed else ''}"
+                             f"{'settled' if w['settled'] else 'not settled'}: {w['why']}")
     for pair, params in record.get("differences", {}).items():
         a, b = pair.split("-", 1)
         index = designed.index

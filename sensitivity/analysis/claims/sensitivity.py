@@ -6,6 +6,11 @@ factors that lead together (intervals overlapping the top's), those below them, 
 of the leaders' total index is interaction (ST - S1). An ST interval that holds the whole of an index's range [0, 1]
 ranks nothing: the design is too small, and the claim says so.
 
+Per framework, on a design over an optimizer and an lr, "which parameter matters within an optimizer" (from the
+design's pick-freeze pairs that share the optimizer, `rankings.conditional`): settled where the ranking by ST is
+settled within every optimizer, else not settled, naming where it is and where not; beside it, the closed index of
+{optimizer, lr}, the share the two explain together.
+
 Across frameworks, "frameworks differ in sensitivity", with the framework as a factor of the design
 (`rankings.framework_factor`): what the framework moves through the other factors, ST(framework) - S1(framework),
 less the seeds' noise share, against a margin of MARGIN of the variance (ST alone would count a framework that is
@@ -21,6 +26,7 @@ from __future__ import annotations
 from sensitivity.analysis.claims.sentences import HEADLINE_LIMIT
 
 WHICH, DIFFER = "which parameter matters most", "frameworks differ in sensitivity"
+WITHIN = "which parameter matters within an optimizer"
 
 
 class WhichParameter:
@@ -36,6 +42,20 @@ class WhichParameter:
         return [_which(framework, r, ranking, size, grow) for framework, r in record["per_framework"].items()]
 
 
+class WithinOptimizer:
+    """Claim "which parameter matters within an optimizer", one verdict per framework of a designed study over an
+    optimizer and an lr (`rankings.conditional`); none on a design without them."""
+    name = WITHIN
+    statement = "one parameter matters most within each optimizer"
+    question = "which parameter matters once the optimizer is chosen"
+    would_test = "sensitivity sweep SPACE --design sobol over optimizer and lr (a designed study)"
+    anchor = "importance"
+
+    def verdicts(self, record: dict, size: str, grow: str) -> list:
+        return [_within(framework, r["within"], size, grow) for framework, r in record["per_framework"].items()
+                if r.get("within")]
+
+
 class FrameworksDiffer:
     """Claim "frameworks differ in sensitivity", one verdict over the frameworks of a designed study."""
     name = DIFFER
@@ -48,7 +68,7 @@ class FrameworksDiffer:
         return [_differ(record.get("framework_factor"), size, grow)]
 
 
-DESIGN_CLAIMS = (WhichParameter(), FrameworksDiffer())  # in the order they print
+DESIGN_CLAIMS = (WhichParameter(), WithinOptimizer(), FrameworksDiffer())  # in the order they print
 
 
 def sensitivity_claims(name: str, record: dict) -> list:
@@ -154,6 +174,39 @@ def _which(framework: str, r: dict, ranking: dict, size: str, grow: str) -> dict
             shares = ", ".join(f"{r['parameters'][p]['total_minus_first']:.2f}" for p in leaders)
             head += f"; ST-S1 {shares}: mostly interaction"
     return _claim(WHICH, framework, "not settled", head, details + f" A larger design may settle it: {grow}.")
+
+
+def _within(framework: str, within: dict, size: str, grow: str) -> dict:
+    levels, group = within["levels"], within["group"]
+    closed = f"{{{', '.join(group)}}} explain {_est(within['closed'])}"
+    listed = "; ".join(f"{level}: " + (", ".join(f"{p} S1 {_est(v['first'], 3)}, ST {_est(v['total'], 3)}"
+                                                 for p, v in r["parameters"].items()) + f" ({r['why']})"
+                                       if "parameters" in r else r["why"]) for level, r in levels.items())
+    noise = (f"the noise of {within['seeds']} seeds a point subtracted" if within["noise_subtracted"] else
+             "one seed a point, so its noise is not subtracted and inflates ST")
+    details = (f"{framework} ({size}; {noise}): within each {within['given']}, {listed}. The group "
+               f"{{{', '.join(group)}}}'s closed index (both and their interaction): {_est(within['closed'], 3)}. How: "
+               f"{within['how']}. An estimate outside [0, 1] is sampling error; its interval says how large.")
+    tops = {}
+    for level, r in levels.items():
+        if r["settled"]:
+            tops.setdefault(r["top"], []).append(level)
+    said = "; ".join(f"{top} first within {', '.join(names)}" for top, names in tops.items())
+    if all(r["settled"] for r in levels.values()):
+        if len(tops) == 1:
+            said = f"{next(iter(tops))} first within every {within['given']} ({', '.join(levels)})"
+        return _claim(WITHIN, framework, "settled", f"{framework}: {said}; {closed}", details)
+    apart, missing = {}, []
+    for level, r in levels.items():
+        if "parameters" not in r:
+            missing.append(level)
+        elif not r["settled"]:
+            order = sorted(r["parameters"], key=lambda p: -r["parameters"][p]["total"][0])
+            apart.setdefault(tuple(order), []).append(level)
+    open_ = [f"within {', '.join(names)} {order[0]} not separated from {', '.join(order[1:])}"
+             for order, names in apart.items()] + ([f"{', '.join(missing)} not estimated"] if missing else [])
+    head = f"{framework}: " + "; ".join(([said] if said else []) + open_) + f"; {closed}"
+    return _claim(WITHIN, framework, "not settled", head, details + f" A larger design may settle it: {grow}.")
 
 
 def _differ(factor, size: str, grow: str) -> dict:

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from sensitivity.analysis.rankings.base import Ranking, Verdict
+from sensitivity.analysis.rankings.conditional import conditional_record
 from sensitivity.analysis.rankings.framework_factor import framework_factor
 from sensitivity.analysis.rankings.indices import Design as Sample
 from sensitivity.analysis.rankings.indices import MorrisEvaluator, SobolEvaluator
@@ -281,8 +282,15 @@ def differences(found: DesignedImportance) -> dict:
 
 def importance_record(found: DesignedImportance) -> dict:
     """The JSON of `sensitivity importance --json` on a designed study (issue 30's shape; the top-level
-    parameters are the framework's where the study has one)."""
+    parameters are the framework's where the study has one; per framework, `within`: the indices within each
+    optimizer, `rankings.conditional`, where the design has an optimizer and an lr)."""
     per = {f.framework: framework_record(f) for f in found.frameworks}
+    for f in found.frameworks:
+        if f.result is not None and f.framework in found.values:
+            Y, _, _, spread = found.values[f.framework]
+            within = conditional_record(Y, spread, found.design.design)
+            if within is not None:
+                per[f.framework]["within"] = within
     record = {"design": found.design.design.attrs(), "ranking": found.design.index_record(),
               "objective": found.objective, "per_framework": per,
               "n": sum(f.complete for f in found.frameworks),

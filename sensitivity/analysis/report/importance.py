@@ -106,6 +106,18 @@ def designed_html(name: str, record: dict) -> str:
     interacting = interaction_note(record)
     if interacting:
         parts.append(note_html(interacting))
+    within = [{"framework": framework, "optimizer": level, "parameter": name, "S1": _interval(v["first"]),
+               "ST": _interval(v["total"]), "settled": "yes" if lr["settled"] else "no"}
+              for framework, r in record["per_framework"].items() if r.get("within")
+              for level, lr in r["within"]["levels"].items() for name, v in lr.get("parameters", {}).items()]
+    if within:
+        first = next(r["within"] for r in record["per_framework"].values() if r.get("within"))
+        closed = "; ".join(f"{framework} {_interval(r['within']['closed'])}"
+                           for framework, r in record["per_framework"].items() if r.get("within"))
+        parts.append(note_html(f"Within each {first['given']}, the remaining parameters ranked by ST: {first['how']}. "
+                               f"The closed index of {{{', '.join(first['group'])}}}, the share the two explain "
+                               f"together with their interaction: {closed}."))
+        parts.append(table_html(pd.DataFrame(within)))
     differences = [{"frameworks": f"{pair.split('-', 1)[0]} minus {pair.split('-', 1)[1]}", "parameter": parameter,
                     label: f"{est:+.3f} [{low:+.3f}, {high:+.3f}]",
                     "verdict": difference_verdict(*pair.split("-", 1), low, high)}
