@@ -624,3 +624,25 @@ def test_a_diverged_seed_of_a_best_configuration_is_counted_not_averaged():
     assert moved["n_a"] == 2 and pair["n_a"] == 3
     sentence = claim(findings(as_frame(rows, "runtime-world"), []), "native", "runtime-accuracy")["sentence"]
     assert "diverged, left out: 1 of tensorflow's, 0 of " in sentence
+
+
+def test_a_canonical_check_with_too_few_seeds_to_test_fails_on_a_difference_beyond_its_tolerance(found):
+    """With 2 seeds a cell (the main job's canonical runs) no exact test reaches p < 0.05, so the check counts a
+    difference beyond its declared tolerance alone; within it, the check holds."""
+    from sensitivity.analysis.claims.robustness import robustness_claim
+
+    every = found.comparisons[found.comparisons["claim"].eq("robustness")].copy()
+    canonical = every["semantics"].eq("canonical") & every["role"].eq("comparison") & every["verdict"].ne(
+        "not compared")
+    assert canonical.sum() >= 1
+    for estimate, verdict in ((0.05, "control failed"), (0.01, "control held")):
+        rows = every.copy()
+        rows.loc[canonical, "verdict"] = "not testable"
+        rows.loc[canonical, "estimate"] = estimate
+        head = robustness_claim("canonical", rows[rows["semantics"].eq("canonical")], rows, effect=0.02,
+                                tolerance=0.02, declared=True, checked="")
+        assert head["verdict"] == verdict, head
+        assert "with too few seeds to test, by their difference alone" in head["sentence"]
+        native = robustness_claim("native", rows[rows["semantics"].eq("native")], rows, effect=0.02, tolerance=0.02,
+                                  declared=True, checked="")
+        assert (native["control"] == "canonical check failed") == (verdict == "control failed")

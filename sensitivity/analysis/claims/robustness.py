@@ -12,8 +12,9 @@ compared frameworks trained (the protocol's `surrogate`, jax in the main job), a
   carry. Nothing is subtracted: a canonical difference is a check, not a correction.
 - canonical: the frameworks are identical by construction, so the regime checks the pipeline (attacks, matching,
   seeds) on the same configuration on every framework, against a tolerance the protocol declares before any
-  attack (`control_tolerance`): "control held" unless a pair differs beyond it at Holm p < ALPHA ("control
-  failed", and then no native verdict is "supported"). It never says frameworks differ.
+  attack (`control_tolerance`): "control held" unless a pair differs beyond it at Holm p < ALPHA, or beyond it with
+  too few seeds for the test to reach ALPHA ("control failed", and then no native verdict is "supported"). It never
+  says frameworks differ.
 
 The attack checks (`tables.robustness.robustness_checks`: zero gradients, PGD no weaker than FGSM, accuracy at the
 check's radius) are said with the verdict.
@@ -151,13 +152,18 @@ def _check_state(every_regime: pd.DataFrame, tolerance: float):
                          & every_regime["verdict"].ne("not compared")]
     if check.empty:
         return None
-    beyond = check["verdict"].isin(("lower", "higher")) & check["estimate"].abs().gt(tolerance)
-    return "failed" if beyond.any() else "held"
+    return "failed" if _beyond(check, tolerance).any() else "held"
+
+
+def _beyond(check: pd.DataFrame, tolerance: float) -> pd.Series:
+    """The check's pairs that fail it: beyond the tolerance, and either different at Holm p < ALPHA or with too few
+    seeds for the test to reach it (a check that cannot test counts the difference alone: 2 seeds a cell)."""
+    return check["verdict"].isin(("lower", "higher", "not testable")) & check["estimate"].abs().gt(tolerance)
 
 
 def _check(tested: pd.DataFrame, beside: pd.DataFrame, tolerance: float, declared: bool, checked: str) -> dict:
     """The canonical regime's entry: a check of the pipeline against the declared tolerance."""
-    beyond = tested[tested["verdict"].isin(("lower", "higher")) & tested["estimate"].abs().gt(tolerance)]
+    beyond = tested[_beyond(tested, tolerance)]
     identical = bool((tested["estimate"].abs() < 1e-12).all() and tested["low"].isna().all())
     verdict = "control failed" if len(beyond) else "control held"
     head = (beyond if len(beyond) else tested).pipe(lambda part: part.loc[part["estimate"].abs().idxmax()]).to_dict()
@@ -171,7 +177,8 @@ def _check(tested: pd.DataFrame, beside: pd.DataFrame, tolerance: float, declare
     sentence = (f"Canonical: the check (the same configuration and formulas on every framework, so the frameworks "
                 f"are identical by construction; never a finding about frameworks), against a tolerance of "
                 f"+-{tolerance:g} of robust AUC {where}, {state}: {len(beyond)} of {len(tested)} pairs differ "
-                f"beyond it after Holm; the largest, {_robustness_pair(head)}" + _beside(beside, head))
+                f"beyond it after Holm (or, with too few seeds to test, by their difference alone); the largest, "
+                f"{_robustness_pair(head)}" + _beside(beside, head))
     if identical:
         return {"verdict": verdict, "unit": "robust AUC", "n_a": int(head["n_a"]), "n_b": int(head["n_b"]),
                 "control": said, "sentence": sentence + checked + "."}
