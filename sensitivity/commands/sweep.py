@@ -74,6 +74,9 @@ def _add_sweep_parser(commands) -> None:
         p.add_argument("--semantics", choices=("native", "canonical", "both"), default="native",
                        help="native (default): each framework's own optimizers, schedulers and initialisers; "
                             "canonical: the same formulas everywhere; both: each default in both regimes")
+        p.add_argument("--canonical-seeds", type=number(int, 0, strict=True, maximum=MAX_SEEDS),
+                       help="seeds a cell in the canonical regime (default: --seeds); the control's runs are "
+                            "identical on every seed, so 2 show it")
         add_run_options(p)
         p.set_defaults(handler=_cmd_defaults, command=name)
     _add_crossover_parser(commands)
@@ -140,6 +143,9 @@ def _cmd_crossover(args) -> int:
         raise UsageError(f"sensitivity crossover: {sorted(both)[0]}: give --tuned or --default, not both")
     check_study_name(args.study, "crossover")
     regimes = ("native", "canonical") if args.semantics == "both" else (args.semantics,)
+    if args.canonical_seeds is not None and "canonical" not in regimes:
+        raise UsageError(f"sensitivity {args.command}: --canonical-seeds {args.canonical_seeds}: needs --semantics "
+                         "both or canonical; allowed: a whole number of seeds with one of those")
     space = defaults_space(args.study or "crossover", [args.framework], sets, args.seeds, regimes)
     try:  # the destinations, then the plan (it reads the datasets, writing nothing), then the cache
         check_destinations(sweep_options(args, 1))
@@ -197,6 +203,9 @@ def _cmd_defaults(args) -> int:
             raise UsageError(f"sensitivity {args.command}: {option}: unknown {name!r}; allowed: {', '.join(known)}")
     check_study_name(args.study, args.command)
     regimes = ("native", "canonical") if args.semantics == "both" else (args.semantics,)
+    if args.canonical_seeds is not None and "canonical" not in regimes:
+        raise UsageError(f"sensitivity {args.command}: --canonical-seeds {args.canonical_seeds}: needs --semantics "
+                         "both or canonical; allowed: a whole number of seeds with one of those")
     space = defaults_space(args.study or args.command, names, sets, args.seeds, regimes)
     try:
         check_destinations(sweep_options(args, 1))  # nothing written yet
@@ -205,7 +214,7 @@ def _cmd_defaults(args) -> int:
     try:  # the plan reads the datasets (writing nothing), so it is made and checked before the cache is written
         transfer = args.command == "transfer"
         plan = default_plan(space, names, sets, args.seeds, cut_of(args), transfer=transfer, names=chosen,
-                            record_correct=transfer, budgets=args.budget)
+                            record_correct=transfer, budgets=args.budget, canonical_seeds=args.canonical_seeds)
     except DefaultsError as exc:
         raise UsageError(f"sensitivity {args.command}: {exc}")
     except datasets.DatasetError as exc:

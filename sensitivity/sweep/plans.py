@@ -48,9 +48,10 @@ def own_default(entries: list, framework: str, dataset: str):
 
 
 def default_plan(space, frameworks: list, dataset_names: list, seeds: int, cut=None, transfer: bool = False,
-                 names=None, record_correct: bool = False, budgets=("epochs",)) -> list:
+                 names=None, record_correct: bool = False, budgets=("epochs",), canonical_seeds=None) -> list:
     """Every framework's own defaults on every dataset (with `transfer`, every default on every framework
-    and dataset), `seeds` seeds each, in each regime the space runs (`Space.regimes`), as planned trials.
+    and dataset), `seeds` seeds each (`canonical_seeds` in the canonical regime, where given), in each regime the
+    space runs (`Space.regimes`), as planned trials.
     Each runs its published budget under each definition of `budgets` (`core.budgets.BUDGETS`: the source's
     epochs, its steps), or `cut`'s share of it (a `defaults.Cut`), recorded as its `Scale`; `names` limits
     the entries; `record_correct` has each trial record its per-sample correctness (a transfer study's). A
@@ -71,7 +72,8 @@ def default_plan(space, frameworks: list, dataset_names: list, seeds: int, cut=N
                                                  cut, budget)
                     if record_correct:
                         fields["record_correct"] = True
-                    plan += planned_seeds(space, entry, entries, framework, dataset, regime, fields, scale, seeds)
+                    runs = canonical_seeds if regime == "canonical" and canonical_seeds is not None else seeds
+                    plan += planned_seeds(space, entry, entries, framework, dataset, regime, fields, scale, runs)
     return plan
 
 

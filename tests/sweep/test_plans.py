@@ -96,3 +96,25 @@ def test_transfer_runs_every_default_on_the_target_and_reports_the_matrix(tmp_pa
                             capture_output=True, text=True, timeout=300)
     assert report.returncode == 0 and "Across frameworks on digits" in (
         tmp_path / "results" / "transfer-report.html").read_text()
+
+
+def test_the_canonical_regime_runs_its_own_seeds_and_needs_to_be_run(tmp_path, monkeypatch, capsys):
+    """`transfer --canonical-seeds 2`: the control's runs are identical on every seed, so 2 a cell show it, while
+    the native regime keeps its --seeds; without the canonical regime the option is refused before any write."""
+    from sensitivity.cli import main
+
+    space = defaults_space("t", ["torch", "tensorflow"], ["digits"], seeds=6, regimes=("native", "canonical"))
+    plan = default_plan(space, ["torch", "tensorflow"], ["digits"], seeds=6, transfer=True,
+                        names=["torch-train-on-mnist"], canonical_seeds=2)
+    seeds = {}
+    for p in plan:
+        seeds.setdefault((p.planned["semantics"], p.planned["framework"]), set()).add(p.attrs["seed"])
+    assert seeds == {(regime, f): set(range(6 if regime == "native" else 2))
+                     for regime in ("native", "canonical") for f in ("torch", "tensorflow")}
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SENSITIVITY_CACHE_DIR", str(tmp_path / "cache"))
+    code = main(["transfer", "--frameworks", "torch", "--datasets", "digits", "--canonical-seeds", "2"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1
+    assert "--canonical-seeds 2: needs --semantics both or canonical" in err
+    assert list(tmp_path.iterdir()) == []
