@@ -15,7 +15,7 @@ EXPORT_ATTRS = ("status", "reason", "seed", "config_id", "accuracy", "val_accura
                 "flops_per_s", "params", "steps", "retry_of", "orphaned", "default", "default_source", "source_dataset",
                 "own_default", "default_kind", "budget", "budget_scale", "samples_scale", "published_epochs", "run_epochs",
                 "crossover", "tuned_for", "placebo", "tuned_config", "tuned_key", "parallel", "timing", "timed_study",
-                "timed_trial", "tunability", "phase", "knobs", "grid_point", "grid_home")
+                "timed_trial", "fresh_seed", "tunability", "phase", "knobs", "grid_point", "grid_home")
 
 
 def list_studies(storage_url=None) -> list:

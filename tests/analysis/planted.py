@@ -382,7 +382,8 @@ def sweep_rows(rng, configs=45, seeds=2, regimes=("native",), defaults=True, pea
 PARAMS = ("lr", "momentum", "batch_size")
 RESULT = ("seed", "status", "accuracy", "val_accuracy", "loss", "train_time_s", "config_id", "default", "default_source",
           "source_dataset", "own_default", "is_default", "budget_scale", "planned", "test_correct", "crossover",
-          "placebo", "tuned_for", "tuned_config", "tuned_key", "parallel", "timing", "timed_study", "timed_trial")
+          "placebo", "tuned_for", "tuned_config", "tuned_key", "parallel", "timing", "timed_study", "timed_trial",
+          "fresh_seed")
 
 
 def as_frame(rows: list, study: str, robustness=None, dataset="mnist5k"):

@@ -89,3 +89,38 @@ def test_a_regime_the_sweep_never_ran_is_not_said_to_have_no_trial_finished_ok()
     assert found.loc[("canonical", "runtime-accuracy"), "sentence"].endswith(
         "Not tested: the main study (a sweep) ran no trial in this regime.")
     assert "finished with status ok" not in found.loc[("canonical", "runtime-accuracy"), "sentence"]
+
+
+def test_the_chosen_configurations_are_tested_on_their_fresh_seeds_run_alone():
+    """The sweep chooses each framework's best on validation (torch's c0 at 0.97, beyond its worth: its test
+    accuracy on the sweep's seeds is 0.95); `sensitivity timing` ran each choice on 3 fresh seeds alone, where torch
+    reaches 0.93 and mxnet 0.94: the comparison reads the fresh seeds, and says the choice carries no curse."""
+    from sensitivity.analysis.claims.runtime import FRESH, WINNERS_CURSE, tradeoff_comparisons
+
+    sweep_rows, alone_rows = [], []
+    for fw, config, val, test, fresh_test, seconds in (("torch", "c0", 0.97, 0.95, 0.93, 3.0),
+                                                       ("torch", "c1", 0.90, 0.90, None, 3.0),
+                                                       ("mxnet", "c2", 0.95, 0.94, 0.94, 6.0)):
+        for seed in range(3):
+            sweep_rows.append({"framework": fw, "dataset": "digits", "semantics": "native", "seed": seed,
+                               "accuracy": test + 0.002 * seed, "val_accuracy": val + 0.002 * seed,
+                               "train_time_s": seconds * 2, "status": "ok", "config_id": config, "parallel": 2})
+        if fresh_test is not None:
+            for seed in range(3, 6):
+                alone_rows.append({"framework": fw, "dataset": "digits", "semantics": "native", "seed": seed,
+                                   "accuracy": fresh_test + 0.002 * (seed - 4), "val_accuracy": val,
+                                   "train_time_s": seconds + 0.1 * (seed - 4), "status": "ok", "timing": "alone",
+                                   "fresh_seed": True, "timed_study": "sweep", "timed_trial": 0,
+                                   "config_id": f"alone:{config}"})
+    sweep, alone = as_frame(sweep_rows, "sweep"), as_frame(alone_rows, "sweep-alone")
+    (pair,) = [c for c in tradeoff_comparisons(sweep, [alone]) if c.unit == "accuracy"]
+    assert (pair.subject, pair.reference) == ("torch", "mxnet")  # chosen on validation: torch's 0.97
+    assert pair.detail["fresh_seeds"] and pair.detail["timed"] == "alone"
+    assert pair.detail["accuracy_a"] == pytest.approx(0.93) and pair.detail["accuracy_b"] == pytest.approx(0.94)
+    assert pair.estimate == pytest.approx(-0.01) and pair.n_a == pair.n_b == 3
+    assert pair.detail["time_ratio"] == pytest.approx(0.5, rel=0.05)  # 3 s against 6 s, alone
+    # without fresh runs, the sweep's own seeds and the curse said
+    (cursed,) = [c for c in tradeoff_comparisons(sweep, []) if c.unit == "accuracy"]
+    assert not cursed.detail["fresh_seeds"] and cursed.detail["accuracy_a"] == pytest.approx(0.952)
+    from sensitivity.analysis.claims.runtime import choice_words
+    assert choice_words(pair.detail) == FRESH and choice_words(cursed.detail) == WINNERS_CURSE

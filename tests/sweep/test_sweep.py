@@ -91,27 +91,31 @@ def cli(cwd, *args, timeout=600):
 
 @pytest.fixture(scope="module")
 def timed(recorded):
-    proc = cli(recorded, "timing", "t", "--configs", 2, "--no-progress")
+    proc = cli(recorded, "timing", "t", "--configs", 2, "--seeds", 2, "--no-progress")
     assert proc.returncode == 0, proc.stderr[-3000:]
     return load(recorded, "t-alone")
 
 
-def test_timing_runs_the_best_configurations_alone_pinned_to_one_core(recorded, timed):
+def test_timing_runs_the_best_configurations_alone_pinned_to_one_core_on_fresh_seeds(recorded, timed):
     from sensitivity.analysis.tables.seeds import seed_intervals
     from sensitivity.analysis.table import trials_table
 
     sweep = load(recorded)
     means = seed_intervals(trials_table(sweep), metrics=("val_accuracy",))
     best = means.sort_values("val_accuracy_mean", ascending=False, kind="stable")["config_id"]
-    trials = timed.get_trials()
-    assert len(trials) == 2 and all(t.user_attrs["status"] == "ok" for t in trials)
+    trials = sorted(timed.get_trials(), key=lambda t: t.number)
+    assert len(trials) == 4 and all(t.user_attrs["status"] == "ok" for t in trials)
     timed_trials = [sweep.trials[t.user_attrs["timed_trial"]] for t in trials]
-    assert [t.user_attrs["config_id"] for t in timed_trials] == list(best[:2])  # best first
+    assert [t.user_attrs["config_id"] for t in timed_trials] == list(best[:2]) * 2  # best first, seed by seed
+    swept = {t.user_attrs["seed"] for t in sweep.trials if "seed" in t.user_attrs}
+    fresh = [t.user_attrs["seed"] for t in trials]
+    assert fresh == [max(swept) + 1] * 2 + [max(swept) + 2] * 2  # after the sweep's seeds, never one of them
     for alone, original in zip(trials, timed_trials):
         assert alone.user_attrs["timing"] == "alone" and alone.user_attrs["timed_study"] == "t"
+        assert alone.user_attrs["fresh_seed"] is True and alone.user_attrs["spec"]["seed"] == alone.user_attrs["seed"]
         assert alone.user_attrs["env"]["pinned_cpus"] == [0] and alone.user_attrs["parallel"] == 1
         assert alone.user_attrs["spec"]["threads"] == 1 and alone.user_attrs["spec"]["pin_cpus"] == [0]
-        same = ("lr", "batch_size", "seed", "epochs", "optimizer")
+        same = ("lr", "batch_size", "epochs", "optimizer")
         assert {k: alone.user_attrs["spec"][k] for k in same} == {k: original.user_attrs["spec"][k] for k in same}
 
 

@@ -85,7 +85,7 @@ def runtime_claim(regime: str, rows: pd.DataFrame, effect: float, timing: str, r
                 "control": ("times of runs side by side" if "side by side" in untestable else
                             "runs under 2 s of training: fixed costs dominate"),
                 "sentence": f"{on}; {RuntimeAccuracy.question} is not testable here: {untestable}; and "
-                            f"{WINNERS_CURSE}; the pairs as measured, for what they show{diverged}: "
+                            f"{choice_words(d)}; the pairs as measured, for what they show{diverged}: "
                             + "; ".join(pairs["sentence"]) + timing + "."}
     judged = [trade_off(row) for row in pairs.to_dict("records")]
     if "costs" in judged:
@@ -100,13 +100,20 @@ def runtime_claim(regime: str, rows: pd.DataFrame, effect: float, timing: str, r
             "n_b": int(head["n_b"]), "n_differ": judged.count("costs"),
             "budgets": f"train times {head['detail'].get('timed') or 'contended'}",
             "seeds_needed": head["seeds_needed"] if verdict == "inconclusive" else None,
-            "sentence": runtime_words(on, verdict, head.to_dict(), judged[at], effect) + "; " + WINNERS_CURSE
-                        + timing + "."}
+            "sentence": runtime_words(on, verdict, head.to_dict(), judged[at], effect) + "; "
+                        + choice_words(head["detail"]) + timing + "."}
 
 
 WINNERS_CURSE = ("each framework's best configuration is chosen on validation among the sweep's on the same seeds "
                  "its test accuracy is compared on, so its accuracy carries the winner's curse (the chosen "
-                 "configuration run alone on 3 fresh seeds a framework would remove it)")
+                 "configuration run alone on 3 fresh seeds a framework would remove it: sensitivity timing SWEEP)")
+FRESH = ("each framework's best configuration, chosen on validation among the sweep's, is tested on fresh seeds run "
+         "alone, disjoint from those it was chosen on, so its accuracy carries no winner's curse")
+
+
+def choice_words(detail: dict) -> str:
+    """Whether the compared accuracies carry the winner's curse of the choice, or come from fresh seeds."""
+    return FRESH if detail.get("fresh_seeds") else WINNERS_CURSE
 
 
 def _untestable(pairs: pd.DataFrame) -> str:
@@ -171,7 +178,8 @@ def runtime_words(on: str, verdict: str, head: dict, judged: str, effect: float)
                    f"{d.get('diverged_b', 0)} of {other}'s)")
     timed = {"alone": "timed alone", "contended": "contended: the sweep's, side by side"}.get(d.get("timed"), "")
     return (f"{on}; {lead}: the best configuration of {top}, the most accurate framework{chosen}, against that of "
-            f"{other}: test accuracy {d['accuracy_a']:.3f} against {d['accuracy_b']:.3f}, {numbers(head)}; {top}'s "
+            f"{other}: test accuracy{' on fresh seeds, run alone,' if d.get('fresh_seeds') else ''} "
+            f"{d['accuracy_a']:.3f} against {d['accuracy_b']:.3f}, {numbers(head)}; {top}'s "
             f"train time {ratio} {other}'s ({timed}); {ending}")
 
 
@@ -223,6 +231,21 @@ def _times(runs: pd.DataFrame, alone: dict) -> tuple:
     return runs["train_time_s"].to_numpy(float), "contended"
 
 
+def fresh_runs(sweep: pd.DataFrame, sources: list, config_id: str) -> pd.DataFrame:
+    """The runs of `sensitivity timing` of the sweep's configuration `config_id` on fresh seeds, alone (marked
+    `fresh_seed`; earlier timing runs repeated the sweep's own seed and are not these); empty without them."""
+    name = sweep.attrs.get("study")
+    for source in sources:
+        if not {"timing", "timed_study", "fresh_seed", "config_id"} <= set(source.columns):
+            continue
+        runs = trained(source)
+        runs = runs[runs["timing"].eq("alone") & runs["timed_study"].eq(name) & runs["fresh_seed"].eq(True)
+                    & runs["config_id"].eq(f"alone:{config_id}")]
+        if len(runs):
+            return runs
+    return pd.DataFrame()
+
+
 def tradeoff_comparisons(table: pd.DataFrame, others=()) -> list:
     try:
         frontier = runtime_accuracy_frontier(table)
@@ -249,17 +272,29 @@ def tradeoff_comparisons(table: pd.DataFrame, others=()) -> list:
         chooser = "val_accuracy" if rows["val_accuracy"].notna().any() else "accuracy"
         top = max(seeds, key=lambda fw: seeds[fw][chooser].mean())
         alone = alone_times(table, others)
+        chosen_ids = dict(zip(chosen["framework"], chosen["best_config_id"]))
+        fresh = {fw: fresh_runs(table, others, chosen_ids[fw]) for fw in seeds}
         for other in sorted(fw for fw in seeds if fw != top):
             a, b = seeds[top], seeds[other]
-            (time_a, kind_a), (time_b, kind_b) = _times(a, alone), _times(b, alone)
-            timed = "alone" if kind_a == kind_b == "alone" else "contended"
-            if timed == "contended":
-                time_a, time_b = a["train_time_s"].to_numpy(float), b["train_time_s"].to_numpy(float)
-            diff, cost = difference(a["accuracy"], b["accuracy"]), ratio(time_a, time_b)
+            tested = {fw: fresh[fw][fresh[fw]["outcome"].eq("ok")] for fw in (top, other) if len(fresh[fw])}
+            on_fresh = len(tested) == 2 and min(len(t) for t in tested.values()) >= 2
+            if on_fresh:  # the choice's test and times: its runs alone on fresh seeds
+                test_a, test_b = tested[top], tested[other]
+                time_a, time_b = test_a["train_time_s"].to_numpy(float), test_b["train_time_s"].to_numpy(float)
+                timed, left_a, left_b = "alone", len(fresh[top]) - len(test_a), len(fresh[other]) - len(test_b)
+            else:
+                test_a, test_b = a, b
+                (time_a, kind_a), (time_b, kind_b) = _times(a, alone), _times(b, alone)
+                timed = "alone" if kind_a == kind_b == "alone" else "contended"
+                if timed == "contended":
+                    time_a, time_b = a["train_time_s"].to_numpy(float), b["train_time_s"].to_numpy(float)
+                left_a, left_b = len(every[top]) - len(a), len(every[other]) - len(b)
+            diff, cost = difference(test_a["accuracy"], test_b["accuracy"]), ratio(time_a, time_b)
             detail = {"time_ratio": cost.estimate, "time_low": cost.low, "time_high": cost.high,
-                      "fastest": fastest, "accuracy_a": a["accuracy"].mean(), "accuracy_b": b["accuracy"].mean(),
+                      "fastest": fastest, "accuracy_a": test_a["accuracy"].mean(),
+                      "accuracy_b": test_b["accuracy"].mean(), "fresh_seeds": bool(on_fresh),
                       "chooser": chooser, "chosen_a": a[chooser].mean(), "chosen_b": b[chooser].mean(),
-                      "diverged_a": int(len(every[top]) - len(a)), "diverged_b": int(len(every[other]) - len(b)),
+                      "diverged_a": int(left_a), "diverged_b": int(left_b),
                       "time_a": float(np.mean(time_a)), "time_b": float(np.mean(time_b)), "timed": timed,
                       "fixed_cost_dominated": bool(min(np.mean(time_a), np.mean(time_b)) < FIXED_COST_FLOOR_S),
                       "fixed_cost_floor_s": FIXED_COST_FLOOR_S}

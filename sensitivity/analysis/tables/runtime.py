@@ -9,7 +9,7 @@ shortest mean train time among the frameworks. Means over seeds, with intervals 
 
 `parallel_ratios`: the runs of `sensitivity timing` (marked `timing: alone`) ran configurations of a sweep
 again one at a time, pinned to one core; per framework, the ratio of the sweep's train time of each
-configuration and seed to its time alone: its geometric mean over the configurations, with an interval. A time
+configuration and seed to its time alone: its geometric mean over the runs alone, with an interval. A time
 the findings quote from the sweep is that many times what the framework takes alone.
 """
 from __future__ import annotations
@@ -108,7 +108,8 @@ def parallel_ratios(sweep: pd.DataFrame, sources: list) -> pd.DataFrame:
             parallel = timed.loc[[int(n) for n in runs["timed_trial"] if int(n) in timed.index], "parallel"] \
                 if "parallel" in timed else pd.Series(dtype=float)
             shown = int(parallel.max()) if len(parallel.dropna()) else None
-            out.append({"framework": framework, "configurations": len(logs), "ratio": math.exp(interval.mean),
+            configurations = len({int(n) for n in runs["timed_trial"] if int(n) in timed.index})
+            out.append({"framework": framework, "configurations": configurations, "ratio": math.exp(interval.mean),
                         "low": exp(interval.low), "high": exp(interval.high), "parallel": shown})
         return pd.DataFrame(out, columns=RATIOS)
     return pd.DataFrame(columns=RATIOS)
