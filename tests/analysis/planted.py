@@ -94,14 +94,16 @@ class World:
             self.sets[key] = _rng(self.study, "set", dataset, split).standard_normal(size)
         return self.sets[key]
 
-    def run(self, config: str, dataset: str, seed: int, accuracy: float) -> dict:
-        """One trained model of `config` (whose population accuracy on `dataset` is `accuracy`) at `seed`."""
+    def run(self, config: str, dataset: str, seed: int, accuracy: float, family=None) -> dict:
+        """One trained model of `config` (whose population accuracy on `dataset` is `accuracy`) at `seed`;
+        configurations of one `family` share which samples they find hard (the same model on identical
+        frameworks), their seeds' draws their own."""
         theta = ndtri(accuracy) * np.sqrt(1 + SHIFT ** 2 + LAMBDA ** 2 + TAU ** 2)
         shift = _rng(self.study, "seed", config, dataset, seed).normal(0, SHIFT)
         out = {}
         for split in ("test", "val"):
             z = self.samples(dataset, split)
-            interaction = _rng(self.study, "config", config, dataset, split).normal(0, TAU, len(z))
+            interaction = _rng(self.study, "config", family or config, dataset, split).normal(0, TAU, len(z))
             draw = _rng(self.study, "draw", config, dataset, seed, split).random(len(z))
             out[split] = draw < ndtr(theta + shift - LAMBDA * z + interaction)
         return {"accuracy": float(out["test"].mean()), "val_accuracy": float(out["val"].mean()),
@@ -257,7 +259,8 @@ def level_keeps(level: float) -> list:
     return [1.0, 0.45 + 0.4 * level, 0.2 + 0.35 * level, 0.02 + 0.05 * level]
 
 
-def matched_world(study: int, seeds: int = 5, margin: float = 0.03) -> tuple:
+def matched_world(study: int, seeds: int = 5, margin: float = 0.03, levels=None, regime: str = "native",
+                  tolerance=None, identical: bool = False) -> tuple:
     """(rows, (records, protocol)): three frameworks' own defaults on mnist5k, which train to different levels
     (LEVELS) over EPOCHS epochs; robustness depends on the level alone (`level_keeps`), so frameworks differ only
     as far as their training does. Each model has a checkpoint per epoch; the protocol matches them at the target
@@ -267,15 +270,16 @@ def matched_world(study: int, seeds: int = 5, margin: float = 0.03) -> tuple:
 
     world, rows = World(study), []
     levels = {}
-    for framework, top in LEVELS.items():
+    for framework, top in (levels or LEVELS).items():
         for seed in range(seeds):
             curve = []
             for epoch in range(1, EPOCHS + 1):
                 level = top * epoch / EPOCHS
-                run = world.run(f"matched/{framework}/epoch{epoch}", "mnist5k", seed, level_accuracy(level))
+                run = world.run(f"matched/{framework}/epoch{epoch}", "mnist5k", seed, level_accuracy(level),
+                                family=f"matched/epoch{epoch}" if identical else None)
                 curve.append({"epoch": epoch, **run})
                 levels[(len(rows), epoch)] = level
-            rows.append({"framework": framework, "dataset": "mnist5k", "semantics": "native", "seed": seed,
+            rows.append({"framework": framework, "dataset": "mnist5k", "semantics": regime, "seed": seed,
                          "status": "ok", "default": f"{framework}-default", "own_default": True, "is_default": True,
                          "default_source": framework, "source_dataset": "mnist", "budget_scale": 1.0,
                          "train_time_s": SPEED.get(framework, 10.0), "config_id": f"matched:{framework}",
@@ -287,7 +291,7 @@ def matched_world(study: int, seeds: int = 5, margin: float = 0.03) -> tuple:
         points = [(p["epoch"], p["val_accuracy"]) for p in rows[n]["checkpoints"][:-1]]
         matched[str(n)] = nearest_bracket([*points, (None, rows[n]["val_accuracy"])], target)[0]
     # one configuration on every framework (the claim's comparison), trained to a framework's level
-    sets = [{"key": "config/native/mnist5k/same-config", "kind": "config", "regime": "native",
+    sets = [{"key": f"config/{regime}/mnist5k/same-config", "kind": "config", "regime": regime,
              "dataset": "mnist5k", "default": "same-config", "members": members, "target": target, "matched": matched}]
     states = {}
     for n in members:
@@ -320,6 +324,8 @@ def matched_world(study: int, seeds: int = 5, margin: float = 0.03) -> tuple:
                for n in members}
     protocol = {"file": "planted", "sha256": "0" * 64, "eps": EPS[1:], "clean_margin": margin, "samples": None,
                 "attacks": ["fgsm", "pgd"], "bootstrap": {"resamples": 400, "seed": 0}, "sets": sets}
+    if tolerance is not None:
+        protocol["control_tolerance"] = tolerance
     for row in rows:
         row.pop("checkpoints")
     return rows, (records, protocol)
