@@ -26,7 +26,7 @@ def script(name: str):
 def test_every_bench_script_is_covered_here():
     assert {p.stem for p in SCRIPTS.glob("bench_*.py")} == {"bench_adapters", "bench_analysis", "bench_dispatch",
                                                             "bench_forecast", "bench_long_sweep", "bench_long_trial",
-                                                            "bench_overhead", "bench_scale"}
+                                                            "bench_overhead", "bench_scale", "bench_training_share"}
 
 
 @pytest.mark.parametrize("second_starts, steady, main_starts, code",
@@ -198,3 +198,30 @@ def test_bench_forecast_exits_1_on_a_forecast_beyond_25_percent(monkeypatch, alo
         "alone": {"forecast": 14.0 * alone, "wall": 14.0, "notes": []},
         "loaded": {"forecast": 16.0 * loaded, "wall": 16.0, "notes": ["probe: taken while ..."]}})
     assert bench.main([]) == code
+
+
+def test_bench_training_share_counts_the_time_between_stages_but_not_the_timing_gap(tmp_path, capsys):
+    """Two stages of 2 slots (0-10 s, training 9 s a trial; 22-32 s, 5 s a trial) and a timing study between
+    them (12-20 s): the gap around the timing study (10-22 s) is left out, so 28 train-seconds over 2 x 20
+    slot-seconds, 70%: a miss of 75%, met at 70%."""
+    from datetime import datetime, timedelta
+
+    import optuna
+    from optuna.distributions import FloatDistribution
+    from optuna.trial import FrozenTrial, TrialState
+
+    storage = f"sqlite:///{tmp_path}/s.db"
+    zero = datetime(2026, 1, 1)
+    for name, start, end, train in (("main-a", 0, 10, 9.0), ("main-a-alone", 12, 20, 7.0), ("main-b", 22, 32, 5.0)):
+        study = optuna.create_study(study_name=name, storage=storage)
+        for _ in range(2):
+            study.add_trial(FrozenTrial(
+                number=0, trial_id=0, state=TrialState.COMPLETE, value=0.5, datetime_start=zero + timedelta(0, start),
+                datetime_complete=zero + timedelta(0, end), params={"x": 0.5},
+                distributions={"x": FloatDistribution(0, 1)}, user_attrs={"train_time_s": train}, system_attrs={},
+                intermediate_values={}))
+    bench = script("bench_training_share")
+    assert bench.main(["--storage", storage]) == 1
+    out = capsys.readouterr().out
+    assert "main-a-alone" not in out and "90.0%" in out and "50.0%" in out and "70.0%" in out and "MISSED" in out
+    assert bench.main(["--storage", storage, "--target", "0.7"]) == 0
