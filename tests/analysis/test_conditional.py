@@ -103,7 +103,7 @@ def test_the_claim_names_where_lr_is_settled_and_where_not():
                 if c["claim"] == WITHIN]
     assert claim["verdict"] == "settled", claim
     assert claim["headline"].startswith("torch: lr_decades first within every optimizer (sgd, momentum, adam)")
-    assert "{optimizer, lr_decades} explain" in claim["headline"] and "pick-freeze" in claim["details"]
+    assert "{optimizer, lr_decades} explain" in claim["headline"] and "pairs that differ only in" in claim["details"]
     # under adam the batch size alone matters: lr is first within sgd and momentum, batch_size within adam
 
     def mixed(c):

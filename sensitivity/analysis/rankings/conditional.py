@@ -2,15 +2,16 @@
 
 Where lr's effect turns with the optimizer, "which parameter matters" over the whole space is decided by their
 interaction; within one optimizer it is well posed. Saltelli's design (SALib, second order) holds, per base row,
-A, AB_j (A with column j from B), BA_j (B with column j from A) and B, so pairs that share exactly the factors
-wanted exist without any further run. Within the optimizer o of side A (and the same with A and B swapped, the
-optimizer of side B), for each other factor i:
-- ST(i | o) = E[(f(A) - f(AB_i))^2] / 2 / V_o: A and AB_i share everything but x_i (Jansen);
-- S1(i | o) = 1 - E[(f(AB_i) - f(BA_opt))^2] / 2 / V_o: AB_i and BA_opt share the optimizer and x_i, and nothing
-  else (both take the optimizer from A and x_i from B);
-with V_o the variance of the design's values at optimizer o. The closed index of the group {optimizer, lr}, the
-share of the variance the two explain together with their interaction, is S1(G) = 1 - E[(f(AB_lr) -
-f(BA_opt))^2] / 2 / V over the whole design (the pair shares the optimizer and lr, and nothing else).
+A, AB_j (A with column j from B), BA_j (B with column j from A) and B: each row takes a set of its columns from B
+(with three factors, every set), so pairs of rows that share exactly the factors wanted exist without any further
+run. Within an optimizer o, for each other factor i:
+- ST(i | o) = E[(f(x) - f(x'))^2] / 2 / V_o over the pairs that differ only in x_i (A and AB_i, BA_i and B, ...),
+  both rows at o (Jansen);
+- S1(i | o) = 1 - E[(f(x) - f(x'))^2] / 2 / V_o over the pairs that share only the optimizer and x_i (AB_i and
+  BA_optimizer, ...), both at o;
+with V_o the variance of the design's values at o. The closed index of the group {optimizer, lr}, the share of the
+variance the two explain together with their interaction, is 1 - E[(f(x) - f(x'))^2] / 2 / V over the pairs that
+share only the two (AB_lr and BA_optimizer, ...), over the whole design.
 Each value is a mean over k seeds, whose noise sigma^2 / k (from the seeds of each point) enters every squared
 difference and every variance; with 2 or more seeds a point it is subtracted from both, else the record says so.
 Intervals: the percentile bootstrap over base rows (each with all its rows); a ranking within an optimizer is
@@ -25,11 +26,12 @@ from sensitivity.analysis.rankings.base import Estimate, Ranking, settled
 GIVEN = "optimizer"  # the categorical factor the indices are taken within
 PARTNERS = ("lr_decades", "lr")  # the factor that forms the group with it: the first the design has
 RESAMPLES = 1000
-HOW = ("within an optimizer o, over the design's pick-freeze pairs whose two rows both have o: ST(i | o) = "
-       "E[(f(A) - f(AB_i))^2] / 2 / V_o (the rows differ only in i), S1(i | o) = 1 - E[(f(AB_i) - f(BA_optimizer))^2]"
-       " / 2 / V_o (they share only the optimizer and i), V_o the variance at o; the group's closed index S1({"
-       "optimizer, lr}) = 1 - E[(f(AB_lr) - f(BA_optimizer))^2] / 2 / V (they share only the two); the seeds' "
-       "noise subtracted from each squared difference and variance; 95% bootstrap over base rows")
+HOW = ("within an optimizer o, over the pairs of the design's rows at o: ST(i | o) = E[(f(x) - f(x'))^2] / 2 / V_o "
+       "over the pairs that differ only in i (A and AB_i, ...), S1(i | o) = 1 - E[(f(x) - f(x'))^2] / 2 / V_o over "
+       "the pairs that share only the optimizer and i (AB_i and BA_optimizer, ...), V_o the variance at o; the "
+       "group's closed index S1({optimizer, lr}) = 1 - E[(f(x) - f(x'))^2] / 2 / V over the pairs that share only "
+       "the two; the seeds' noise subtracted from each squared difference and variance; 95% bootstrap over base "
+       "rows")
 
 
 def applies(design) -> tuple:
@@ -86,7 +88,7 @@ def _statistics(w, parts: dict) -> dict:
 
 def conditional_record(Y, spread, design, resamples: int = RESAMPLES, seed: int = 0):
     """{"given", "group", "how", "seeds", "noise_subtracted", "closed": [est, low, high], "levels": {level:
-    {"pairs", "parameters": {name: {"first", "total"}}, "settled", "top", "lead", "why"}}} of one framework's values
+    {"rows", "parameters": {name: {"first", "total"}}, "settled", "top", "lead", "why"}}} of one framework's values
     Y by design row (the mean over its seeds) and the seeds' variance by row; None where the design does not
     apply (`applies`) or a row has no value."""
     where = applies(design)
