@@ -143,9 +143,6 @@ def _cmd_crossover(args) -> int:
         raise UsageError(f"sensitivity crossover: {sorted(both)[0]}: give --tuned or --default, not both")
     check_study_name(args.study, "crossover")
     regimes = ("native", "canonical") if args.semantics == "both" else (args.semantics,)
-    if args.canonical_seeds is not None and "canonical" not in regimes:
-        raise UsageError(f"sensitivity {args.command}: --canonical-seeds {args.canonical_seeds}: needs --semantics "
-                         "both or canonical; allowed: a whole number of seeds with one of those")
     space = defaults_space(args.study or "crossover", [args.framework], sets, args.seeds, regimes)
     try:  # the destinations, then the plan (it reads the datasets, writing nothing), then the cache
         check_destinations(sweep_options(args, 1))
