@@ -7,10 +7,11 @@ Planned trials (framework defaults and their transfers, `table.planned_of`) are 
 are left out; `planned_trials` lists them apart. Where the study tunes the regime as a parameter, a further
 block "all" ranks it among the others over every sampled trial. PED-ANOVA minimises its target, so the trials
 are given the negated accuracy. fANOVA with Optuna's defaults (64 trees, depth 64) takes minutes on 10,000
-trials; 16 trees of depth 8 take seconds and rank alike. Past SUBSAMPLE_MAX (2,000) sampled trials in a
-block, both evaluators run on a random subsample of that many (seeded; attrs `subsample` says N of M, and the
-report says so), and the intervals are those of the subsample (wider than all trials would give): on
-100,000 trials the bootstrap would take minutes.
+trials; 16 trees of depth 8 take seconds and rank alike; its importances are Optuna's, read from the leaves at once
+(`rankings.fanova`: a forest's in milliseconds where Optuna's walk of the trees took 0.4 s). Past SUBSAMPLE_MAX
+(2,000) sampled trials in a block, both evaluators run on a random subsample of that many (seeded; attrs
+`subsample` says N of M, and the report says so), and the intervals are those of the subsample (wider than all
+trials would give): on 100,000 trials the bootstrap would take minutes.
 
 Intervals (95%, bootstrap over trials; `low`, `high`): each evaluator is run again on resamples of the trials
 drawn with replacement, PED-ANOVA on RESAMPLES (50), fANOVA on FANOVA_RESAMPLES (20: a forest costs a fifth of a
@@ -41,6 +42,7 @@ from optuna.distributions import IntDistribution
 from optuna.trial import FrozenTrial, TrialState
 
 from sensitivity.analysis.rankings.base import Estimate, Evaluator, Ranking
+from sensitivity.analysis.rankings.fanova import fanova_importances
 from sensitivity.analysis.intervals import group_intervals
 from sensitivity.analysis.tables.parameter_values import format_value, parameter_distributions
 from sensitivity.analysis.table import (PARAM, REGIME, NotEnoughData, defaults_of, planned_of, regime_sorted,
@@ -199,8 +201,9 @@ class PedAnovaEvaluator(Evaluator):
 
 
 class FanovaEvaluator(Evaluator):
-    """Optuna's fANOVA with bounded trees, its importances normalised to sum to 1, with a bootstrap interval of the
-    forest's mean importance (a forest refitted on each resample)."""
+    """fANOVA with bounded trees as Optuna computes it (`rankings.fanova`: the same forest and importances, read
+    from the leaves at once), its importances normalised to sum to 1, with a bootstrap interval of the forest's
+    mean importance (a forest refitted on each resample)."""
     name, label = "fanova", "fANOVA"
     measures = "the share of the objective's variance a parameter's main effect explains, in a random forest"
 
@@ -209,11 +212,12 @@ class FanovaEvaluator(Evaluator):
 
     def evaluate(self, sample: list, params=None, *, seed: int = 0) -> Ranking:
         """The ranking of `params` over the frozen trials `sample`."""
+        if importlib.util.find_spec("sklearn") is None:  # fANOVA's random forest
+            raise ImportError("fANOVA needs scikit-learn: pip install 'sensitivity[data]'")
+        names = list(params) if params is not None else sorted(set.intersection(*(set(t.params) for t in sample)))
+
         def evaluate(chosen, forest_seed=seed):
-            with _quiet_optuna():
-                raw = optuna.importance.get_param_importances(FrozenTrialsStudy(chosen), params=params,
-                                                              normalize=False,
-                                                              evaluator=make_evaluator("fanova", forest_seed))
+            raw = fanova_importances(chosen, names, trees=FANOVA_TREES, depth=FANOVA_DEPTH, seed=forest_seed)
             total = sum(raw.values())
             return {p: (v / total if total > 0 else 0.0) for p, v in raw.items()}
         return _ranking(evaluate, sample, seed, self.resamples, self.label)
