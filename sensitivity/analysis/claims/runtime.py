@@ -1,9 +1,10 @@
 """Claim "more accuracy costs more runtime" (DLBench 2021; Liu et al. 2018 judge runtime and accuracy together):
 the frameworks on the regime's runtime-accuracy frontier, and the best configuration (chosen on validation accuracy,
 mean over seeds) of the most accurate framework against that of each other one: the difference in test accuracy,
-and its cost, the ratio of train times, taken from the same configurations run again alone (`sensitivity timing`)
-where they were, else the sweep's contended times, which decide nothing. The claim keeps its headline comparison:
-the pair that supports it, else the largest.
+and its cost, the ratio of train times, taken from the chosen configurations run again alone on fresh seeds
+(`sensitivity timing`; their accuracy then carries no winner's curse of the choice) where they were, else from the
+sweep's own seeds, with their times alone where timed, else contended, which decide nothing. The claim keeps its
+headline comparison: the pair that supports it, else the largest.
 """
 from __future__ import annotations
 
