@@ -122,3 +122,5 @@ def test_a_design_without_an_optimizer_has_no_indices_within_one():
     assert conditional_record(np.arange(design.points, dtype=float), None, design) is None
     morris = Design("morris", 4, 0, PARAMS)
     assert conditional_record(np.arange(morris.points, dtype=float), None, morris) is None
+    two = Design("sobol", 1, 0, PARAMS[:2])  # optimizer and lr alone: within an optimizer, nothing to rank
+    assert conditional_record(np.arange(two.points, dtype=float), None, two) is None

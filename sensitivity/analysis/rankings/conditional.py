@@ -39,11 +39,12 @@ HOW = ("within an optimizer o, over the pairs of the design's rows at o: ST(i | 
 
 
 def applies(design) -> tuple:
-    """(given index, partner index) where the design is a Saltelli design with second order over an optimizer
-    and an lr, without groups; else ()."""
+    """(given index, partner index) where the design is a Saltelli design with second order over an optimizer,
+    an lr and at least one more factor (within an optimizer, two to rank), without groups; else ()."""
     names = [p.name for p in design.params]
     partner = next((n for n in PARTNERS if n in names), None)
-    if (design.kind != "sobol" or GIVEN not in names or partner is None or any(p.group for p in design.params)
+    if (design.kind != "sobol" or GIVEN not in names or partner is None or len(names) < 3
+            or any(p.group for p in design.params)
             or design.params[names.index(GIVEN)].kind != "categorical"
             or design.points != design.size * (2 * len(names) + 2)):
         return ()
