@@ -7,6 +7,7 @@ import math
 import os
 
 from sensitivity import datasets
+from sensitivity.core.models import get_model
 from sensitivity.core.spec import TrialSpec
 from sensitivity.forecast.estimate import SAMPLES, Run, draw_configurations
 from sensitivity.forecast.probe import Cell
@@ -37,6 +38,23 @@ def run_of(fields: dict, val_fraction: float, device: str, threads: int, status:
                 semantics=fields.get("semantics", "native"), optimizer=fields.get("optimizer", "momentum"),
                 backend=fields.get("backend") or "")
     return Run(cell, dataset, int(steps), math.ceil(steps / per_epoch), (train - kept) + test, count, status, label)
+
+
+STEP_S, FLOPS = 1e-3, 5e10  # a step's fixed cost and one core's FLOP rate: fitted to the main job's 925 runs on digits
+# (torch, tensorflow, mxnet: 0.98-1.25 ms a step, 1.1-2.9e-5 s a sample of the MLP's 1 MFLOP; R^2 0.62-0.99)
+
+
+def rough_seconds(run: Run) -> float:
+    """A run's length before any probe has timed its cell, to order trials by: each step's fixed cost (STEP_S) and
+    its FLOPs at FLOPS (three times the model's forward FLOPs a sample, for the backward pass, times the batch), and
+    the evaluation after each epoch (forward FLOPs times the validation and test samples). A model the registry does
+    not hold (a Caffe net's own layers) counts its steps alone."""
+    try:
+        forward = get_model(run.cell.model).flops_per_sample(run.cell.input_shape, run.cell.classes)
+    except KeyError:
+        forward = 0
+    flops = forward * (3.0 * run.steps * run.cell.batch_size + run.epochs * run.eval_samples)
+    return run.steps * STEP_S + flops / FLOPS
 
 
 def runs_of_plan(plan: list, val_fraction: float, device: str, threads: int, status: str = "run") -> list:

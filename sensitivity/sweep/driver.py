@@ -37,7 +37,7 @@ from sensitivity.studies.records import SAMPLERS_ATTR, SPACE_HASH, beat, count_f
 from sensitivity.studies.redaction import describe, reason
 from sensitivity.studies.storage import StorageLost, default_url, open_storage
 from sensitivity.sweep import stopping, tune_files
-from sensitivity.sweep.plans import default_plan, enqueue_plan
+from sensitivity.sweep.plans import default_plan, enqueue_plan, longest_first
 from sensitivity.sweep.recovery import recover
 from sensitivity.sweep.samplers import PRUNERS, SAMPLERS, make_sampler
 from sensitivity.sweep.trial_log import check_log, log_path, log_study
@@ -140,7 +140,8 @@ def _run_checked(space: Space, options: SweepOptions, plan, keep_ray: bool, attr
                 for key, value in (attrs or {}).items():
                     if key not in study.user_attrs:
                         study.set_user_attr(key, value)
-                enqueue_plan(study, plan)
+                # on one slot the order makes no wall time, and a plan's own order stays (timing's interleaving)
+                enqueue_plan(study, longest_first(plan, space.val_fraction) if options.parallel > 1 else plan)
                 missing = options.trials - count_final(study)
                 summary = {"study": study.study_name, "storage": describe(url), "orphans": recovered.orphaned,
                            "orphans_requeued": recovered.queued}

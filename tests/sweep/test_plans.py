@@ -8,7 +8,8 @@ import pytest
 
 from sensitivity import frameworks
 from sensitivity.config.defaults import Cut, load_table
-from sensitivity.sweep.plans import default_plan, defaults_space, enqueue_plan
+from sensitivity.forecast.runs import STEP_S, rough_seconds, run_of
+from sensitivity.sweep.plans import default_plan, defaults_space, enqueue_plan, longest_first
 
 pytestmark = pytest.mark.skipif(not frameworks.importable("torch"), reason="needs torch")
 
@@ -31,6 +32,23 @@ def test_plan_holds_every_own_default_once_and_queues_idempotently():
     for trial in study.get_trials():  # as if they had run: the plan keys are in the study now
         study._storage.set_trial_user_attr(trial._trial_id, "plan_key", trial.user_attrs["plan_key"])
     assert enqueue_plan(study, plan) == 0
+
+
+def test_a_plan_is_ordered_longest_first_and_equal_lengths_keep_their_order():
+    space = defaults_space("d", ["torch", "tensorflow"], ["digits"], seeds=3)
+    plan = default_plan(space, ["torch", "tensorflow"], ["digits"], seeds=3,
+                        names=["tensorflow-mnist-deep", "torch-train-on-mnist"])  # TensorFlow's is planned first
+    ordered = longest_first(plan, space.val_fraction)
+    lengths = [rough_seconds(run_of(p.planned, space.val_fraction, "cpu", 1)) for p in ordered]
+    assert sorted(map(id, ordered)) == sorted(map(id, plan)) and lengths == sorted(lengths, reverse=True)
+    assert lengths[0] > 2 * lengths[-1]  # not all alike: the order means something here
+    first = ordered[0]  # Torch's own MNIST default: batch 10, the most steps
+    assert first.attrs["default"] == "torch-train-on-mnist" and first.planned["batch_size"] == 10
+    assert [p.attrs["seed"] for p in ordered[:3]] == [0, 1, 2]  # a default's seeds, equal in length, stay in order
+    steps = {**first.planned, "iterations": 2 * first.planned["iterations"]}
+    assert rough_seconds(run_of(steps, 0.2, "cpu", 1)) > rough_seconds(run_of(first.planned, 0.2, "cpu", 1))
+    own_layers = {**first.planned, "model": "caffe:net"}  # a model the registry does not hold: its steps alone
+    assert rough_seconds(run_of(own_layers, 0.2, "cpu", 1)) == first.planned["iterations"] * STEP_S
 
 
 def run(cwd, *args):
@@ -86,6 +104,8 @@ def test_transfer_runs_every_default_on_the_target_and_reports_the_matrix(tmp_pa
                "--parallel", 2)
     assert proc.returncode == 0, proc.stderr[-3000:]
     study = optuna.load_study(study_name="transfer", storage=f"sqlite:///{tmp_path}/results/optuna.db")
+    lengths = [rough_seconds(run_of(t.user_attrs["planned"], 0.2, "cpu", 1)) for t in study.trials]
+    assert lengths == sorted(lengths, reverse=True) and lengths[0] > lengths[-1]  # queued longest first (2 slots)
     ran = sorted(t.user_attrs["default"] for t in study.trials)
     assert ran == sorted(e.name for e in load_table() if e.published_epochs("digits"))  # DLBench gives no budget
     assert sum(t.user_attrs["own_default"] for t in study.trials) == 1  # torch's own: its demo's default
