@@ -20,9 +20,9 @@ import sys
 
 
 def stage_shares(storage: str, prefix: str, slots: int) -> tuple:
-    """([(study, trials, train seconds, window seconds, slot-seconds, share)] of the storage's studies named
-    `prefix`..., the timing studies left out, in the order their first trial started; the seconds from the first
-    trial's start to the last one's end, less the timing studies' gaps)."""
+    """([(study, trials, train seconds, window seconds, slot-seconds, share, [the studies whose windows overlap
+    its own])] of the storage's studies named `prefix`..., the timing studies left out, in the order their first
+    trial started; the seconds from the first trial's start to the last one's end, less the timing studies' gaps)."""
     import optuna
     from optuna.trial import TrialState
 
@@ -50,7 +50,9 @@ def stage_shares(storage: str, prefix: str, slots: int) -> tuple:
         before = max((r[1] for r in out if r[1] <= start), default=start)
         after = min((r[0] for r in out if r[0] >= end), default=end)
         span -= (after - before).total_seconds()
-    return [row[2:] for row in out], span
+    rows = [(*row[2:], [other[2] for other in out if other is not row and other[0] < row[1] and row[0] < other[1]])
+            for row in out]
+    return rows, span
 
 
 def main(argv=None) -> int:
@@ -65,9 +67,12 @@ def main(argv=None) -> int:
     if not rows:
         print(f"no study named {args.prefix}... with finished trials in {args.storage}", file=sys.stderr)
         return 1
-    print(f"{'stage (study)':<48} {'trials':>6} {'train s':>8} {'window s':>9} {'slot-s':>8} {'share':>6}")
-    for name, n, train, window, held, share in rows:
-        print(f"{name:<48} {n:>6} {train:>8.1f} {window:>9.1f} {held:>8.1f} {share:>6.1%}")
+    print(f"{'stage (study)':<48} {'trials':>6} {'train s':>8} {'window s':>9} {'slot-s':>8} {'share':>6}  beside")
+    for name, n, train, window, held, share, beside in rows:
+        print(f"{name:<48} {n:>6} {train:>8.1f} {window:>9.1f} {held:>8.1f} {share:>6.1%}  {', '.join(beside)}")
+    if any(row[6] for row in rows):
+        print("(a stage beside others shared its window's slots with them: its share is of slots it did not hold "
+              "alone)")
     train, held = sum(r[2] for r in rows), sum(r[4] for r in rows)
     print(f"{'the stages, each its own window':<48} {sum(r[1] for r in rows):>6} {train:>8.1f} {'':>9} {held:>8.1f} "
           f"{train / held:>6.1%}")

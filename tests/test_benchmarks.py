@@ -238,3 +238,28 @@ def test_bench_training_share_counts_the_time_between_stages_but_not_the_timing_
     out = capsys.readouterr().out
     assert "main-a-alone" not in out and "90.0%" in out and "50.0%" in out and "70.0%" in out and "MISSED" in out
     assert bench.main(["--storage", storage, "--target", "0.7"]) == 0
+
+
+def test_bench_training_share_names_the_stages_that_ran_beside_each_other(tmp_path, capsys):
+    """Two stages sharing the job's 2 slots (0-10 s and 5-15 s) and one after them (20-30 s): the first two are
+    marked beside each other, and the job's share is over the span from the first trial to the last, 0 to 30 s
+    (20 train-seconds over 60 slot-seconds), not over the sum of their windows."""
+    from datetime import datetime, timedelta
+
+    import optuna
+    from optuna.distributions import FloatDistribution
+    from optuna.trial import FrozenTrial, TrialState
+
+    storage = f"sqlite:///{tmp_path}/s.db"
+    zero = datetime(2026, 1, 1)
+    for name, start, end in (("main-a", 0, 10), ("main-b", 5, 15), ("main-c", 20, 30)):
+        optuna.create_study(study_name=name, storage=storage).add_trial(FrozenTrial(
+            number=0, trial_id=0, state=TrialState.COMPLETE, value=0.5, datetime_start=zero + timedelta(0, start),
+            datetime_complete=zero + timedelta(0, end), params={"x": 0.5}, distributions={"x": FloatDistribution(0, 1)},
+            user_attrs={"train_time_s": 20.0 / 3}, system_attrs={}, intermediate_values={}))
+    bench = script("bench_training_share")
+    rows, span = bench.stage_shares(storage, "main-", 2)
+    assert [(row[0], row[6]) for row in rows] == [("main-a", ["main-b"]), ("main-b", ["main-a"]), ("main-c", [])]
+    assert span == 30.0 and bench.main(["--storage", storage, "--target", "0.33"]) == 0
+    out = capsys.readouterr().out
+    assert "33.3%" in out and "shared its window's slots" in out
