@@ -5,12 +5,12 @@
 #      parameter (framework, lr, optimizer, batch size), 3 seeds each, for the importance, the runtime frontier,
 #      and the configuration tuned for digits; then each framework's chosen configuration on 3 fresh seeds, alone,
 #      pinned to one core, interleaved across frameworks: the ratio of the sweep's times to these, and the
-#      runtime claim's test accuracy free of the choice's winner's curse; then a designed
-#      study of search_spaces/digits-relative.yaml (lr relative to each optimizer's reference, issue 41), per
-#      framework: a Saltelli design (Sobol' indices) of base 16 over lr_decades, optimizer and batch size, 128
-#      points and 2 seeds a point (768 runs in all, as at base 32 with one), for which parameter matters, settled or
-#      why not, and, with the framework as a factor, whether frameworks differ in sensitivity beyond the seeds'
-#      noise, which the seed pairs measure;
+#      runtime claim's test accuracy free of the choice's winner's curse; then, beside steps 2 to 4 (sharing
+#      their 2 trial slots), a designed study of search_spaces/digits-relative.yaml (lr relative to each
+#      optimizer's reference, issue 41), per framework: a Saltelli design (Sobol' indices) of base 16 over
+#      lr_decades, optimizer and batch size, 128 points and 2 seeds a point (768 runs in all, as at base 32 with
+#      one), for which parameter matters, settled or why not, and, with the framework as a factor, whether
+#      frameworks differ in sensitivity beyond the seeds' noise, which the seed pairs measure;
 #   2. framework transfer on digits: each framework's own MNIST default at its published budget, on its home
 #      framework and on the others, native 6 seeds a cell (robustness' family, one registered pair, needs 6 for its
 #      exact test to pass) and canonical (the control, identical on every seed) 2, checkpoints kept; then
@@ -85,7 +85,8 @@ RAY_USAGE_STATS_ENABLED=0 setsid .venv/bin/ray start --head --block --node-ip-ad
     >"$ray_temp/start.log" 2>&1 &
 ray_session=$!
 disown "$ray_session"  # its end, below, is the job's doing: bash is not to report it as "Killed"
-trap 'kill -9 -- "-$ray_session" 2>/dev/null || true; rm -rf "$ray_temp"' EXIT
+design=""  # the designed study's driver, while it runs beside steps 2 to 4
+trap '[ -z "$design" ] || kill "$design" 2>/dev/null; kill -9 -- "-$ray_session" 2>/dev/null || true; rm -rf "$ray_temp"' EXIT
 address=127.0.0.1:$port
 .venv/bin/python - "$port" "$ray_temp/start.log" <<'WAIT'
 import socket, sys, time
@@ -102,9 +103,14 @@ stage "1/6 a sweep on digits: 40 sampled configurations x 3 seeds, then each cho
 $sensitivity sweep search_spaces/digits.yaml --frameworks "$frameworks" --trials 120 --seeds 3 --parallel 2 \
     --sampler random --seed 0 --study "$sweep" --address "$address"
 $sensitivity timing "$sweep" --configs 1 --seeds 3 --no-progress --address "$address"
-stage "1/6 a designed study on digits, lr relative to the optimizer: 128 points x 2 seeds per framework"
+# The designed study depends on no other step and none before the report on it: it runs beside steps 2 to 4, whose
+# commands start, plan and wait for their slowest trial while its short runs fill the slots. Both ask the job's one
+# Ray for a core a trial, so no more trials run at once than the 2 slots; nothing runs beside the timing above.
+stage "1/6 a designed study on digits, lr relative to the optimizer: 128 points x 2 seeds per framework," \
+    "beside steps 2 to 4 (its output follows step 4)"
 $sensitivity sweep search_spaces/digits-relative.yaml --frameworks "$frameworks" --design sobol --trials 256 --seeds 2 \
-    --seed 0 --parallel 2 --study "$designed" --no-progress --address "$address"
+    --seed 0 --parallel 2 --study "$designed" --no-progress --address "$address" >"$ray_temp/design.log" 2>&1 &
+design=$!
 stage "2/6 framework transfer on digits at the published budget, native $transfer_seeds seeds a cell, canonical 2"
 $sensitivity transfer --frameworks "$frameworks" --datasets digits --defaults "$defaults" --seeds "$transfer_seeds" \
     --semantics both --canonical-seeds 2 --keep-checkpoints --parallel 2 --study "$transfer" --address "$address"
@@ -140,6 +146,15 @@ else
     stage "4/6 ablation: one framework only, skipped"
     with_ablation=()
 fi
+stage "1/6 the designed study, waited for (it ran beside steps 2 to 4); its output:"
+if ! wait "$design"; then
+    design=""
+    tail -n 40 "$ray_temp/design.log" >&2
+    echo "scripts/main_job.sh: the designed study ($designed) failed; its last lines are above" >&2
+    exit 1
+fi
+design=""
+cat "$ray_temp/design.log" >&2
 stage "5/6 robustness of step 2's models, by the protocol fixed in search_spaces/robustness.yaml"
 $sensitivity robustness "$transfer" --semantics both
 stage "6/6 report"
