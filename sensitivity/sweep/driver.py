@@ -141,7 +141,7 @@ def _run_checked(space: Space, options: SweepOptions, plan, keep_ray: bool, attr
                     if key not in study.user_attrs:
                         study.set_user_attr(key, value)
                 # on one slot the order makes no wall time, and a plan's own order stays (timing's interleaving)
-                enqueue_plan(study, longest_first(plan, space.val_fraction) if options.parallel > 1 else plan)
+                enqueue_plan(study, longest_first(plan, space) if options.parallel > 1 else plan)
                 missing = options.trials - count_final(study)
                 summary = {"study": study.study_name, "storage": describe(url), "orphans": recovered.orphaned,
                            "orphans_requeued": recovered.queued}

@@ -125,11 +125,16 @@ def _representable(param, value) -> bool:
     return param.low <= value <= param.high
 
 
-def longest_first(plan: list, val_fraction: float) -> list:
-    """The plan ordered by each trial's length (`forecast.runs.rough_seconds`), the longest first: the slots then
-    finish together rather than waiting on a long trial started last (Graham's longest-first order, which the
-    forecast's wall time assumes). Trials of equal length keep the plan's order (a default's seeds stay in order)."""
-    return sorted(plan, key=lambda trial: -rough_seconds(run_of(trial.planned, val_fraction, "cpu", 1)))
+def longest_first(plan: list, space: Space) -> list:
+    """The plan ordered by each trial's length (`forecast.runs.rough_seconds` of its configuration: its `planned`
+    fields over the space's, or a design point's parameters), the longest first: the slots then finish together
+    rather than waiting on a long trial started last (Graham's longest-first order, which the forecast's wall time
+    assumes). Trials of equal length keep the plan's order (a default's seeds stay in order)."""
+    def length(trial) -> float:
+        fields = {**space.fixed, **trial.params, "dataset": space.dataset, "model": space.model,
+                  **(trial.planned or {})}
+        return rough_seconds(run_of(fields, space.val_fraction, "cpu", 1))
+    return sorted(plan, key=lambda trial: -length(trial))
 
 
 def enqueue_plan(study, plan: list) -> int:

@@ -38,7 +38,7 @@ def test_a_plan_is_ordered_longest_first_and_equal_lengths_keep_their_order():
     space = defaults_space("d", ["torch", "tensorflow"], ["digits"], seeds=3)
     plan = default_plan(space, ["torch", "tensorflow"], ["digits"], seeds=3,
                         names=["tensorflow-mnist-deep", "torch-train-on-mnist"])  # TensorFlow's is planned first
-    ordered = longest_first(plan, space.val_fraction)
+    ordered = longest_first(plan, space)
     lengths = [rough_seconds(run_of(p.planned, space.val_fraction, "cpu", 1)) for p in ordered]
     assert sorted(map(id, ordered)) == sorted(map(id, plan)) and lengths == sorted(lengths, reverse=True)
     assert lengths[0] > 2 * lengths[-1]  # not all alike: the order means something here
@@ -138,3 +138,20 @@ def test_the_canonical_regime_runs_its_own_seeds_and_needs_to_be_run(tmp_path, m
     assert code == 2 and len(err.splitlines()) == 1
     assert "--canonical-seeds 2: needs --semantics both or canonical" in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_designs_points_are_ordered_by_their_own_configuration():
+    """A design point has no `planned` fields (it samples the space): its length is its parameters' over the
+    space's fixed fields, so its smallest batches, the most steps of the same epochs, come first."""
+    from pathlib import Path
+
+    from sensitivity.config.design import Design, params_of_space
+    from sensitivity.config.spaces import load_space
+    from sensitivity.sweep.design import design_plan
+
+    space = load_space(Path(__file__).resolve().parents[2] / "search_spaces" / "digits-relative.yaml")
+    plan = design_plan(space, Design("sobol", 4, 0, tuple(params_of_space(space)), seeds=2))
+    ordered = longest_first(plan, space)
+    batches = [p.params["batch_size"] for p in ordered]
+    assert batches == sorted(batches) and len(set(batches)) > 1 and len(ordered) == len(plan)
+    assert all(p.planned is None for p in ordered)
