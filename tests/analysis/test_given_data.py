@@ -156,6 +156,9 @@ def test_tpe_output_names_the_family_the_method_and_the_trials_it_rests_on():
     assert "method: S1 of an ExtraTrees surrogate" in text and "points drawn from the prior" in text
     assert "S1 (surrogate on a prior design) rests on 200 trials (200 configurations)" in text
     assert "of the prior design lies near a trial" in text and "total indices need a design" in text
+    group = record["per_group"]["all trials"]
+    assert not group["settled"] and group["why"].startswith(f"{group['top']} leads, but not testable here")
+    assert "ranking by S1 (surrogate on a prior design): not settled: x1 leads, but not testable here" in text
     start = g_study(optuna.samplers.TPESampler(seed=0), 10)
     with pytest.raises(ValueError, match="TPE's 10 start-up trials alone never give an interval"):
         plain_importance(start)
