@@ -5,12 +5,12 @@
 #      parameter (framework, lr, optimizer, batch size), 3 seeds each, for the importance, the runtime frontier,
 #      and the configuration tuned for digits; then each framework's chosen configuration on 3 fresh seeds, alone,
 #      pinned to one core, interleaved across frameworks: the ratio of the sweep's times to these, and the
-#      runtime claim's test accuracy free of the choice's winner's curse; then, beside steps 2 to 4 (sharing
-#      their 2 trial slots), a designed study of search_spaces/digits-relative.yaml (lr relative to each
-#      optimizer's reference, issue 41), per framework: a Saltelli design (Sobol' indices) of base 16 over
-#      lr_decades, optimizer and batch size, 128 points and 2 seeds a point (768 runs in all, as at base 32 with
-#      one), for which parameter matters, settled or why not, and, with the framework as a factor, whether
-#      frameworks differ in sensitivity beyond the seeds' noise, which the seed pairs measure;
+#      runtime claim's test accuracy free of the choice's winner's curse; then (beside the others) a designed
+#      study of search_spaces/digits-relative.yaml (lr relative to each optimizer's reference, issue 41), per
+#      framework: a Saltelli design (Sobol' indices) of base 16 over lr_decades, optimizer and batch size, 128
+#      points and 2 seeds a point (768 runs in all, as at base 32 with one), for which parameter matters, settled
+#      or why not, and, with the framework as a factor, whether frameworks differ in sensitivity beyond the seeds'
+#      noise, which the seed pairs measure;
 #   2. framework transfer on digits: each framework's own MNIST default at its published budget, on its home
 #      framework and on the others, native 6 seeds a cell (robustness' family, one registered pair, needs 6 for its
 #      exact test to pass) and canonical (the control, identical on every seed) 2, checkpoints kept; then
@@ -19,11 +19,13 @@
 #      results), on tensorflow and its worst target, mxnet (else the first other framework), native, 5 seeds a
 #      cell (a run takes
 #      1-3 minutes here); the other defaults, pairs and the canonical regime at the published steps are left out;
-#      then tunability: each framework's own default against itself tuned on digits (issue 41), a grid of lr (5
-#      values a decade apart) x optimizer (sgd, momentum, adam) around it, chosen on validation with 1 selection
-#      seed, the chosen configurations and the default then on 5 fresh seeds (about 100 runs);
-#   3. dataset transfer: the crossover of mnist5k and digits on torch (Caffe's LeNet default, tuned for MNIST,
-#      against the best torch configuration of step 1, tuned for digits), each on both, 5 seeds a cell; then the
+#      then (beside the others) tunability: each framework's own default against itself tuned on digits (issue
+#      41), a grid of lr (5 values a decade apart) x optimizer (sgd, momentum, adam) around it, chosen on
+#      validation with 1 selection seed, the chosen configurations and the default then on 5 fresh seeds (about
+#      100 runs);
+#   3. (beside the others) dataset transfer: the crossover of mnist5k and digits on torch (Caffe's LeNet default,
+#      tuned for MNIST, against the best torch configuration of step 1, tuned for digits), each on both, 5 seeds a
+#      cell; then the
 #      placebo, the same crossover between the two halves of mnist5k with the MLP, each half's configuration tuned
 #      by a sweep;
 #   4. the ablation of the largest native framework-transfer difference, one knob at a time (cut to half its
@@ -33,10 +35,13 @@
 #      trained on torch), at matched clean accuracy (checkpoints) and as trained, native and canonical;
 #   6. the report, with its findings printed, and a check that its figures render in Chromium (without Chromium that
 #      check fails the job, unless SENSITIVITY_SKIP_BROWSER_CHECK=1 skips it).
+# After the timing, the steps marked (beside the others) run beside framework transfer, its published steps and the
+# ablation, which wait for their own slowest trials: every trial asks the job's one Ray for a core, so the job never
+# runs more trials at once than its 2 slots; their output follows step 4.
 # Left out, too long for this machine, each with the command that runs it (see the lines printed at the end):
 # TensorFlow's CIFAR-10 default (2,560 epochs), Torch's CIFAR-10 default (45 epochs at batch 1), Theano's MNIST
 # default (200 epochs), and everything on the official datasets (`sensitivity datasets download`).
-# Each sweep shows a progress bar on stderr.
+# The sweep of step 1, framework transfer and the ablation show a progress bar on stderr.
 # Usage: scripts/main_job.sh [--frameworks torch,tensorflow,mxnet | all] [--seeds N (default 5)]
 #        [--transfer-seeds N (default 6)] [--steps-seeds N (default 5; 0: no run at the published steps)]
 # Results: the studies in results/optuna.db, the report at results/main-report.html.
@@ -74,6 +79,30 @@ steps_other=$(echo "$frameworks" | tr ',' '\n' | grep -vx tensorflow | grep -x m
 ablation="main-ablation-$tag" designed="main-design-$tag" tunability="main-tunability-$tag"
 first=$(echo "$frameworks" | cut -d, -f1)
 stage() { echo "== $* (at ${SECONDS} s)" >&2; }
+# A step that depends on no step still running, and that nothing needs before robustness, runs beside the others:
+# every trial asks the job's one Ray for a core, so no more trials run at once than its 2 slots, and a step that
+# starts, plans or waits for its slowest trial leaves its slots to the others' trials. Its output follows step 4.
+in_background() {  # NAME COMMAND...
+    local name=$1 log
+    shift
+    log=$(mktemp "$ray_temp/step-XXXXXX")
+    stage "$name: beside the other steps (its output follows step 4)"
+    "$@" >"$log" 2>&1 &
+    beside+=("$!") beside_names+=("$name") beside_logs+=("$log")
+}
+wait_beside() {
+    local i
+    for i in "${!beside[@]}"; do
+        if ! wait "${beside[$i]}"; then
+            tail -n 40 "${beside_logs[$i]}" >&2
+            echo "scripts/main_job.sh: ${beside_names[$i]} failed; its last lines are above" >&2
+            exit 1
+        fi
+        stage "${beside_names[$i]}: done beside the other steps; its output:"
+        cat "${beside_logs[$i]}" >&2
+    done
+    beside=() beside_names=() beside_logs=()
+}
 stage "frameworks: $frameworks; their MNIST defaults: $defaults"
 
 # One local Ray for the whole job, on the loopback address, which every step joins (--address) instead of starting
@@ -85,8 +114,9 @@ RAY_USAGE_STATS_ENABLED=0 setsid .venv/bin/ray start --head --block --node-ip-ad
     >"$ray_temp/start.log" 2>&1 &
 ray_session=$!
 disown "$ray_session"  # its end, below, is the job's doing: bash is not to report it as "Killed"
-design=""  # the designed study's driver, while it runs beside steps 2 to 4
-trap '[ -z "$design" ] || kill "$design" 2>/dev/null; kill -9 -- "-$ray_session" 2>/dev/null || true; rm -rf "$ray_temp"' EXIT
+beside=() beside_names=() beside_logs=()  # the steps running beside the others: pid, name, log (in_background)
+trap 'for pid in "${beside[@]}"; do kill "$pid" 2>/dev/null; done
+      kill -9 -- "-$ray_session" 2>/dev/null || true; rm -rf "$ray_temp"' EXIT
 address=127.0.0.1:$port
 .venv/bin/python - "$port" "$ray_temp/start.log" <<'WAIT'
 import socket, sys, time
@@ -103,14 +133,28 @@ stage "1/6 a sweep on digits: 40 sampled configurations x 3 seeds, then each cho
 $sensitivity sweep search_spaces/digits.yaml --frameworks "$frameworks" --trials 120 --seeds 3 --parallel 2 \
     --sampler random --seed 0 --study "$sweep" --address "$address"
 $sensitivity timing "$sweep" --configs 1 --seeds 3 --no-progress --address "$address"
-# The designed study depends on no other step and none before the report on it: it runs beside steps 2 to 4, whose
-# commands start, plan and wait for their slowest trial while its short runs fill the slots. Both ask the job's one
-# Ray for a core a trial, so no more trials run at once than the 2 slots; nothing runs beside the timing above.
-stage "1/6 a designed study on digits, lr relative to the optimizer: 128 points x 2 seeds per framework," \
-    "beside steps 2 to 4 (its output follows step 4)"
-$sensitivity sweep search_spaces/digits-relative.yaml --frameworks "$frameworks" --design sobol --trials 256 --seeds 2 \
-    --seed 0 --parallel 2 --study "$designed" --no-progress --address "$address" >"$ray_temp/design.log" 2>&1 &
-design=$!
+# nothing runs beside the timing above; from here the design, tunability and dataset transfer run beside step 2
+in_background "1/6 a designed study on digits, lr relative to the optimizer: 128 points x 2 seeds per framework" \
+    $sensitivity sweep search_spaces/digits-relative.yaml --frameworks "$frameworks" --design sobol --trials 256 \
+    --seeds 2 --seed 0 --parallel 2 --study "$designed" --no-progress --address "$address"
+in_background "2/6 tunability: each framework's own default against itself tuned on digits (lr x optimizer)" \
+    $sensitivity tunability --frameworks "$frameworks" --defaults "$defaults" --dataset digits --knobs lr,optimizer \
+    --selection-seeds 1 --seeds "$seeds" --parallel 2 --study "$tunability" --no-progress --address "$address"
+dataset_transfer() {
+    $sensitivity crossover --framework "$first" --datasets mnist5k,digits --default mnist5k=caffe-lenet \
+        --tuned digits="$sweep" --seeds "$seeds" --parallel 2 --study "$crossover" --no-progress --address "$address"
+    for half in a b; do  # each half's own sweep, with its own sampler seed
+        $sensitivity sweep search_spaces/mnist5k.yaml --dataset "mnist5k-$half" --model mlp --frameworks "$first" \
+            --trials 10 --seeds 1 --parallel 2 --sampler random --seed "$([ "$half" = a ] && echo 1 || echo 2)" \
+            --study "main-mnist5k-$half-$first" --no-progress --address "$address"
+    done
+    # twice the seeds: the placebo must show equivalence, not merely no effect
+    $sensitivity crossover --framework "$first" --datasets mnist5k-a,mnist5k-b --model mlp \
+        --tuned mnist5k-a="main-mnist5k-a-$first" --tuned mnist5k-b="main-mnist5k-b-$first" --seeds $((2 * seeds)) \
+        --parallel 2 --study "$placebo" --no-progress --address "$address"
+}
+in_background "3/6 dataset transfer: the crossover of mnist5k and digits on $first, then the placebo" \
+    dataset_transfer
 stage "2/6 framework transfer on digits at the published budget, native $transfer_seeds seeds a cell, canonical 2"
 $sensitivity transfer --frameworks "$frameworks" --datasets digits --defaults "$defaults" --seeds "$transfer_seeds" \
     --semantics both --canonical-seeds 2 --keep-checkpoints --parallel 2 --study "$transfer" --address "$address"
@@ -122,21 +166,6 @@ if [[ ",$defaults," == *",$steps_default,"* && -n "$steps_other" && "$steps_seed
         --no-progress --address "$address"
     with_steps=(--with-study "$transfer_steps")
 fi
-stage "2/6 tunability: each framework's own default against itself tuned on digits (lr x optimizer), 5 fresh seeds"
-$sensitivity tunability --frameworks "$frameworks" --defaults "$defaults" --dataset digits --knobs lr,optimizer \
-    --selection-seeds 1 --seeds "$seeds" --parallel 2 --study "$tunability" --no-progress --address "$address"
-stage "3/6 dataset transfer: the crossover of mnist5k and digits on $first, then the placebo"
-$sensitivity crossover --framework "$first" --datasets mnist5k,digits --default mnist5k=caffe-lenet \
-    --tuned digits="$sweep" --seeds "$seeds" --parallel 2 --study "$crossover" --address "$address"
-for half in a b; do  # each half's own sweep, with its own sampler seed
-    $sensitivity sweep search_spaces/mnist5k.yaml --dataset "mnist5k-$half" --model mlp --frameworks "$first" \
-        --trials 10 --seeds 1 --parallel 2 --sampler random --seed "$([ "$half" = a ] && echo 1 || echo 2)" \
-        --study "main-mnist5k-$half-$first" --no-progress --address "$address"
-done
-# twice the seeds: the placebo must show equivalence, not merely no effect
-$sensitivity crossover --framework "$first" --datasets mnist5k-a,mnist5k-b --model mlp \
-    --tuned mnist5k-a="main-mnist5k-a-$first" --tuned mnist5k-b="main-mnist5k-b-$first" --seeds $((2 * seeds)) \
-    --parallel 2 --study "$placebo" --address "$address"
 if [ "$first" != "$frameworks" ]; then
     stage "4/6 ablation of the largest native framework-transfer difference"
     $sensitivity ablate --largest-from "$transfer" --budget-fraction 0.5 --seeds 3 --parallel 2 --study "$ablation" \
@@ -146,15 +175,7 @@ else
     stage "4/6 ablation: one framework only, skipped"
     with_ablation=()
 fi
-stage "1/6 the designed study, waited for (it ran beside steps 2 to 4); its output:"
-if ! wait "$design"; then
-    design=""
-    tail -n 40 "$ray_temp/design.log" >&2
-    echo "scripts/main_job.sh: the designed study ($designed) failed; its last lines are above" >&2
-    exit 1
-fi
-design=""
-cat "$ray_temp/design.log" >&2
+wait_beside
 stage "5/6 robustness of step 2's models, by the protocol fixed in search_spaces/robustness.yaml"
 $sensitivity robustness "$transfer" --semantics both
 stage "6/6 report"
