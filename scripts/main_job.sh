@@ -25,9 +25,8 @@
 #      100 runs);
 #   3. (beside the others) dataset transfer: the crossover of mnist5k and digits on torch (Caffe's LeNet default,
 #      tuned for MNIST, against the best torch configuration of step 1, tuned for digits), each on both, 5 seeds a
-#      cell; then the
-#      placebo, the same crossover between the two halves of mnist5k with the MLP, each half's configuration tuned
-#      by a sweep;
+#      cell; then the placebo, the same crossover between the two halves of mnist5k with the MLP, each half's
+#      configuration tuned by a sweep;
 #   4. the ablation of the largest native framework-transfer difference, one knob at a time (cut to half its
 #      budget: it attributes a difference and gives no verdict);
 #   5. robustness of step 2's models by search_spaces/robustness.yaml: FGSM and PGD on the whole test set, white-box

@@ -134,7 +134,7 @@ def longest_first(plan: list, space: Space) -> list:
         fields = {**space.fixed, **trial.params, "dataset": space.dataset, "model": space.model,
                   **(trial.planned or {})}
         return rough_seconds(run_of(fields, space.val_fraction, "cpu", 1))
-    return sorted(plan, key=lambda trial: -length(trial))
+    return sorted(plan, key=length, reverse=True)  # reverse keeps equal trials in their order
 
 
 def enqueue_plan(study, plan: list) -> int:
