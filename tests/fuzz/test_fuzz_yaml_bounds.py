@@ -1,14 +1,17 @@
 """Issue 44: every YAML the tool reads is bounded. An alias inside the collection it names (`junk: &a [1, *a]`,
 which PyYAML builds as a list holding itself: the old YAML 1.1 walk followed it to 19 GB), a document past
 MAX_NODES values, and tags beyond YAML's core schema (`!!set`, `!!omap`, `!!binary`, a date) are refused in one
-line naming the file and the key, exit 2, nothing written, within 1 s; the real entry point refuses the alias
-with a peak resident memory under 200 MB, measured here (the VmHWM of that process since its exec)."""
+line naming the file and the key, exit 2, nothing written, allocating under 32 MB on the way (the old walk took
+1.3 GB a second; a walk that hangs is stopped after 5 s); the real entry point refuses the alias with a peak
+resident memory under 200 MB, measured here (the VmHWM of that process since its exec). How long a refusal
+takes is not asserted here: it depends on the machine's load (0.02-0.4 s alone, 2 s once in CI)."""
 import os
 import resource
 import subprocess
 import sys
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -17,7 +20,8 @@ from fuzz_runner import OUTCOMES, Hang, check, files_in, hang_guard, hung
 from fuzz_cases import _space_text
 from sensitivity.config import files
 
-LIMIT_S = 1.0
+HANG_S = 5.0
+ALLOCATED_MB = 32
 PEAK_MB = 200
 RECURSIVE = {  # appended to a valid file: each names a collection it is inside
     "the issue's list": "junk: &a [1, *a]\n",
@@ -62,20 +66,22 @@ def test_case_names_are_unique():
 
 
 @pytest.mark.parametrize("name,argv,given,wanted", CASES, ids=[c[0] for c in CASES])
-def test_refused_in_one_line_naming_the_file_within_1_s(refused, name, argv, given, wanted):
+def test_refused_in_one_line_naming_the_file_with_bounded_memory(refused, name, argv, given, wanted):
     refused("yaml", "warm-up", [a.replace("f.yaml", "missing.yaml") for a in argv], {}, record=False)  # imports
-    started = time.monotonic()
+    tracemalloc.start()
     try:
-        with hang_guard(3 * LIMIT_S, name):  # the old walk took 1.3 GB a second: stopped long before that
+        with hang_guard(HANG_S, name):
             outcome = refused("yaml", name, argv, given)
     except Hang:
         outcome = hung("yaml", name)
-    elapsed = time.monotonic() - started
-    assert not outcome.get("hang"), f"{name}: past {3 * LIMIT_S:g} s"
+    finally:
+        peak_mb = tracemalloc.get_traced_memory()[1] / 2**20
+        tracemalloc.stop()
+    assert not outcome.get("hang"), f"{name}: past {HANG_S:g} s"
     check(outcome)
     line = outcome["stderr"].strip()
     assert "f.yaml: " in line and wanted in line, line
-    assert elapsed < LIMIT_S, f"{name}: {elapsed:.2f} s"
+    assert peak_mb < ALLOCATED_MB, f"{name}: {peak_mb:.1f} MB allocated at the peak"
 
 
 def test_a_set_and_a_date_name_their_key_and_what_is_allowed(refused):
