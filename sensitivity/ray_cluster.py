@@ -17,6 +17,7 @@ process id (never `ray stop`, which would stop every Ray on the machine), and re
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -186,11 +187,15 @@ class _DropToldTrials(logging.Filter):
 
 class _WriteFaults(logging.Filter):
     """Tune's logged failures to write its files (its experiment state, synced to the run's folder: a traceback
-    each time, with the error attached or written into the message): a fault of the folder, not of the trials.
-    Each is passed to `on_fault` (one line's text naming `folder`) instead of being logged."""
+    each time, with the error attached or written into the message). One whose error says the folder takes no
+    more writes (`FOLDER_FULL`: a full disk, a quota, a read-only or forbidden folder) is a fault of the folder,
+    not of the trials: it goes to `on_fault` (one line's text naming `folder`) instead of being logged. Any other
+    (a file Tune's own sync found gone: ENOENT, once in CI) is a one-line warning without the traceback, and the
+    sweep goes on: Tune writes its state again at its next sync, and the study holds every trial."""
 
     LOGGERS = private_apis.TUNE_WRITE_LOGGERS
     ERRNO = re.compile(r"\[Errno (\d+)\]")
+    FOLDER_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG})
 
     def __init__(self, on_fault, folder: Path):
         super().__init__()
@@ -206,8 +211,14 @@ class _WriteFaults(logging.Filter):
             if found is None:
                 return True
             number = int(found.group(1))
-        self.on_fault(f"Ray Tune's folder {self.folder} cannot be written ({os.strerror(number)})")
-        return False
+        if number in self.FOLDER_FULL:
+            self.on_fault(f"Ray Tune's folder {self.folder} cannot be written ({os.strerror(number)})")
+            return False
+        record.msg, record.args = (f"Ray Tune could not save its files in {self.folder} ({os.strerror(number)}); "
+                                   "it saves them again at its next sync, and the study holds every trial"), ()
+        record.levelno, record.levelname = logging.WARNING, "WARNING"
+        record.exc_info = record.exc_text = record.stack_info = None
+        return True
 
 
 @contextlib.contextmanager

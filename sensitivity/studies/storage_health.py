@@ -49,8 +49,9 @@ _WRITE_FAULT: list = []  # why a file of the sweep under results/ (or Tune's fol
 def mark_write_fault(why: str) -> None:
     """A file the sweep writes beside the study (its trial log, Ray Tune's files) cannot be written (a full
     disk): a storage fault like the study's own, so the sweep takes no new trial (`mark_lost`), while the study,
-    still sound, is told what it can; the driver ends with `why` in one line, exit 1."""
-    if not _WRITE_FAULT:
+    still sound, is told what it can; the driver ends with `why` in one line, exit 1. Once the storage was lost,
+    a failed write is a consequence (the run stopping), not the fault: the loss stays the reason given."""
+    if not _WRITE_FAULT and not _LOST:
         _WRITE_FAULT.append(why)
     mark_lost(why)
 
