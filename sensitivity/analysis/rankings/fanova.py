@@ -41,20 +41,22 @@ def encode(trials: list, distributions: dict) -> tuple:
 
 
 def _leaves(tree, bounds: np.ndarray) -> tuple:
-    """(values, low, high) of a fitted scikit-learn tree's leaves: each leaf's prediction and its box."""
+    """(values, low, high) of a fitted scikit-learn tree's leaves: each leaf's prediction and its box, found a
+    level of the tree at a time (each child's box is its parent's, cut at the parent's split)."""
     left, right = tree.children_left, tree.children_right
     feature, threshold, value = tree.feature, tree.threshold, tree.value.reshape(tree.node_count, -1)[:, 0]
     low = np.empty((tree.node_count, len(bounds)))
     high = np.empty_like(low)
     low[0], high[0] = bounds[:, 0], bounds[:, 1]
-    for node in range(tree.node_count):  # scikit-learn numbers a parent before its children
-        f = feature[node]
-        if f < 0:
-            continue
-        for child in (left[node], right[node]):
-            low[child], high[child] = low[node], high[node]
-        high[left[node], f] = threshold[node]
-        low[right[node], f] = threshold[node]
+    level = np.array([0])
+    while level.size:
+        parents = level[feature[level] >= 0]
+        cut, at = feature[parents], threshold[parents]
+        for children in (left[parents], right[parents]):
+            low[children], high[children] = low[parents], high[parents]
+        high[left[parents], cut] = at
+        low[right[parents], cut] = at
+        level = np.concatenate((left[parents], right[parents]))
     leaf = feature < 0
     return value[leaf], low[leaf], high[leaf]
 
