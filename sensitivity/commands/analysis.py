@@ -174,10 +174,11 @@ def _findings_text(study, args) -> str:
     from sensitivity.analysis.table import UNFRAMED, trials_table, unframed
 
     others = [_load("report", args, name) for name in args.with_study]
-    if all(unframed(trials_table(s)) for s in [study, *others]):
+    tables = [trials_table(s) for s in [study, *others]]  # once each
+    if all(unframed(t) for t in tables):
         return UNFRAMED
     heading = f"Findings of {study.study_name}" + (f" with {', '.join(args.with_study)}" if args.with_study else "")
-    return findings_text(study_findings_records(study, others), heading, 0.02)
+    return findings_text(study_findings_records(tables[0], tables[1:]), heading, 0.02)
 
 
 def _importance_text(study) -> str:

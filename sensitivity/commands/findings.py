@@ -36,8 +36,9 @@ def _cmd_findings(args) -> int:
 
     study = load_study("findings", args.study, args.storage)
     others = [load_study("findings", name, args.storage) for name in args.with_study]
-    found = study_findings_records(study, others, effect=args.effect)
-    note = {"note": UNFRAMED} if all(unframed(trials_table(s)) for s in [study, *others]) else {}
+    tables = [trials_table(s) for s in [study, *others]]  # once each: a table is read (or unpickled) per call
+    found = study_findings_records(tables[0], tables[1:], effect=args.effect)
+    note = {"note": UNFRAMED} if all(unframed(t) for t in tables) else {}
     designed = {s.study_name: sensitivity_claims(s.study_name, importance_record(designed_importance(s)))
                 for s in [study, *others] if DESIGN_ATTR in s.user_attrs}
     if args.json:

@@ -57,8 +57,8 @@ def findings(table, others=(), effect: float = EFFECT) -> Findings:
 
 
 def study_findings_records(study, others=(), effect: float = EFFECT) -> dict:
-    """`findings_records` of the findings of `study` with `others`: for a study alone, the records a report cached
-    beside its table, read without the findings' frames."""
+    """`findings_records` of the findings of `study` (or its table) with `others`: for a study alone, the records a
+    report cached beside its table, read without the findings' frames."""
     table = trials_table(study)
     if others:
         return findings_records(findings(table, others, effect))
