@@ -1,6 +1,7 @@
 """The bulk reader of RDB studies (sensitivity.studies.trial_rows) gives the same trial table as Optuna's own
 objects, on SQLite and on a real PostgreSQL; synthetic studies read back through plain Optuna; the cached
 copy of a study's trials is used while the study is unchanged, and only then."""
+import json
 import math
 import os
 import uuid
@@ -99,6 +100,10 @@ def test_a_synthetic_study_reads_back_through_plain_optuna(storage_url, study_na
     assert study.best_trial.value == max(t.value for t in done)
     table = assert_same(study, monkeypatch)
     assert len(table) == 40 and max(map(len, parse_curves(table["curve"]))) == synthetic.EPOCHS
+    # the curves' JSON texts stay the Python strings read (not copied into Arrow and back), in the frame and table
+    frame = trials_frame(study)
+    assert frame["curve"].dtype == object and table["curve"].dtype == object
+    assert list(frame["curve"]) == [json.dumps(t.user_attrs["curve"]) for t in trials]
     assert synthetic.write_study(storage_url, study_name, 10) == 50  # appends, numbered on
 
 
