@@ -77,12 +77,11 @@ def trials_frame(study, records=None):
     tail["semantics"] = [_regime(a) for a in attrs_of]
     tail["dataset"] = [(a.get("planned") or {}).get("dataset") or space_dataset for a in attrs_of]
     head = pd.DataFrame(heads)
-    first = list(heads[0])  # pandas's order: the first trial's columns, then those that later trials add
-    later = [c for c in head.columns if c not in set(first)]
-    frame = pd.concat([head[first], pd.DataFrame(tail, index=head.index), head[later]], axis=1)
+    common = pd.DataFrame(tail, index=head.index)
     # opaque JSON texts: the Python strings read, not copied into Arrow (146 MB of them at 100,000 trials)
-    frame["curve"] = pd.Series(curves, index=frame.index, dtype=object)
-    return frame
+    common["curve"] = pd.Series(curves, index=head.index, dtype=object)
+    first = set(heads[0])  # pandas's order of a dict per trial: the first trial's keys, then those later ones add
+    return pd.concat([head[list(heads[0])], common, head[[c for c in head.columns if c not in first]]], axis=1)
 
 
 def _regime(attrs: dict):

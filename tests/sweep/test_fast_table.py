@@ -139,3 +139,13 @@ def test_the_cache_holds_the_normalised_table_with_equal_records_shared(storage_
     records = [r for r in cached["env_semantics"] if isinstance(r, dict)]
     assert len(records) == 30 and len({id(r) for r in records}) == len({repr(r) for r in records}) < 30
     assert all(isinstance(point, dict) for curve in parse_curves(cached["curve"]) for point in curve)
+
+
+def test_a_parameter_that_later_trials_add_comes_after_the_common_columns(tmp_path):
+    """The frame's columns in the order a dict per trial gives them: the first trial's (its parameters, the results,
+    the curve), then the parameters that later trials add."""
+    study = optuna.create_study(storage=f"sqlite:///{tmp_path}/c.db", study_name="c")
+    study.optimize(lambda t: t.suggest_float("a", 0, 1) + (t.suggest_float("b", 0, 1) if t.number else 0), n_trials=2)
+    columns = list(trials_frame(study).columns)
+    assert columns[:5] == ["number", "state", "duration_s", "value_0", "param_a"]
+    assert columns[-2:] == ["curve", "param_b"] and columns.index("status") == 5
