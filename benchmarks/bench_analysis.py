@@ -10,7 +10,9 @@ report reads the study from the storage and caches its table and findings, which
 reads; `findings` alone, nothing cached, is timed too (not counted). The report and findings are timed
 --repeat times (default 3), each time from an empty cache, and judged by the median of their totals: on a
 shared machine one run's wall time moves by a quarter with the load beside it (each run's total and CPU
-time are printed). Each command runs as a user runs it: one process, which ends as any Python process does.
+time are printed, and the load average before it). Each command runs as a user runs it: one process, which
+ends as any Python process does. Printed beside, not judged: each command's floor, a process that imports
+the libraries the command uses and opens the study, then ends (what no work on the trials can save).
 Target (issue 42): that median within 5 s for 10,000 trials and 30 s for 100,000 (--target-s otherwise); the check:
 each report is written, each findings print, and print the same alone, the export holds every trial and the
 dashboard lists the study. Figures measured: docs/performance.md.
@@ -43,6 +45,18 @@ body = b"".join(wsgi(open_storage(sys.argv[1], must_exist=True))(environ, lambda
 names = [s["study_name"] for s in json.loads(body)["study_summaries"]]
 print(status[0], sys.argv[2] in names, len(names))
 """
+FLOOR = """
+import importlib, sys
+import optuna
+from sensitivity.studies.storage import open_storage
+for name in sys.argv[3:]:
+    importlib.import_module(name)
+optuna.load_study(study_name=sys.argv[2], storage=open_storage(sys.argv[1], must_exist=True))
+"""
+# the libraries `report` and `findings` import (the report's importance: scikit-learn): each one's floor
+REPORT_IMPORTS = ("sensitivity.cli", "sensitivity.commands.analysis", "sensitivity.analysis.report.page",
+                  "sklearn.ensemble", "optuna.importance")
+FINDINGS_IMPORTS = ("sensitivity.cli", "sensitivity.commands.findings")
 
 
 def target_for(trials: int) -> float:
@@ -52,14 +66,16 @@ def target_for(trials: int) -> float:
 
 def timed(name: str, command: list, cache) -> tuple:
     """(seconds, stdout) of `command` run in a fresh process with the trial cache in folder `cache` (None: off);
-    a failure is reported and counted as missed. The process's CPU time is printed beside: on a loaded
-    machine the wall time waits for other processes."""
+    a failure is reported and counted as missed. The process's CPU time and the load average before it are
+    printed beside: on a loaded machine the wall time waits for other processes."""
     env = {**os.environ, "SENSITIVITY_CACHE_DIR": str(cache)} if cache else {**os.environ,
                                                                             "SENSITIVITY_TRIAL_CACHE": "off"}
+    load = os.getloadavg()[0]
     begin, cpu = time.perf_counter(), _children_cpu()
     proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=env)
     seconds = time.perf_counter() - begin
-    print(f"{name:34s} {seconds:7.2f} s (cpu {_children_cpu() - cpu:6.2f} s)" + ("" if proc.returncode == 0 else
+    print(f"{name:34s} {seconds:7.2f} s (cpu {_children_cpu() - cpu:6.2f} s, load average {load:4.2f} before)"
+          + ("" if proc.returncode == 0 else
                                              f"  FAILED (exit {proc.returncode}): {proc.stderr.strip()[-500:]}"),
           flush=True)
     return seconds, proc.stdout if proc.returncode == 0 else None
@@ -90,6 +106,8 @@ def measure(storage: str, study: str, trials: int, folder: Path, repeat: int = 1
                                                                    "--format", "parquet", "--out", str(export)], cache),
             "dashboard": timed("optuna-dashboard GET /api/studies", [sys.executable, "-c", DASHBOARD, storage, study],
                                cache),
+            "floor": [timed(f"floor of {command}", [sys.executable, "-c", FLOOR, storage, study, *imports], None)
+                      for command, imports in (("report", REPORT_IMPORTS), ("findings", FINDINGS_IMPORTS))],
             "files": (report, export)}
 
 
@@ -117,6 +135,9 @@ def verdict(results: dict, trials: int, target_s: float) -> bool:
     met = total <= target_s
     runs = f"median of {len(totals)}: " + ", ".join(f"{t:.2f}" for t in totals) if len(totals) > 1 else "one run"
     print(f"{'report + findings':34s} {total:7.2f} s  ({runs}; target {target_s:g} s: {'met' if met else 'MISSED'})")
+    floor = [seconds for seconds, _ in results["floor"]]
+    print(f"{'of which before any trial is read':34s} {sum(floor):7.2f} s  (the two floors: interpreter, imports, "
+          "the study opened, teardown; not judged)")
     return met and all(checks.values())
 
 

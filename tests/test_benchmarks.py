@@ -107,7 +107,8 @@ def analysis_results(tmp_path, report_s: float, exported: int) -> dict:
     return {"pairs": [((report_s, "report: r.html\n"), (1.0, PRINTED))] * 2
             + [((1.0, "report: r.html\n"), (1.0, PRINTED))],  # the median run is judged
             "alone": (1.0, PRINTED),
-            "export": (1.0, str(export)), "dashboard": (1.0, "200 OK True 1\n"), "files": (report, export)}
+            "export": (1.0, str(export)), "dashboard": (1.0, "200 OK True 1\n"), "files": (report, export),
+            "floor": [(0.5, ""), (0.25, "")]}
 
 
 @pytest.mark.parametrize("report_s, exported, met", [(3.0, 100, True), (50.0, 100, False), (3.0, 99, False)])
@@ -135,6 +136,14 @@ def test_bench_analysis_verdict_needs_the_findings_alone_to_print_the_same(tmp_p
     bench = script("bench_analysis")
     results = {**analysis_results(tmp_path, 5.0, 100), "alone": (1.0, "Findings of s: other\n")}
     assert bench.verdict(results, 100, bench.target_for(100)) is False
+
+
+def test_bench_analysis_prints_the_floor_before_any_trial_is_read_without_judging_it(tmp_path, capsys):
+    """The two processes that only import and open the study: what of the target no trial's work can save."""
+    bench = script("bench_analysis")
+    results = {**analysis_results(tmp_path, 3.0, 100), "floor": [(40.0, ""), (0.75, "")]}
+    assert bench.verdict(results, 100, bench.target_for(100)) is True
+    assert "of which before any trial is read    40.75 s" in capsys.readouterr().out
 
 
 @pytest.mark.slow
