@@ -74,10 +74,9 @@ def timed(name: str, command: list, cache) -> tuple:
     begin, cpu = time.perf_counter(), _children_cpu()
     proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=env)
     seconds = time.perf_counter() - begin
+    failed = "" if proc.returncode == 0 else f"  FAILED (exit {proc.returncode}): {proc.stderr.strip()[-500:]}"
     print(f"{name:34s} {seconds:7.2f} s (cpu {_children_cpu() - cpu:6.2f} s, load average {load:4.2f} before)"
-          + ("" if proc.returncode == 0 else
-                                             f"  FAILED (exit {proc.returncode}): {proc.stderr.strip()[-500:]}"),
-          flush=True)
+          + failed, flush=True)
     return seconds, proc.stdout if proc.returncode == 0 else None
 
 
