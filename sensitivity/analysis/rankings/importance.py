@@ -45,8 +45,8 @@ from sensitivity.analysis.rankings.base import Estimate, Evaluator, Ranking
 from sensitivity.analysis.rankings.fanova import fanova_importances
 from sensitivity.analysis.intervals import group_intervals
 from sensitivity.analysis.tables.parameter_values import format_value, parameter_distributions
-from sensitivity.analysis.table import (PARAM, REGIME, NotEnoughData, defaults_of, planned_of, regime_sorted,
-                                        regimes_of, trained, trials_table)
+from sensitivity.analysis.table import (PARAM, REGIME, NotEnoughData, defaults_of, paused_collection, planned_of,
+                                        regime_sorted, regimes_of, trained, trials_table)
 
 EVALUATORS = ("ped_anova", "fanova")
 LABELS = {"ped_anova": "PED-ANOVA", "fanova": "fANOVA"}
@@ -144,20 +144,22 @@ def block_importance(rows: pd.DataFrame, evaluators=EVALUATORS, seed: int = 0, r
                      if rows[PARAM + n].nunique() > 1 and (regime or n != REGIME)}
     if len(rows) < 2 or not distributions:
         raise NotEnoughData(NEEDS)
-    with _quiet_optuna():
-        trials = _negated_accuracy_trials(rows, distributions)
-    everywhere = [n for n in distributions if rows[PARAM + n].notna().all()]  # fANOVA needs them in every trial
-    results, verdicts = [], {}
-    for name in evaluators:
-        params = list(distributions) if name == "ped_anova" else everywhere
-        if not params:
-            continue
-        ranking = STUDY_EVALUATORS[name](resamples).evaluate(trials, params, seed=seed)
-        order = sorted(zip(ranking.names, ranking.estimates), key=lambda item: -item[1].value)
-        for rank, (param, estimate) in enumerate(order, start=1):
-            results.append({"evaluator": name, "parameter": param, "importance": float(estimate.value),
-                            "low": estimate.low, "high": estimate.high, "rank": rank, "n_trials": len(rows)})
-        verdicts[name] = verdict_record(ranking)
+    # thousands of frozen trials and resamples, freed by their reference counts: `paused_collection`
+    with paused_collection():
+        with _quiet_optuna():
+            trials = _negated_accuracy_trials(rows, distributions)
+        everywhere = [n for n in distributions if rows[PARAM + n].notna().all()]  # fANOVA needs them in every trial
+        results, verdicts = [], {}
+        for name in evaluators:
+            params = list(distributions) if name == "ped_anova" else everywhere
+            if not params:
+                continue
+            ranking = STUDY_EVALUATORS[name](resamples).evaluate(trials, params, seed=seed)
+            order = sorted(zip(ranking.names, ranking.estimates), key=lambda item: -item[1].value)
+            for rank, (param, estimate) in enumerate(order, start=1):
+                results.append({"evaluator": name, "parameter": param, "importance": float(estimate.value),
+                                "low": estimate.low, "high": estimate.high, "rank": rank, "n_trials": len(rows)})
+            verdicts[name] = verdict_record(ranking)
     out = pd.DataFrame(results, columns=["evaluator", "parameter", "importance", "low", "high", "rank", "n_trials"])
     return out, verdicts
 
