@@ -243,3 +243,21 @@ def test_report_findings_and_export_end_alike_from_the_shell_and_in_process(tmp_
     assert shell.stderr.strip().splitlines()[-1] == "torn down"
     assert shell.stderr.replace("torn down\n", "") == here.err
     assert written == {path.name: path.read_bytes() for path in tmp_path.glob("s.csv")}
+
+
+def test_studies_lists_long_names_in_aligned_columns(tmp_path, capsys):
+    """The main job's study names run past 40 characters: every row's counts stand under the header's."""
+    import optuna
+
+    from sensitivity.cli import main
+
+    storage = f"sqlite:///{tmp_path / 'studies.db'}"
+    names = ["s", "main-transfer-steps-torch-tensorflow-mxnet"]
+    for name, trials in zip(names, (3, 2)):
+        optuna.create_study(study_name=name, storage=storage, direction="maximize").optimize(lambda _: 0.5, trials)
+    capsys.readouterr()
+    assert main(["studies", "--storage", storage]) == 0
+    header, *rows = capsys.readouterr().out.splitlines()
+    end = header.index("trials") + len("trials")
+    assert [row.split()[0] for row in rows] == names
+    assert [row[end - 1] for row in rows] == ["3", "2"] and all(row[end] == " " for row in rows)

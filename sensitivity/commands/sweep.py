@@ -255,9 +255,10 @@ def _cmd_studies(args) -> int:
             print(catalog.show(catalog.load(args.name, args.storage)))
             return EXIT_OK
         rows = catalog.list_studies(args.storage)
-    print(f"{'study':<30} {'trials':>6} {'final':>6} {'directions':<22} started")
+    width = max([len("study"), *(len(row["study"]) for row in rows)])  # the main job's names run past 40
+    print(f"{'study':<{width}} {'trials':>6} {'final':>6} {'directions':<22} started")
     for row in rows:
-        print(f"{row['study']:<30} {row['trials']:>6} {row['final']:>6} {row['directions']:<22} {row['started']}")
+        print(f"{row['study']:<{width}} {row['trials']:>6} {row['final']:>6} {row['directions']:<22} {row['started']}")
     return EXIT_OK
 
 
