@@ -203,12 +203,20 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(journal, tmp_path, cap
     g_study(optuna.samplers.RandomSampler(seed=0), 20, storage, "few")
     two = optuna.create_study(study_name="two", storage=storage, directions=["minimize", "minimize"])
     two.optimize(lambda t: (t.suggest_float("x", 0, 1), t.suggest_float("y", 0, 1)), n_trials=60)
+    grouped = optuna.create_study(study_name="grouped", storage=storage, sampler=optuna.samplers.RandomSampler(seed=0))
+    for number in range(60):  # 30 a framework: too few for given-data indices in either
+        grouped.enqueue_trial({"framework": ("torch", "mx")[number % 2]})
+    grouped.optimize(lambda t: t.suggest_float("x", 0, 1) * len(t.suggest_categorical("framework", ["torch", "mx"])),
+                     n_trials=60)
     apart = optuna.create_study(study_name="apart", storage=storage)
     apart.optimize(lambda t: t.suggest_float("a", 0, 1) if t.number % 2 else t.suggest_float("b", 0, 1), n_trials=60)
     before = (tmp_path / "plain.log").read_bytes()
     cases = [(("few",), "sensitivity importance: study few has 20 complete trials; S1 (RBD-FAST) needs at least 50; "
                         "TPE's 10 start-up trials alone never give an interval (fANOVA and PED-ANOVA with intervals "
                         "on fewer: sensitivity report STUDY, its importance section)"),
+             (("grouped",), "sensitivity importance: study grouped has 60 complete trials (2 frameworks: mx 30, "
+                            "torch 30); S1 (RBD-FAST) needs at least 50 in one framework (fANOVA and PED-ANOVA with "
+                            "intervals on fewer: sensitivity report STUDY, its importance section)"),
              (("few", "--params", "x1,lr"), "sensitivity importance: --params lr: not a parameter of study few; "
                                             "allowed: x1, x2, x3, x4, x5, x6"),
              (("apart",), "sensitivity importance: study apart: its 60 complete trials have no parameter in common "

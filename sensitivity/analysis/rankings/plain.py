@@ -224,8 +224,10 @@ def plain_importance(study, objective: Optional[str] = None, seed: int = 0, with
         fits = method_of(sampling)[0]
         extra = ("; TPE's 10 start-up trials alone never give an interval" if sampling.family in (MODEL_BASED, UNKNOWN)
                  else "")
-        raise ValueError(f"study {study.study_name} has {len(trials)} complete trials; {LABELS[fits]} needs at least "
-                         f"{needed}{' in a group' if len(groups) > 1 else ''}{extra} (fANOVA and PED-ANOVA with "
+        apart = (f" ({len(groups)} frameworks: {', '.join(f'{g} {len(ts)}' for g, ts in sorted(groups.items()))})"
+                 if len(groups) > 1 else "")
+        raise ValueError(f"study {study.study_name} has {len(trials)} complete trials{apart}; {LABELS[fits]} needs at "
+                         f"least {needed}{' in one framework' if apart else ''}{extra} (fANOVA and PED-ANOVA with "
                          "intervals on fewer: sensitivity report STUDY, its importance section)")
     direction = study.directions[index]
     per = {g: _group_importance(ts, index, direction, sampling, chosen, seed) for g, ts in groups.items()}
