@@ -62,6 +62,19 @@ def test_partial_dependence_is_the_mean_of_the_ice_curves_and_finds_the_planted_
     assert {t.name.split(",")[0] for t in drawn.data} == {"ICE", "partial dependence"}
 
 
+def test_partial_dependence_reads_a_discrete_parameter_at_the_values_it_can_take():
+    """No batch size lies between 32 and 64, no layer count between 2 and 3: their curves are read at the choices
+    and the integers the trials span, a continuous parameter's at GRID_POINTS values."""
+    study = optuna.create_study(direction="maximize", sampler=optuna.samplers.RandomSampler(seed=0))
+    study.optimize(lambda t: t.suggest_categorical("batch_size", [16, 32, 64]) / 64 + t.suggest_int("layers", 1, 4)
+                   - t.suggest_float("lr", 1e-4, 1, log=True), n_trials=60)
+    info = dependence.compute(study)
+    means = info.rows[info.rows["curve"].eq(-1)]
+    read = {name: sorted(part["x"].round(6)) for name, part in means.groupby("parameter")}
+    assert read["batch_size"] == [16, 32, 64] and read["layers"] == [1, 2, 3, 4]
+    assert len(read["lr"]) == dependence.GRID_POINTS
+
+
 def _plain(storage=None):
     study = optuna.create_study(study_name="plain", storage=storage, sampler=optuna.samplers.RandomSampler(seed=0))
     study.optimize(lambda t: (t.suggest_float("lr", 1e-4, 1, log=True) - 0.01) ** 2
