@@ -58,7 +58,7 @@ def test_partial_dependence_is_the_mean_of_the_ice_curves_and_finds_the_planted_
     capped = dependence.compute(study, curves=5)
     assert capped.rows["curve"].max() == 4
     drawn = dependence.plot(capped)
-    assert "fitted to 40 of 40 trials" in drawn.layout.title.text
+    assert drawn.layout.title.text.endswith("accuracy (fitted to 40 of 40 trials) (regime: canonical)")  # named once
     assert {t.name.split(",")[0] for t in drawn.data} == {"ICE", "partial dependence"}
 
 

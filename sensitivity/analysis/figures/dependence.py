@@ -150,8 +150,9 @@ def plot(info: Info):
                 fig.update_xaxes(tickvals=list(range(len(labels))), ticktext=labels, row=row, col=col)
             fig.update_xaxes(title=f"log10({name})" if axis == "log" else name, row=row, col=col)
             fig.update_yaxes(title=info.objective if col == 1 else None, row=row, col=col)
-    rests = "; ".join(f"{r['semantics'] if isinstance(r['semantics'], str) else ALL}: fitted to {int(r['fitted'])} of {int(r['trials'])} trials"
-                      for _, r in fitted.iterrows())
+    rests = "; ".join((f"{r['semantics'] if isinstance(r['semantics'], str) else ALL}: " if len(fitted) > 1 else "")
+                      + f"fitted to {int(r['fitted'])} of {int(r['trials'])} trials" for _, r in fitted.iterrows())
+    # one regime: the title's "(regime: ...)" names it
     title = regime_title(f"Partial dependence and ICE curves of an ExtraTrees surrogate of {info.objective} "
                          f"({rests})", [r for r in regimes if isinstance(r, str)])
     return finish(fig, title, height)
