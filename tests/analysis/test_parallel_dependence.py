@@ -62,9 +62,10 @@ def test_partial_dependence_is_the_mean_of_the_ice_curves_and_finds_the_planted_
     assert {t.name.split(",")[0] for t in drawn.data} == {"ICE", "partial dependence"}
 
 
-def test_partial_dependence_reads_a_discrete_parameter_at_the_values_it_can_take():
+def test_a_discrete_parameter_is_read_and_ticked_at_the_values_it_can_take():
     """No batch size lies between 32 and 64, no layer count between 2 and 3: their curves are read at the choices
-    and the integers the trials span, a continuous parameter's at GRID_POINTS values."""
+    and the integers the trials span, a continuous parameter's at GRID_POINTS values; parallel coordinates tick
+    them at those values."""
     study = optuna.create_study(direction="maximize", sampler=optuna.samplers.RandomSampler(seed=0))
     study.optimize(lambda t: t.suggest_categorical("batch_size", [16, 32, 64]) / 64 + t.suggest_int("layers", 1, 4)
                    - t.suggest_float("lr", 1e-4, 1, log=True), n_trials=60)
@@ -73,6 +74,10 @@ def test_partial_dependence_reads_a_discrete_parameter_at_the_values_it_can_take
     read = {name: sorted(part["x"].round(6)) for name, part in means.groupby("parameter")}
     assert read["batch_size"] == [16, 32, 64] and read["layers"] == [1, 2, 3, 4]
     assert len(read["lr"]) == dependence.GRID_POINTS
+    axes = figure(study, "parallel").data[0].dimensions
+    ticks = {d.label: list(d.ticktext or ()) for d in axes}
+    assert ticks["batch_size"] == ["16", "32", "64"] and ticks["layers"] == ["1", "2", "3", "4"]
+    assert list(axes[0].tickvals) == [16, 32, 64]  # a linear axis: at the values themselves
 
 
 def _plain(storage=None):

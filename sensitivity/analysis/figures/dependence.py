@@ -1,8 +1,8 @@
 """Partial dependence with ICE curves, as DeepCAVE draws them: a surrogate (scikit-learn's ExtraTreesRegressor,
 TREES trees) fitted to the trained trials of each regime, parameters on their axes (`tables.axes.trial_axes`: log10
 on a log scale, a level's index for a category); for each parameter, the surrogate's prediction as that parameter
-alone moves over GRID_POINTS values of the range the trials span (`grid`: every level of a category, every choice of
-a numeric one, every integer of a short integer range) and the others keep a trial's values.
+alone moves over GRID_POINTS values of the range the trials span (`_grid`: every level of a category, every value of
+a discrete number) and the others keep a trial's values.
 One thin line per trial (ICE: individual conditional expectation) for at most ICE_CURVES trials, and their mean over
 at most AVERAGE_ROWS trials (the partial dependence) as the thick line. The surrogate is fitted to at most FIT_MAX
 trials (a seeded sample) and to at most PARAMETERS_MAX parameters (the first, the framework first); the title says
@@ -18,7 +18,6 @@ from sensitivity.analysis.figures.layout import panel_grid
 from sensitivity.analysis.figures.style import finish, go, regime_title
 from sensitivity.analysis.table import PARAM, NotEnoughData, regimes_of, trials_table
 from sensitivity.analysis.tables.axes import position, trial_axes
-from sensitivity.analysis.tables.parameter_values import is_numeric_choice, parameter_distributions
 from sensitivity.studies.trial_rows import cached_beside
 
 TITLE = "Partial dependence"  # the heading of its report section
@@ -34,8 +33,8 @@ class Info(NamedTuple):
       study without regimes, one surrogate of all its trials), curve (-1 for the partial dependence, the mean; else the trial's ICE curve),
       x (the parameter's position: log10 of its value on a log axis, a level's index on a category axis, else the
       value), y (the surrogate's predicted objective)
-    - axes: one row per parameter drawn: parameter, axis (linear, log or category), levels (a category axis' labels
-      joined by "|", else empty)
+    - axes: one row per parameter drawn: parameter, axis (linear, log or category), levels (a category axis' labels,
+      or a discrete number's values, joined by "|", else empty)
     - objective: what the surrogate predicts
     - fitted: one row per regime: semantics, trials (trained trials), fitted (the trials the surrogate was fitted
       to), curves (ICE curves drawn per parameter), averaged (trials the mean is over)
@@ -65,7 +64,6 @@ def _curves(table, parameters, curves: int) -> Info:
     names = list(axes["parameter"])
     if not names:
         raise NotEnoughData("partial dependence needs a parameter that varies besides the regime")
-    distributions = parameter_distributions(table)
     groups = [(r, rows[rows["semantics"].eq(r)]) for r in regimes_of(rows)] or [(None, rows)]
     parts, fitted = [], []
     for regime, group in groups:
@@ -79,7 +77,7 @@ def _curves(table, parameters, curves: int) -> Info:
         averaged = X[rng.choice(len(X), min(len(X), AVERAGE_ROWS), replace=False)]
         ice = averaged[:min(curves, len(averaged))]
         for j, (name, axis, levels) in enumerate(zip(names, axes["axis"], axes["levels"])):
-            grid = _grid(distributions[name], axis, levels, X[:, j][X[:, j] != -1.0])
+            grid = _grid(axis, levels, X[:, j][X[:, j] != -1.0])
             predicted = _moved(model, averaged, j, grid)  # rows x grid
             parts.append(pd.DataFrame({"parameter": name, "semantics": regime, "curve": -1, "x": grid,
                                        "y": predicted.mean(axis=0)}))
@@ -93,22 +91,17 @@ def _curves(table, parameters, curves: int) -> Info:
     return Info(pd.concat(parts, ignore_index=True), axes, objective, pd.DataFrame(fitted))
 
 
-def _grid(dist, axis: str, levels: str, column: np.ndarray) -> np.ndarray:
-    """Where a parameter's curves are read, on its axis: every level of a category; the values a discrete parameter
-    can take within the range its trials span (a numeric choice's choices, a short integer range's steps: there is
-    no batch size between 32 and 64); else GRID_POINTS values over that range."""
-    # lazy: optuna
-    from optuna.distributions import IntDistribution
-
+def _grid(axis: str, levels: str, column: np.ndarray) -> np.ndarray:
+    """Where a parameter's curves are read, on its axis: every level of a category; a discrete number's values
+    (`axes.discrete_levels`: there is no batch size between 32 and 64) within the range its trials span; else
+    GRID_POINTS values over that range."""
     if axis == "category":
         return np.arange(len(levels.split("|")), dtype=float)
-    values = (sorted(dist.choices) if is_numeric_choice(dist) else
-              range(dist.low, dist.high + 1, dist.step) if isinstance(dist, IntDistribution) and not dist.log
-              and (dist.high - dist.low) // dist.step < GRID_POINTS else None)
-    if values is None:
+    if not levels:
         return np.linspace(column.min(), column.max(), GRID_POINTS)
-    places = position(pd.Series(list(values)), axis)
-    return places[(places >= column.min()) & (places <= column.max())]
+    places = position(pd.Series(levels.split("|")), axis)
+    slack = 1e-9 * max(1.0, float(column.max() - column.min()))  # a label's rounding
+    return places[(places >= column.min() - slack) & (places <= column.max() + slack)]
 
 
 def _moved(model, rows: np.ndarray, j: int, grid: np.ndarray) -> np.ndarray:

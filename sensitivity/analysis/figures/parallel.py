@@ -1,7 +1,8 @@
 """Parallel coordinates: each trained trial one line across an axis per parameter, coloured by its objective, as
 W&B, HiPlot and optuna-dashboard draw them (`tables.axes.trial_axes`). A categorical parameter's axis shows its
-levels, a log-scale one its powers of ten. At most LINES_MAX lines: beyond that a seeded random sample, the best
-LINES_BEST trials (at most half the lines) always among them, and the title says how many of how many are drawn."""
+levels, a discrete number's the values it can take (batch sizes 16, 32, 64), another log-scale one its powers of
+ten. At most LINES_MAX lines: beyond that a seeded random sample, the best LINES_BEST trials (at most half the lines)
+always among them, and the title says how many of how many are drawn."""
 from __future__ import annotations
 
 import math
@@ -12,7 +13,7 @@ import pandas as pd
 
 from sensitivity.analysis.figures.style import finish, go, regime_title
 from sensitivity.analysis.table import PARAM, regimes_of
-from sensitivity.analysis.tables.axes import trial_axes
+from sensitivity.analysis.tables.axes import position, trial_axes
 
 TITLE = "Parallel coordinates"  # the heading of its report section
 LINES_MAX = 1_000
@@ -26,7 +27,7 @@ class Info(NamedTuple):
       objective, and param_NAME per parameter: its position on the axis (log10 of the value on a log axis, the
       level's index on a category axis, else the value)
     - axes: one row per parameter that varies, in the order drawn: parameter, axis (linear, log or category),
-      levels (a category axis' labels joined by "|", else empty)
+      levels (a category axis' labels, or a discrete number's values, joined by "|", else empty)
     - objective: what colours the lines ("accuracy", or the study's first objective and its direction)
     - drawn: [lines drawn, trained trials]
     """
@@ -56,6 +57,9 @@ def _ticks(axis: str, levels: str, values: np.ndarray) -> dict:
     if axis == "category":
         labels = levels.split("|")
         return dict(tickvals=list(range(len(labels))), ticktext=labels, range=[-0.5, len(labels) - 0.5])
+    if levels:  # a discrete number: ticked at the values it can take
+        labels = levels.split("|")
+        return dict(tickvals=position(pd.Series(labels), axis).tolist(), ticktext=labels)
     if axis == "log":
         finite = values[np.isfinite(values)]
         low, high = (math.floor(finite.min()), math.ceil(finite.max())) if len(finite) else (0, 1)

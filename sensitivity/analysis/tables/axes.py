@@ -5,7 +5,8 @@ The objective is the trials' accuracy where they record one (this tool's studies
 (a study another program wrote), named by its direction. A parameter's axis is `log` where its distribution is on a
 log scale (a categorical of numbers spanning a decade or more too), `category` for a categorical of text (its
 levels in the one numeric order of `parameter_values`), else `linear`; `position` is where a value lies on it:
-log10 of the value, a level's index, or the value.
+log10 of the value, a level's index, or the value. A number that takes few values (a numeric choice, a short integer
+range: `discrete_levels`) keeps them as its levels, so that no figure reads it between two of them.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from sensitivity.analysis.tables.parameter_values import (format_value, is_categ
                                                           numeric_sort_key, parameter_distributions)
 
 NEEDS = "needs complete trials with an objective value and at least one parameter that varies"
+DISCRETE_MAX = 20  # an integer range of at most this many values keeps them as its levels
 
 
 def objective_of(table: pd.DataFrame) -> tuple:
@@ -35,6 +37,19 @@ def axis_of(dist) -> str:
         low, high = min(dist.choices), max(dist.choices)
         return "log" if low > 0 and high / low >= 10 else "linear"
     return "category" if is_categorical(dist) else "log" if getattr(dist, "log", False) else "linear"
+
+
+def discrete_levels(dist) -> list:
+    """The values a number can take, as labels, where they are few: a numeric choice's choices (batch sizes 16, 32,
+    64), an integer range's integers where there are at most DISCRETE_MAX; [] for a continuous or long range."""
+    # lazy: optuna
+    from optuna.distributions import IntDistribution
+
+    if is_numeric_choice(dist):
+        return [format_value(v) for v in sorted(dist.choices)]
+    if isinstance(dist, IntDistribution) and not dist.log and (dist.high - dist.low) // dist.step < DISCRETE_MAX:
+        return [format_value(v) for v in range(dist.low, dist.high + 1, dist.step)]
+    return []
 
 
 def levels_of(values: pd.Series) -> list:
@@ -58,7 +73,8 @@ def position(values: pd.Series, axis: str, levels=()) -> np.ndarray:
 def trial_axes(table, parameters=None, what: str = "this figure") -> tuple:
     """(rows, axes, objective label): the trained trials with a finite objective (`objective`), their number and
     regime (`semantics`), and a column `param_NAME` per parameter holding its `position`; axes: one row per
-    parameter that varies (parameter, axis, levels: the categories' labels joined by "|", else "")."""
+    parameter that varies (parameter, axis, levels: the categories' labels, or a discrete number's values
+    (`discrete_levels`), joined by "|", else "")."""
     table = trials_table(table)
     column, label = objective_of(table)
     if column is None:
@@ -75,7 +91,7 @@ def trial_axes(table, parameters=None, what: str = "this figure") -> tuple:
     axes = []
     for name in names:
         axis = axis_of(distributions[name])
-        levels = levels_of(rows[PARAM + name]) if axis == "category" else []
+        levels = levels_of(rows[PARAM + name]) if axis == "category" else discrete_levels(distributions[name])
         out[PARAM + name] = position(rows[PARAM + name], axis, levels)
         axes.append({"parameter": name, "axis": axis, "levels": "|".join(levels)})
     return out, pd.DataFrame(axes, columns=["parameter", "axis", "levels"]), label
