@@ -78,6 +78,10 @@ def test_a_discrete_parameter_is_read_and_ticked_at_the_values_it_can_take():
     ticks = {d.label: list(d.ticktext or ()) for d in axes}
     assert ticks["batch_size"] == ["16", "32", "64"] and ticks["layers"] == ["1", "2", "3", "4"]
     assert list(axes[0].tickvals) == [16, 32, 64]  # a linear axis: at the values themselves
+    panels = dependence.plot(info).layout  # ticked alike, a log axis written in values
+    titles = {a.title.text: a for a in (panels.xaxis, panels.xaxis2, panels.xaxis3)}
+    assert list(titles["batch_size"].ticktext) == ["16", "32", "64"] and list(titles["layers"].tickvals) == [1, 2, 3, 4]
+    assert list(titles["lr (log)"].ticktext) == ["0.0001", "0.001", "0.01", "0.1", "1"]
 
 
 def _plain(storage=None):

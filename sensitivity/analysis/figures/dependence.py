@@ -2,11 +2,12 @@
 TREES trees) fitted to the trained trials of each regime, parameters on their axes (`tables.axes.trial_axes`: log10
 on a log scale, a level's index for a category); for each parameter, the surrogate's prediction as that parameter
 alone moves over GRID_POINTS values of the range the trials span (`_grid`: every level of a category, every value of
-a discrete number) and the others keep a trial's values.
-One thin line per trial (ICE: individual conditional expectation) for at most ICE_CURVES trials, and their mean over
-at most AVERAGE_ROWS trials (the partial dependence) as the thick line. The surrogate is fitted to at most FIT_MAX
-trials (a seeded sample) and to at most PARAMETERS_MAX parameters (the first, the framework first); the title says
-what it rests on. A surrogate's curve is its guess between the trials: where no trial lies, so does the curve."""
+a discrete number) and the others keep a trial's values; each panel is ticked as parallel coordinates are
+(`axes.ticks`: a log scale at powers of ten written as values). One thin line per trial (ICE: individual conditional
+expectation) for at most ICE_CURVES trials, and their mean over at most AVERAGE_ROWS trials (the partial dependence)
+as the thick line. The surrogate is fitted to at most FIT_MAX trials (a seeded sample) and to at most PARAMETERS_MAX
+parameters (the first, the framework first); the title says what it rests on. A surrogate's curve is its guess
+between the trials: where no trial lies, so does the curve."""
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -17,7 +18,7 @@ import pandas as pd
 from sensitivity.analysis.figures.layout import panel_grid
 from sensitivity.analysis.figures.style import finish, go, regime_title
 from sensitivity.analysis.table import PARAM, NotEnoughData, regimes_of, trials_table
-from sensitivity.analysis.tables.axes import position, trial_axes
+from sensitivity.analysis.tables.axes import position, ticks, trial_axes
 from sensitivity.studies.trial_rows import cached_beside
 
 TITLE = "Partial dependence"  # the heading of its report section
@@ -138,11 +139,10 @@ def plot(info: Info):
                                      line=dict(color=colour, width=3), name=f"partial dependence, {regime} (mean of "
                                      f"{int(record['averaged'])} trials)", legendgroup=f"pd {regime}",
                                      showlegend=(row, col) == (1, 1)), row=row, col=col)
-            if axis == "category":
-                labels = levels.split("|")
-                fig.update_xaxes(tickvals=list(range(len(labels))), ticktext=labels, row=row, col=col)
-            fig.update_xaxes(title=f"log10({name})" if axis == "log" else name, row=row, col=col)
-            fig.update_yaxes(title=info.objective if col == 1 else None, row=row, col=col)
+    for name, axis, levels, (row, col) in zip(names, axes["axis"], axes["levels"], positions):
+        fig.update_xaxes(title=f"{name} (log)" if axis == "log" else name, row=row, col=col,
+                         **ticks(axis, levels, rows.loc[rows["parameter"].eq(name), "x"].to_numpy(dtype=float)))
+        fig.update_yaxes(title=info.objective if col == 1 else None, row=row, col=col)
     rests = "; ".join((f"{r['semantics'] if isinstance(r['semantics'], str) else ALL}: " if len(fitted) > 1 else "")
                       + f"fitted to {int(r['fitted'])} of {int(r['trials'])} trials" for _, r in fitted.iterrows())
     # one regime: the title's "(regime: ...)" names it

@@ -5,15 +5,13 @@ ten. At most LINES_MAX lines: beyond that a seeded random sample, the best LINES
 always among them, and the title says how many of how many are drawn."""
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
-import numpy as np
 import pandas as pd
 
 from sensitivity.analysis.figures.style import finish, go, regime_title
 from sensitivity.analysis.table import PARAM, regimes_of
-from sensitivity.analysis.tables.axes import position, trial_axes
+from sensitivity.analysis.tables.axes import ticks, trial_axes
 
 TITLE = "Parallel coordinates"  # the heading of its report section
 LINES_MAX = 1_000
@@ -53,21 +51,6 @@ def _kept(lines: int) -> int:
     return min(LINES_BEST, lines // 2)
 
 
-def _ticks(axis: str, levels: str, values: np.ndarray) -> dict:
-    if axis == "category":
-        labels = levels.split("|")
-        return dict(tickvals=list(range(len(labels))), ticktext=labels, range=[-0.5, len(labels) - 0.5])
-    if levels:  # a discrete number: ticked at the values it can take
-        labels = levels.split("|")
-        return dict(tickvals=position(pd.Series(labels), axis).tolist(), ticktext=labels)
-    if axis == "log":
-        finite = values[np.isfinite(values)]
-        low, high = (math.floor(finite.min()), math.ceil(finite.max())) if len(finite) else (0, 1)
-        powers = list(range(low, high + 1))
-        return dict(tickvals=powers, ticktext=[f"{10.0 ** p:g}" for p in powers])
-    return {}
-
-
 def plot(info: Info):
     rows, axes = info.rows, info.axes
     dimensions = []
@@ -79,7 +62,7 @@ def plot(info: Info):
     for name, axis, levels in zip(axes["parameter"], axes["axis"], axes["levels"]):
         values = rows[PARAM + name].to_numpy(dtype=float)
         dimensions.append(dict(label=f"{name} (log)" if axis == "log" else name, values=values,
-                               **_ticks(axis, levels, values)))
+                               **ticks(axis, levels, values)))
     objective = rows["objective"].to_numpy(dtype=float)
     dimensions.append(dict(label=info.objective, values=objective))
     fig = go.Figure(go.Parcoords(line=dict(color=objective, colorscale="Viridis", showscale=True,

@@ -10,6 +10,8 @@ range: `discrete_levels`) keeps them as its levels, so that no figure reads it b
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
@@ -68,6 +70,23 @@ def position(values: pd.Series, axis: str, levels=()) -> np.ndarray:
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(numbers > 0, np.log10(numbers), np.nan)
     return numbers
+
+
+def ticks(axis: str, levels: str, positions: np.ndarray) -> dict:
+    """A figure axis' tickvals and ticktext (and a category's range) for a parameter at `positions`: a category's
+    levels, a discrete number's values, a log axis' powers of ten written as values (0.001, not -3); {} otherwise."""
+    if axis == "category":
+        labels = levels.split("|")
+        return dict(tickvals=list(range(len(labels))), ticktext=labels, range=[-0.5, len(labels) - 0.5])
+    if levels:  # a discrete number: ticked at the values it can take
+        labels = levels.split("|")
+        return dict(tickvals=position(pd.Series(labels), axis).tolist(), ticktext=labels)
+    if axis == "log":
+        finite = positions[np.isfinite(positions)]
+        low, high = (math.floor(finite.min()), math.ceil(finite.max())) if len(finite) else (0, 1)
+        powers = list(range(low, high + 1))
+        return dict(tickvals=powers, ticktext=[f"{10.0 ** p:g}" for p in powers])
+    return {}
 
 
 def trial_axes(table, parameters=None, what: str = "this figure") -> tuple:
