@@ -82,6 +82,12 @@ def test_a_discrete_parameter_is_read_and_ticked_at_the_values_it_can_take():
     titles = {a.title.text: a for a in (panels.xaxis, panels.xaxis2, panels.xaxis3)}
     assert list(titles["batch_size"].ticktext) == ["16", "32", "64"] and list(titles["layers"].tickvals) == [1, 2, 3, 4]
     assert list(titles["lr (log)"].ticktext) == ["0.0001", "0.001", "0.01", "0.1", "1"]
+    wide = optuna.create_study(direction="maximize", sampler=optuna.samplers.RandomSampler(seed=0))
+    wide.optimize(lambda t: t.suggest_categorical("batch_size", [256, 1024, 4096]) / 4096 + t.suggest_float("x", 0, 1),
+                  n_trials=30)  # a decade and more: a log axis, at the choices exactly, written in full
+    curve = dependence.compute(wide).rows.query("parameter == 'batch_size' and curve == -1")
+    assert np.allclose(curve["x"], np.log10([256, 1024, 4096]))
+    assert list(figure(wide, "parallel").data[0].dimensions[0].ticktext) == ["256", "1024", "4096"]
 
 
 def _plain(storage=None):

@@ -100,9 +100,8 @@ def _grid(axis: str, levels: str, column: np.ndarray) -> np.ndarray:
         return np.arange(len(levels.split("|")), dtype=float)
     if not levels:
         return np.linspace(column.min(), column.max(), GRID_POINTS)
-    places = position(pd.Series(levels.split("|")), axis)
-    slack = 1e-9 * max(1.0, float(column.max() - column.min()))  # a label's rounding
-    return places[(places >= column.min() - slack) & (places <= column.max() + slack)]
+    places = position(pd.Series(levels.split("|")), axis)  # exact labels: the trials' own places
+    return places[(places >= column.min()) & (places <= column.max())]
 
 
 def _moved(model, rows: np.ndarray, j: int, grid: np.ndarray) -> np.ndarray:

@@ -42,16 +42,23 @@ def axis_of(dist) -> str:
 
 
 def discrete_levels(dist) -> list:
-    """The values a number can take, as labels, where they are few: a numeric choice's choices (batch sizes 16, 32,
-    64), an integer range's integers where there are at most DISCRETE_MAX; [] for a continuous or long range."""
+    """The values a number can take, as exact labels (`_exact`), where they are few: a numeric choice's choices
+    (batch sizes 16, 32, 64), an integer range's integers where at most DISCRETE_MAX; [] for a continuous or long
+    range."""
     # lazy: optuna
     from optuna.distributions import IntDistribution
 
     if is_numeric_choice(dist):
-        return [format_value(v) for v in sorted(dist.choices)]
+        return [_exact(v) for v in sorted(dist.choices)]
     if isinstance(dist, IntDistribution) and not dist.log and (dist.high - dist.low) // dist.step < DISCRETE_MAX:
-        return [format_value(v) for v in range(dist.low, dist.high + 1, dist.step)]
+        return [_exact(v) for v in range(dist.low, dist.high + 1, dist.step)]
     return []
+
+
+def _exact(value) -> str:
+    """A number as the shortest text that reads back as it (1024, 0.001; not format_value's 1.02e+03): a discrete
+    level is both a tick's label and the place a figure reads it."""
+    return str(int(value)) if isinstance(value, (int, np.integer)) else str(float(value))
 
 
 def levels_of(values: pd.Series) -> list:
