@@ -22,6 +22,11 @@ def register(driver_id: str, searcher) -> None:
     _SEARCHERS[driver_id] = searcher
 
 
+def searcher_of(driver_id: str):
+    """The searcher of the run of `driver_id` in this process (None: none registered)."""
+    return _SEARCHERS.get(driver_id)
+
+
 def node_lost(node_id: str, wait_s: float = 30.0) -> bool:
     """Whether Ray's node `node_id` is lost, judged at once where Ray says it is dead, where its raylet refuses
     a connection (no process listens: Ray's health check marks the node dead seconds later) or where its raylet
@@ -76,7 +81,7 @@ class NodeOfTrial(Callback):
     def on_trial_start(self, iteration, trials, trial, **info) -> None:
         # lazy: ray
         import ray
-        searcher, actor = _SEARCHERS.get(self.driver_id), trial.temporary_state.ray_actor
+        searcher, actor = searcher_of(self.driver_id), trial.temporary_state.ray_actor
         if searcher is None or actor is None:
             return
         try:  # a call on the actor, which runs before the trial (its tasks run in order)

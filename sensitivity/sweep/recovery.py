@@ -26,12 +26,15 @@ def configuration(trial) -> dict | None:
     return trial.system_attrs.get("fixed_params")
 
 
-def orphan_attrs(trial, why: str) -> dict:
+def orphan_attrs(trial, why: str, ran: bool = True) -> dict:
     """The user attributes that make a stopped trial an orphan, queued again as attempt k+1 of its
     configuration (`attempt`, 1 when absent); the MAX_ATTEMPTS-th is not queued again but stays a final
-    FAIL that says so (it counts towards N). An orphan that drew no configuration has none to retry: it
-    is not queued, and the study's next trial takes its place."""
+    FAIL that says so (it counts towards N). A trial that never ran (`ran` False: `not_run`) is queued again
+    as the same attempt. An orphan that drew no configuration has none to retry: it is not queued, and the
+    study's next trial takes its place."""
     attempt = trial.user_attrs.get("attempt", 1)
+    if not ran:
+        return {"orphaned": True, "not_run": True, "status": "failed", "reason": why}
     if attempt >= MAX_ATTEMPTS:
         return {"orphaned": False, "retries_exhausted": True, "status": "failed",
                 "reason": f"{why}; attempt {attempt} of at most {MAX_ATTEMPTS}: not retried again"}
@@ -87,7 +90,7 @@ def requeue_orphans(study) -> list:
         params = configuration(trial)
         if params is not None:
             attrs = {k: trial.user_attrs[k] for k in QUEUED_ATTRS if k in trial.user_attrs}
-            attempt = trial.user_attrs.get("attempt", 1) + 1
+            attempt = trial.user_attrs.get("attempt", 1) + (not trial.user_attrs.get("not_run"))
             study.enqueue_trial(params, user_attrs={**attrs, "retry_of": trial.number, "attempt": attempt})
             queued.append(trial.number)
     return queued

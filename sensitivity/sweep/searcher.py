@@ -37,7 +37,7 @@ from typing import Callable, Optional
 
 from optuna.exceptions import UpdateFinishedTrialError
 from optuna.trial import TrialState
-from ray.tune import Stopper
+from ray.tune import Callback, Stopper
 from ray.tune.search import Searcher
 
 from sensitivity import private_apis
@@ -67,6 +67,37 @@ class StopOnLostStorage(Stopper):
         return storage_health.lost_reason() is not None
 
 
+class DroppedTrials(Callback):
+    """Ends, as orphans that never ran, queued again, the trials Tune sets ERROR without telling the searcher:
+    when Tune cannot reuse a cached actor for a trial (its trainable's thread outlived TUNE_FUNCTION_THREAD_TIMEOUT_S),
+    it sets the trial ERROR and removes the actor, but tells no searcher (ray 2.60, `TuneController._on_trial_reset`),
+    so the trial would stay live, and the sweep wait for it, for ever. (Trials Tune stops at the run's end are
+    TERMINATED untold too: `interrupt_live` ends them.) Watches only the trials not yet ended (new ones are those
+    past the last count), so a step costs the same whatever the run's length; holds only the driver's id when
+    pickled."""
+
+    def __init__(self, driver_id: str):
+        self.driver_id = driver_id
+        self._seen, self._watched = 0, {}  # how many of Tune's trials were looked at; Tune trial id -> Trial
+
+    def __getstate__(self) -> dict:
+        return {"driver_id": self.driver_id}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["driver_id"])
+
+    def on_step_end(self, iteration, trials, **info) -> None:
+        self._watched.update((t.trial_id, t) for t in trials[self._seen:])
+        self._seen = len(trials)
+        ended = [(trial_id, trial.status) for trial_id, trial in self._watched.items()
+                 if trial.status in ("ERROR", "TERMINATED")]
+        searcher = nodes.searcher_of(self.driver_id)
+        for trial_id, status in ended:
+            del self._watched[trial_id]
+            if status == "ERROR" and searcher is not None:
+                searcher.dropped(trial_id)
+
+
 class StudySearcher(Searcher):
     def __init__(self, study, space: Space, driver_id: str, target: int, run_options: dict,
                  on_change: Optional[Callable[[], None]] = None, weights_dir: Optional[str] = None,
@@ -78,6 +109,7 @@ class StudySearcher(Searcher):
         self.weights_dir = weights_dir  # where trials save their trained weights, when kept
         self.keep_checkpoints = keep_checkpoints  # and each epoch's
         self.parallel = parallel  # the most trials this driver runs at once
+        self.max_live: Optional[int] = None  # the most live trials Tune allows (`set_max_concurrency`)
         self.on_change = on_change or (lambda: None)
         self.log_path = log_path  # the study's trial log (None: not logged)
         _STUDIES[driver_id] = (study, self.on_change)
@@ -106,6 +138,12 @@ class StudySearcher(Searcher):
 
     def restore(self, checkpoint_path: str) -> None:
         pass
+
+    def set_max_concurrency(self, max_concurrent: int) -> bool:
+        """Tune's max_concurrent_trials: kept here, not by a ConcurrencyLimiter, whose count of live trials a trial
+        Tune drops (`DroppedTrials`) would hold for ever."""
+        self.max_live = max_concurrent
+        return True
 
     def open_slots(self) -> int:
         """How many more trials may start: N minus the final trials and those running now."""
@@ -141,6 +179,8 @@ class StudySearcher(Searcher):
         storage_health.mark_lost(reason)
 
     def _suggest(self, trial_id: str) -> Optional[dict]:
+        if self.max_live is not None and len(self.live) >= self.max_live:
+            return None
         while True:  # a configuration that cannot run is told FAIL (it counts towards N) and the next asked
             if self.shared:
                 self._count()
@@ -335,6 +375,29 @@ class StudySearcher(Searcher):
             trial.set_user_attr(name, value)
         self.study.tell(trial, values if state == TrialState.COMPLETE else None, state=state, skip_if_finished=True)
 
+    def dropped(self, trial_id: str) -> None:
+        """Tune set the trial ERROR without telling its end (`DroppedTrials`): if still live here, an orphan that
+        never ran, queued again as the same attempt."""
+        trial = self.live.pop(trial_id, None)
+        if trial is None or storage_health.lost_reason() is not None:
+            return
+        self.last_curve.pop(trial_id, None)
+        self.node_of.pop(trial_id, None)
+        self.reported.pop(trial.number, None)
+        log.warning("trial %s: Ray Tune ended it in error before it ran (it could not reuse an actor for it); it "
+                    "runs again", trial.number)
+        try:
+            self._orphan(trial, "not run: Ray Tune ended the trial in error before it ran (it could not reuse an "
+                                "actor for it)", ran=False)
+            requeue_orphans(self.study)
+        except UpdateFinishedTrialError:
+            pass
+        except Exception as exc:
+            self._storage_failed(exc, f"writing trial {trial.number}")
+        self.taken = None  # an orphan queued again: read the counts at the next ask
+        if storage_health.lost_reason() is None:
+            self.on_change()
+
     def interrupt_live(self, reason: str) -> list:
         """Tell every trial still live FAIL as interrupted and queue its parameters again; their numbers."""
         numbers = []
@@ -358,10 +421,10 @@ class StudySearcher(Searcher):
         """FAIL as an orphan (see `_orphan`) with `interrupted` set."""
         self._orphan(trial, reason, interrupted=True)
 
-    def _orphan(self, trial, reason: str, **flags) -> None:
+    def _orphan(self, trial, reason: str, ran: bool = True, **flags) -> None:
         """FAIL, marked as an orphan: not counted towards N, and queued again by requeue_orphans unless it was
         its configuration's last attempt (recovery.orphan_attrs)."""
-        attrs = {**orphan_attrs(trial, reason), **flags}
+        attrs = {**orphan_attrs(trial, reason, ran), **flags}
         for name, value in attrs.items():
             trial.set_user_attr(name, value)
         self.study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)

@@ -192,7 +192,7 @@ def run_tune(study, space, options, driver_id: str, missing: int) -> None:
     # lazy: optuna, ray
     from sensitivity.sweep.dispatch import ForgetFinished, TrialFolders, trainable
     from sensitivity.sweep.nodes import NodeOfTrial
-    from sensitivity.sweep.searcher import StopOnLostStorage, StudySearcher
+    from sensitivity.sweep.searcher import DroppedTrials, StopOnLostStorage, StudySearcher
 
     # a failed trial's result has no metric (never None, see dispatch): Tune must not insist on one
     os.environ["TUNE_DISABLE_STRICT_METRIC_CHECKING"] = "1"
@@ -229,7 +229,8 @@ def run_tune(study, space, options, driver_id: str, missing: int) -> None:
                                             reuse_actors=True, time_budget_s=options.time_budget),
                 run_config=tune.RunConfig(name=run_name(study.study_name, driver_id), verbose=0,
                                           storage_path=str(root), log_to_file=True,
-                                          callbacks=[ForgetFinished(), NodeOfTrial(driver_id), TrialFolders()],
+                                          callbacks=[ForgetFinished(), NodeOfTrial(driver_id), TrialFolders(),
+                                                     DroppedTrials(driver_id)],
                                           stop=StopOnLostStorage(),
                                           failure_config=tune.FailureConfig(max_failures=0)),
             )

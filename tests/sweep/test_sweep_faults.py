@@ -77,7 +77,7 @@ def test_hyperband_prunes_without_restarting_trials(tmp_path):
     proc = sweep(tmp_path, space, "--trials", 6, "--parallel", 2, "--pruner", "hyperband", "--seed", 3)
     assert proc.returncode == 0, proc.stderr[-3000:]
     ts = trials(tmp_path)
-    assert len(ts) == 6 and all(t.state in (TrialState.COMPLETE, TrialState.PRUNED) for t in ts)
+    assert len(ts) == 6 and all(t.state in (TrialState.COMPLETE, TrialState.PRUNED) for t in ts), described(ts)
     for t in ts:  # one run per trial: epochs 1..k once each, the curve as long as the reports
         assert sorted(t.intermediate_values) == list(range(1, len(t.intermediate_values) + 1))
         assert [p["epoch"] for p in t.user_attrs["curve"]] == sorted(t.intermediate_values)
@@ -87,6 +87,27 @@ def test_hyperband_prunes_without_restarting_trials(tmp_path):
             assert t.user_attrs["val_accuracy"] == t.value
         else:
             assert len(t.intermediate_values) == 4
+
+
+def test_a_trial_tune_cannot_reuse_an_actor_for_runs_again_and_the_sweep_ends(tmp_path):
+    # Ray Tune waits this long for a reused actor's last trial to end, else sets the new trial ERROR and tells
+    # no searcher: with 0 every reuse fails, and a sweep used to wait for the trial for ever
+    proc = sweep(tmp_path, write(tmp_path), "--trials", 4, "--parallel", 2,
+                 env={"TUNE_FUNCTION_THREAD_TIMEOUT_S": "0"}, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ts = trials(tmp_path)
+    dropped = [t for t in ts if t.user_attrs.get("orphaned")]
+    final = [t for t in ts if not t.user_attrs.get("orphaned")]
+    assert not unfinished(ts) and len(final) == 4 and all(t.state == TrialState.COMPLETE for t in final), described(ts)
+    assert dropped and all(t.user_attrs["not_run"] and "Ray Tune ended the trial in error before it ran" in
+                           t.user_attrs["reason"] for t in dropped), described(ts)
+    assert sorted(t.user_attrs["retry_of"] for t in ts if "retry_of" in t.user_attrs) == [t.number for t in dropped]
+    assert all(t.user_attrs.get("attempt", 1) == 1 for t in ts)  # a trial that never ran takes no attempt
+
+
+def described(ts) -> str:
+    """Each trial's number, state and reason: what a failed assertion on a sweep's trials shows."""
+    return "; ".join(f"{t.number} {t.state.name} {t.user_attrs.get('reason', '')}" for t in ts)
 
 
 def test_time_budget_leaves_nothing_running_and_a_rerun_reaches_n(tmp_path):
