@@ -12,7 +12,8 @@ The trainable asks the keeper of its node to run its trial (`run`, a Ray generat
 back one by one, then the TrialResult). The keeper lends the trial an idle worker of the same environment and
 start-up variables, or starts one, and takes it back when the trial ends (its `trial.pool.WorkerPool`):
 - each trial still builds a fresh model and reseeds every generator in the worker (as before);
-- a trial whose caller is gone (its actor died, or it was stopped and asked `stop`) ends its worker;
+- a trial whose caller is gone (its actor died, it was stopped and asked `stop`, or its stream was closed) ends
+  its worker, which is never lent again while a trial runs in it;
 - a GPU trial first ends the idle workers of other variables on its GPU, so that no idle framework holds the
   memory its share is to use;
 - a worker idle for `idle_s` seconds (SENSITIVITY_WORKER_IDLE_S, default IDLE_S) is ended.
@@ -83,17 +84,22 @@ class Keeper:
                 yield event
                 if event.get("event") in ("trial_result", "trial_error"):
                     return
+        except GeneratorExit:  # the stream was closed before the trial's end: no one wants the trial
+            worker.kill()
+            raise
         finally:
             thread.join(timeout=10)
+            if thread.is_alive():  # its trial still runs: the worker is not lent again
+                worker.kill()
             self._take_back(env, variables, lease, worker)
 
     def stop(self, lease: str) -> None:
         """The trial of `lease` was stopped (a scheduler, the actor ending): its worker ends."""
-        with self._lock:
+        with self._lock:  # killed under the lock: taken back at the same moment, it is not lent again alive
             self._stopped.add(lease)
             worker = self._lent.get(lease)
-        if worker is not None:
-            worker.kill()
+            if worker is not None:
+                worker.kill()
 
     def counts(self) -> dict:
         with self._lock:

@@ -66,6 +66,17 @@ def test_a_trial_whose_caller_is_gone_ends_its_worker_and_the_idle_ones_time_out
     assert keeper.counts()["idle"] == 0  # idle past 1 s: ended
 
 
+def test_a_trial_whose_stream_is_closed_ends_its_worker_which_is_not_lent_again():
+    keeper = Keeper()
+    trial = spec("torch", epochs=5000)
+    stream = keeper.run(trial.model_dump_json(), frameworks.FRAMEWORKS["torch"].env, {"OMP_NUM_THREADS": "1"},
+                        "closed", os.getpid())
+    assert next(e for e in stream if e["event"] == "epoch")["epoch"] == 1
+    stream.close()  # as Ray may close a stream whose caller left, the trial mid-run
+    assert keeper.counts() == {"idle": 0, "lent": 0, "started": 1}
+    assert run(keeper, spec("torch", epochs=1), "next")["worker"]["cold"]
+
+
 def test_the_second_sweep_on_a_cluster_starts_no_worker(cluster_nodes, tmp_path):  # noqa: F811
     address, _ = cluster_nodes
     db = f"sqlite:///{tmp_path}/s.db"
