@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from sensitivity.analysis.claims.text import findings_text
+from sensitivity.analysis.claims.text import cached_records, findings_text
 from sensitivity.commands.common import EXIT_OK, load_study, number
 from sensitivity.config.design import DESIGN_ATTR
 
@@ -28,21 +28,17 @@ def add_parsers(commands) -> None:
 
 
 def _cmd_findings(args) -> int:
-    # lazy: pandas
-    from sensitivity.analysis.rankings.designed import designed_importance, importance_record
-    from sensitivity.analysis.claims.sensitivity import sensitivity_claims
-    from sensitivity.analysis.claims.findings import study_findings_records
-    from sensitivity.analysis.table import UNFRAMED, trials_table, unframed
-
     study = load_study("findings", args.study, args.storage)
     others = [load_study("findings", name, args.storage) for name in args.with_study]
-    tables = [trials_table(s) for s in [study, *others]]  # once each: a table is read (or unpickled) per call
-    found = study_findings_records(tables[0], tables[1:], effect=args.effect)
-    note = {"note": UNFRAMED} if all(unframed(t) for t in tables) else {}
-    designed = {s.study_name: sensitivity_claims(s.study_name, importance_record(designed_importance(s)))
-                for s in [study, *others] if DESIGN_ATTR in s.user_attrs}
+    # a study alone: the records a report cached, read without its trials or pandas; else computed (and cached)
+    found = None if others else cached_records(study, args.effect)
+    if found is None:
+        # lazy: pandas
+        from sensitivity.analysis.claims.findings import study_findings_records
+        found = study_findings_records(study, others, effect=args.effect)
+    designed = _designed_claims([study, *others])
     if args.json:
-        print(json.dumps({"study": args.study, "with": args.with_study, "effect": args.effect, **found, **note,
+        print(json.dumps({"study": args.study, "with": args.with_study, "effect": args.effect, **found,
                           **({"sensitivity": designed} if designed else {})}, indent=2))
     else:
         heading = f"Findings of {args.study}" + (f" with {', '.join(args.with_study)}" if args.with_study else "")
@@ -53,6 +49,18 @@ def _cmd_findings(args) -> int:
                 print(f"  [{claim['verdict']}] {claim['claim']}: {claim['headline']}")
                 if args.verbose:
                     print(f"      {claim['details']}")
-        if note:
-            print(f"{args.study}: {UNFRAMED}")
+        if "note" in found:
+            print(f"{args.study}: {found['note']}")
     return EXIT_OK
+
+
+def _designed_claims(studies: list) -> dict:
+    """{study: its sensitivity claims} of the studies run with `sweep --design`."""
+    designed = [s for s in studies if DESIGN_ATTR in s.user_attrs]
+    if not designed:
+        return {}
+    # lazy: pandas
+    from sensitivity.analysis.rankings.designed import designed_importance, importance_record
+    from sensitivity.analysis.claims.sensitivity import sensitivity_claims
+    return {s.study_name: sensitivity_claims(s.study_name, importance_record(designed_importance(s)))
+            for s in designed}

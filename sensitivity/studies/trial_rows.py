@@ -153,20 +153,40 @@ def cached_frame(study, build):
     Unchanged means the same trials, states, completion times and user attributes (their count, last id and
     total length: a driver's every write changes one of them), and the same study attributes and directions."""
 
+    place = _cache_place(study)
+    if place is None:
+        return build(study)
+    path, key = place
+    frame = _cached(path, key, lambda: build(study))
+    _BESIDE[id(frame)] = (weakref.ref(frame, lambda _, i=id(frame): _BESIDE.pop(i, None)), path, key)
+    return frame
+
+
+def read_beside(study, name: str) -> tuple:
+    """(True, the result an earlier process cached beside the study's table under NAME, `cached_beside`) while the
+    study and the code are unchanged, else (False, None): found by the study's state alone, without reading its
+    trials or unpickling its table (`sensitivity findings` after a report)."""
+    place = _cache_place(study)
+    if place is None:
+        return False, None
+    path, key = place
+    return _read(_beside_path(path, name), key + [name])
+
+
+def _cache_place(study):
+    """(the cache file of the study's table, the key of the study's state and the code), or None where nothing is
+    cached (the cache off, or a storage that is not an RDB)."""
     rdb = private_apis.rdb_storage(study)
     folder = cache_dir()
     mark = _MARKS.get(rdb.engine.dialect.paramstyle) if rdb is not None else None
     if folder is None or mark is None:
-        return build(study)
+        return None
     connection = rdb.engine.raw_connection()
     try:
         key = _state_key(connection, mark, private_apis.study_id(study)) + [code_version()]
     finally:
         connection.close()
-    path = _place(folder, rdb.url, private_apis.study_id(study), study.study_name)
-    frame = _cached(path, key, lambda: build(study))
-    _BESIDE[id(frame)] = (weakref.ref(frame, lambda _, i=id(frame): _BESIDE.pop(i, None)), path, key)
-    return frame
+    return _place(folder, rdb.url, private_apis.study_id(study), study.study_name), key
 
 
 def cached_beside(frame, name: str, compute):

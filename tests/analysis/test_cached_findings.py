@@ -87,20 +87,32 @@ def test_the_command_reads_the_cached_findings_and_prints_what_it_prints_with_no
     assert calls == [1]
 
 
-def test_the_command_reads_each_studys_table_once(stored, monkeypatch, capsys):
-    """Its key's SQL over every attribute row and the cached table's unpickling, once per study: at 100,000 trials
-    the second read cost 1.3 s of the command's 4.6 s."""
+def test_the_command_reads_no_table_after_a_report_and_each_studys_once_with_others(stored, monkeypatch, capsys):
+    """A study alone: the records a report cached, found by the study's state; its table is neither read nor
+    unpickled (0.35 s at 10,000 trials). With others: each study's table once (its key's SQL over every attribute
+    row and the unpickling: at 100,000 trials a second read cost 1.3 s of the command's 4.6 s)."""
     from sensitivity.analysis import table as table_module
     from sensitivity.cli import main
 
-    findings_module.findings(load(stored))
     read, from_study = [], table_module._from_study
     monkeypatch.setattr(table_module, "_from_study", lambda study: read.append(study.study_name) or from_study(study))
-    assert main(["findings", "s", "--storage", stored]) == 0
+    assert main(["findings", "s", "--storage", stored]) == 0  # nothing cached yet: computed from the table
     assert read == ["s"] and "\nFindings of s: " in capsys.readouterr().out
     read.clear()
+    assert main(["findings", "s", "--storage", stored]) == 0
+    assert read == [] and "\nFindings of s: " in capsys.readouterr().out
     assert main(["findings", "s", "--with-study", "s", "--storage", stored]) == 0
     assert read == ["s", "s"]
+
+
+def test_the_command_after_a_report_imports_no_pandas(stored):
+    findings_module.findings(load(stored))
+    script = ("import sys; from sensitivity.cli import main; code = main(sys.argv[1:]); "
+              "print('pandas imported' if 'pandas' in sys.modules else 'no pandas', file=sys.stderr); sys.exit(code)")
+    done = subprocess.run([sys.executable, "-c", script, "findings", "s", "--storage", stored], capture_output=True,
+                          text=True, timeout=300, env=os.environ)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Findings of s: " in done.stdout and done.stderr.strip().splitlines()[-1] == "no pandas"
 
 
 POSTGRES = os.environ.get("SENSITIVITY_TEST_POSTGRES_URL")

@@ -20,7 +20,7 @@ from sensitivity.analysis.claims.judge import judge
 from sensitivity.analysis.claims.registry import CLAIMS
 from sensitivity.analysis.claims.text import cache_name
 from sensitivity.analysis.statistics import EFFECT, REGIME
-from sensitivity.analysis.table import regimes_of, trained, trials_table
+from sensitivity.analysis.table import UNFRAMED, regimes_of, trained, trials_table, unframed
 from sensitivity.core.correctness import unpack
 from sensitivity.studies.trial_rows import cached_beside
 
@@ -52,17 +52,23 @@ def findings(table, others=(), effect: float = EFFECT) -> Findings:
     if others:
         return _findings(table, [trials_table(o) for o in others], effect)
     found = cached_beside(table, f"findings-{effect!r}", lambda: _findings(table, [], effect))
-    cached_beside(table, cache_name(effect), lambda: findings_records(found))
+    cached_beside(table, cache_name(effect), lambda: _noted(findings_records(found), [table]))
     return found
 
 
 def study_findings_records(study, others=(), effect: float = EFFECT) -> dict:
-    """`findings_records` of the findings of `study` (or its table) with `others`: for a study alone, the records a
-    report cached beside its table, read without the findings' frames."""
-    table = trials_table(study)
+    """`findings_records` of the findings of `study` (or its table) with `others`, and "note": `table.UNFRAMED`
+    where none of them records a framework: for a study alone, the records a report cached beside its table, read
+    without the findings' frames (`sensitivity findings` finds them by the study's state, `text.cached_records`)."""
+    tables = [trials_table(s) for s in [study, *others]]  # once each: a table is read (or unpickled) per call
     if others:
-        return findings_records(findings(table, others, effect))
-    return cached_beside(table, cache_name(effect), lambda: findings_records(findings(table, effect=effect)))
+        return _noted(findings_records(findings(tables[0], tables[1:], effect)), tables)
+    return cached_beside(tables[0], cache_name(effect),
+                         lambda: _noted(findings_records(findings(tables[0], effect=effect)), tables))
+
+
+def _noted(records: dict, tables: list) -> dict:
+    return {**records, "note": UNFRAMED} if all(unframed(t) for t in tables) else records
 
 
 def findings_records(found: Findings) -> dict:

@@ -1,17 +1,25 @@
 """The findings as plain records, free of pandas: what `sensitivity findings` prints, as text or JSON.
 
 Whoever computes the findings of a study alone (a report does) caches these records beside the study's
-trial table under `cache_name` (`trial_rows.cached_beside`): `sensitivity findings` after it reads them
-with the cached table.
+trial table under `cache_name` (`trial_rows.cached_beside`): `sensitivity findings` after it reads them by the
+study's state alone (`cached_records`), neither its trials nor its table read, nor pandas imported.
 """
 from __future__ import annotations
 
 from sensitivity.analysis.statistics import REGIME
+from sensitivity.studies.trial_rows import read_beside
 
 
 def cache_name(effect: float) -> str:
     """The name the records of the findings with stated effect `effect` are cached under."""
     return f"findings-records-{effect!r}"
+
+
+def cached_records(study, effect: float):
+    """The records of the findings of `study` alone with stated effect `effect` (`findings.study_findings_records`)
+    as an earlier process cached them while the study and the code are unchanged; None where none are."""
+    found, records = read_beside(study, cache_name(effect))
+    return records if found else None
 
 
 def findings_text(records: dict, heading: str, effect: float, every: bool = False, verbose: bool = False) -> str:
