@@ -1,7 +1,7 @@
 """The findings of a stored study are cached beside its trial table (`trial_rows.cached_beside`): `sensitivity
 findings` after a report reads the report's, only while the study, its own attributes and the code are
-unchanged, and never those of a study read with others; the command opens the study and reads them with its
-cached table."""
+unchanged, and never those of a study read with others; the command opens the study and finds them by its state,
+its table neither read nor unpickled."""
 import json
 import os
 import re
