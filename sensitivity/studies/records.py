@@ -45,16 +45,12 @@ REGIME_BEFORE_SEMANTICS = {"semantics": "canonical"}
 FINAL_STATES = ("COMPLETE", "PRUNED", "FAIL")  # the names of the TrialStates a trial ends in
 
 
-def final_states():
-    # lazy: optuna
-    from optuna.trial import TrialState
-    return tuple(TrialState[name] for name in FINAL_STATES)
-
-
 def is_final(trial) -> bool:
-    """COMPLETE, PRUNED, or FAIL that is neither an orphan nor a surplus: a trial that counts towards N."""
+    """COMPLETE, PRUNED, or FAIL that is neither an orphan nor a surplus: a trial that counts towards N.
+    `trial`: Optuna's FrozenTrial, or a `trial_rows.TrialRecord` (whose state is the name)."""
     attrs = trial.user_attrs
-    return trial.state in final_states() and not attrs.get("orphaned") and not attrs.get("surplus")
+    return (getattr(trial.state, "name", trial.state) in FINAL_STATES and not attrs.get("orphaned")
+            and not attrs.get("surplus"))
 
 
 def counts_towards_target(trial) -> bool:

@@ -17,6 +17,7 @@ import pickle
 import uuid
 import weakref
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Optional
 
@@ -33,6 +34,7 @@ class TrialRecord:
     params: dict  # name -> value as the sampler suggested it
     distributions: dict  # name -> Optuna's distribution JSON
     user_attrs: dict
+    started: Optional[datetime] = None  # when the trial started (Optuna's datetime_start)
 
 
 def trial_records(study, keys=None, texts=()) -> list:
@@ -51,7 +53,8 @@ def _from_frozen(trial, keys, texts=()) -> TrialRecord:
     attrs = {k: json.dumps(v) if k in texts else v for k, v in trial.user_attrs.items() if keys is None or k in keys}
     return TrialRecord(trial.number, trial.state.name, trial.duration.total_seconds() if trial.duration else None,
                        list(trial.values) if trial.values is not None else None, dict(trial.params),
-                       {k: distribution_to_json(d) for k, d in trial.distributions.items()}, attrs)
+                       {k: distribution_to_json(d) for k, d in trial.distributions.items()}, attrs,
+                       trial.datetime_start)
 
 
 def _from_rdb(engine, study_id: int, keys, texts=()) -> list:
@@ -69,7 +72,7 @@ def _from_rdb(engine, study_id: int, keys, texts=()) -> list:
         records, by_id = [], {}
         for trial_id, number, state, start, complete in rows:
             duration = (complete - start).total_seconds() if start is not None and complete is not None else None
-            by_id[trial_id] = TrialRecord(number, state.name, duration, None, {}, {}, {})
+            by_id[trial_id] = TrialRecord(number, state.name, duration, None, {}, {}, {}, start)
             records.append(by_id[trial_id])
         if not records:
             return records
