@@ -35,18 +35,21 @@ class TrialRecord:
     distributions: dict  # name -> Optuna's distribution JSON
     user_attrs: dict
     started: Optional[datetime] = None  # when the trial started (Optuna's datetime_start)
+    system_keys: tuple = ()  # the keys of its system attributes (a sampler's traces), where asked for
 
 
-def trial_records(study, keys=None, texts=()) -> list:
+def trial_records(study, keys=None, texts=(), system_keys: bool = False) -> list:
     """The trials of `study` by number; `keys` limits the user attributes read (None: all of them); those
-    named in `texts` are given as their JSON text."""
+    named in `texts` are given as their JSON text; `system_keys`: with the keys of each trial's system
+    attributes (their values are not read)."""
     rdb = private_apis.rdb_storage(study)
     if rdb is not None:
-        return _from_rdb(rdb.engine, private_apis.study_id(study), None if keys is None else tuple(keys), tuple(texts))
-    return [_from_frozen(t, keys, texts) for t in study.get_trials(deepcopy=False)]
+        return _from_rdb(rdb.engine, private_apis.study_id(study), None if keys is None else tuple(keys), tuple(texts),
+                         system_keys)
+    return [_from_frozen(t, keys, texts, system_keys) for t in study.get_trials(deepcopy=False)]
 
 
-def _from_frozen(trial, keys, texts=()) -> TrialRecord:
+def _from_frozen(trial, keys, texts=(), system_keys: bool = False) -> TrialRecord:
     # lazy: optuna
     from optuna.distributions import distribution_to_json
 
@@ -54,10 +57,10 @@ def _from_frozen(trial, keys, texts=()) -> TrialRecord:
     return TrialRecord(trial.number, trial.state.name, trial.duration.total_seconds() if trial.duration else None,
                        list(trial.values) if trial.values is not None else None, dict(trial.params),
                        {k: distribution_to_json(d) for k, d in trial.distributions.items()}, attrs,
-                       trial.datetime_start)
+                       trial.datetime_start, tuple(trial.system_attrs) if system_keys else ())
 
 
-def _from_rdb(engine, study_id: int, keys, texts=()) -> list:
+def _from_rdb(engine, study_id: int, keys, texts=(), system_keys: bool = False) -> list:
     # lazy: sqlalchemy
     import sqlalchemy as sa
 
@@ -101,6 +104,12 @@ def _from_rdb(engine, study_id: int, keys, texts=()) -> list:
         if keys is not None:
             query = query.where(attrs.c.key.in_(keys))
         rows = _driver_rows(connection, query)  # unordered: one row per trial and key; a sort costs half the read
+        if system_keys:
+            system = models.TrialSystemAttributeModel.__table__
+            for trial_id, key in _driver_rows(connection, sa.select(system.c.trial_id, system.c.key).select_from(
+                    sa.join(system, trials, system.c.trial_id == trials.c.trial_id))
+                    .where(mine & system.c.trial_id.between(low, high)).order_by(system.c.trial_system_attribute_id)):
+                by_id[trial_id].system_keys += (key,)
     parsed = []  # the rows whose JSON is parsed below; the others are kept as text
     for row in rows:
         if row[1] in texts:

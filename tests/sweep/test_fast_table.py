@@ -45,8 +45,8 @@ def through_optuna(study, monkeypatch):
     """The table as Optuna's FrozenTrials give it (the path of journal and in-memory storages)."""
     with monkeypatch.context() as m:
         m.setenv("SENSITIVITY_TRIAL_CACHE", "off")
-        m.setattr(trial_rows, "_from_rdb", lambda engine, study_id, keys, texts: [
-            trial_rows._from_frozen(t, keys, texts) for t in study.get_trials(deepcopy=False)])
+        m.setattr(trial_rows, "_from_rdb", lambda engine, study_id, keys, texts, system_keys=False: [
+            trial_rows._from_frozen(t, keys, texts, system_keys) for t in study.get_trials(deepcopy=False)])
         return trials_table(study), trials_frame(study)
 
 
