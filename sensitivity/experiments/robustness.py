@@ -39,6 +39,7 @@ from sensitivity.experiments import robustness_weights
 from sensitivity.experiments.robustness_protocol import ProtocolError, load
 from sensitivity.core.spec import TrialSpec
 from sensitivity.studies.specs import trial_spec
+from sensitivity.studies.trial_rows import trial_records
 from sensitivity.trial.loop import checkpoint_path
 from sensitivity.trial.pool import WorkerPool
 from sensitivity.trial.runner import WorkerError, worker_setup
@@ -51,15 +52,12 @@ class RobustnessError(Exception):
 
 
 def attackable(study, defaults_only: bool = False, regimes=("native",)) -> list:
-    """The completed trials (status ok) of the given regimes whose kept weights are on this disk; with
-    `defaults_only`, only each framework's own default."""
-    # lazy: optuna
-    from optuna.trial import TrialState
-
+    """The completed trials (status ok; `trial_rows.TrialRecord`s) of the given regimes whose kept weights are on
+    this disk; with `defaults_only`, only each framework's own default."""
     chosen = []
-    for trial in study.get_trials(deepcopy=False):
+    for trial in trial_records(study):
         attrs = trial.user_attrs
-        if trial.state != TrialState.COMPLETE or attrs.get("status") != "ok" or not attrs.get("weights"):
+        if trial.state != "COMPLETE" or attrs.get("status") != "ok" or not attrs.get("weights"):
             continue
         if defaults_only and not attrs.get("own_default"):
             continue

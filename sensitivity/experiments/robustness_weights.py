@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from sensitivity.studies.trial_rows import trial_records
 from sensitivity.trial.loop import checkpoint_path
 
 REMOVED_ATTR = "robustness_weights_removed"  # study attribute: {"models": n, "files": n, "time": unix seconds}
@@ -66,7 +67,7 @@ def retrain_command(study) -> str:
     """The command that trains a study's models with kept weights again, into STUDY-retrained: for a study of
     framework defaults, `sensitivity transfer` (or `defaults`, where every model is its framework's own default)
     with its frameworks, datasets, defaults, seeds, regimes, budgets and cut, read from its trials."""
-    trials = [t for t in study.get_trials(deepcopy=False) if t.user_attrs.get("weights")]
+    trials = [t for t in trial_records(study) if t.user_attrs.get("weights")]
     attrs = [t.user_attrs for t in trials]
     specs = [a.get("spec") or {} for a in attrs]
     keep = "--keep-checkpoints" if any(s.get("keep_checkpoints") for s in specs) else "--keep-weights"
