@@ -54,6 +54,8 @@ class RobustnessError(Exception):
 def attackable(study, defaults_only: bool = False, regimes=("native",)) -> list:
     """The completed trials (status ok; `trial_rows.TrialRecord`s) of the given regimes whose kept weights are on
     this disk; with `defaults_only`, only each framework's own default."""
+    if not any(t.state == "COMPLETE" and t.user_attrs.get("weights") for t in trial_records(study, ("weights",))):
+        return []  # nothing kept: known without reading every attribute (curves, logs) of every trial
     chosen = []
     for trial in trial_records(study):
         attrs = trial.user_attrs
