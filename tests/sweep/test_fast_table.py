@@ -82,6 +82,9 @@ def test_every_kind_of_trial_reads_the_same(storage_url, study_name, monkeypatch
             study.tell(trial, values, state=None if values else state)
     study.enqueue_trial({"framework": "jax"}, user_attrs={"seed": 1})  # WAITING
     table = assert_same(study, monkeypatch)
+    records = trial_rows.trial_records(study, system_keys=True)  # each start, and the queue's system attribute
+    assert records == [trial_rows._from_frozen(t, None, (), True) for t in study.get_trials()]
+    assert records[1].started is not None and records[-1].started is None and records[-1].system_keys
     assert sorted(table["number"]) == [0, 1, 3, 5]  # final trials, the orphan left out
     assert table.set_index("number").loc[1, "value_1"] == math.inf
     assert table.set_index("number").loc[1, "semantics"] == "canonical"
