@@ -94,7 +94,7 @@ def _regime(attrs: dict):
 
 def show(study) -> str:
     """A readable table of the trials, then the best trial or the Pareto set."""
-    records = trial_records(study, FRAME_ATTRS + ("surplus",), TEXT_ATTRS)
+    records = trial_records(study, FRAME_ATTRS + ("surplus",), TEXT_ATTRS, system_keys=True)
     frame = trials_frame(study, records)
     if frame.empty:
         return f"study {study.study_name}: no trials"
@@ -109,18 +109,30 @@ def show(study) -> str:
 
 
 def _best(study, records) -> list:
-    """Optuna's `best_trials`: with one objective, every complete trial of the best value, found in `records`
-    (Optuna's property reads every trial through its ORM: seconds for 10,000); with several, the Pareto set."""
-    if len(study.directions) > 1:
+    """Optuna's `best_trials`, found in `records` (its property reads every trial through its ORM: seconds for
+    10,000): the complete trials no other dominates, by number; with one objective, every one of the best value.
+    A study whose trials carry constraints (`constraints` or `constraints:NAME` system attributes) asks Optuna,
+    which keeps the feasible."""
+    # lazy: numpy
+    import numpy as np
+
+    if any(k.partition(":")[0] == "constraints" for t in records for k in t.system_keys):
         try:
             return study.best_trials
         except ValueError:
             return []
     complete = [t for t in records if t.state == "COMPLETE" and t.values]
-    if not complete:
-        return []
-    best = (max if study.direction.name == "MAXIMIZE" else min)(t.values[0] for t in complete)
-    return [t for t in complete if t.values[0] == best]
+    signs = [1.0 if d.name == "MINIMIZE" else -1.0 for d in study.directions]
+    loss = np.array([t.values for t in complete], dtype=float).reshape(len(complete), len(signs)) * signs
+    # In lexicographic order a trial can be dominated only by an earlier one, and then by one on the front.
+    front = np.empty_like(loss)
+    chosen = []
+    for i in np.lexsort(loss.T[::-1]):
+        ahead = front[:len(chosen)]
+        if not np.any(np.all(ahead <= loss[i], axis=1) & np.any(ahead < loss[i], axis=1)):
+            front[len(chosen)] = loss[i]
+            chosen.append(i)
+    return [complete[i] for i in sorted(chosen)]
 
 
 def export(study, fmt: str, out: Path) -> Path:

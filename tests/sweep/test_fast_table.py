@@ -6,6 +6,7 @@ import math
 import os
 import uuid
 
+import numpy as np
 import optuna
 import pandas as pd
 import pytest
@@ -114,6 +115,39 @@ def test_listing_showing_and_a_missing_name_build_no_trial_through_optuna(storag
     with pytest.raises(StorageError, match=f"^no study 'nope' in this storage; studies: .*{study_name}"):
         catalog.load("nope", storage_url)
     assert built == []
+
+
+def test_the_best_trials_shown_are_optunas_for_several_objectives_and_constraints(storage_url, study_name,
+                                                                                   monkeypatch):
+    """`studies show` finds the Pareto set in the records as Optuna's `best_trials` does (duplicates and ties
+    kept, infinities, three objectives), building no trial through Optuna's ORM; with constraints it asks Optuna,
+    which keeps the feasible only."""
+    rng = np.random.default_rng(0)
+    storage = open_storage(storage_url)
+    for suffix, directions in (("two", ["maximize", "minimize"]), ("three", ["minimize", "minimize", "maximize"])):
+        study = optuna.create_study(study_name=f"{study_name}-{suffix}", storage=storage, directions=directions)
+        for _ in range(120):
+            values = list(np.round(rng.random(len(directions)), 1))  # a grid of 11 levels: many ties
+            values[0] = math.inf if rng.random() < 0.05 else values[0]
+            study.tell(study.ask({"x": FloatDistribution(0, 1)}), values)
+        study.tell(study.ask(), state=TrialState.FAIL)
+        expected = [t.number for t in study.best_trials]
+        study = optuna.load_study(study_name=study.study_name, storage=storage_url)  # nothing read yet
+        built, build = [], FrozenTrial.__init__
+        with monkeypatch.context() as m:
+            m.setattr(FrozenTrial, "__init__", lambda self, *args, **kw: built.append(1) or build(self, *args, **kw))
+            found = catalog._best(study, trial_rows.trial_records(study, system_keys=True))
+        assert [t.number for t in found] == expected and len(expected) > 1 and built == []
+    constrained = optuna.create_study(study_name=f"{study_name}-constrained", storage=storage, direction="maximize")
+    for _ in range(20):
+        trial = constrained.ask()
+        x = trial.suggest_float("x", 0, 1)
+        trial.set_constraint("c", x - 0.3)  # feasible where x <= 0.3
+        constrained.tell(trial, x)
+    best = catalog._best(constrained, trial_rows.trial_records(constrained, system_keys=True))
+    assert [t.number for t in best] == [t.number for t in constrained.best_trials] and best[0].params["x"] <= 0.3
+    for name in (f"{study_name}-two", f"{study_name}-three", f"{study_name}-constrained"):
+        optuna.delete_study(study_name=name, storage=storage_url)
 
 
 def test_a_synthetic_study_reads_back_through_plain_optuna(storage_url, study_name, monkeypatch):
