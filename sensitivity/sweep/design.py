@@ -15,6 +15,7 @@ import numpy as np
 from sensitivity.config.design import DESIGN_ATTR, Design, configurations_of
 from sensitivity.config.spaces import Space
 from sensitivity.studies.storage import open_storage
+from sensitivity.studies.trial_rows import has_trials
 from sensitivity.sweep.plans import PlannedTrial
 
 
@@ -60,7 +61,7 @@ def admit_design(url: str, name: str, design: Design) -> bool:
         return False
     stored = study.user_attrs.get(DESIGN_ATTR)
     if stored is None:
-        if study.get_trials(deepcopy=False):
+        if has_trials(study):
             raise ValueError(f"study {name} holds trials of a sweep without a design; a design needs a study of its "
                              "own: name a new --study")
         return False

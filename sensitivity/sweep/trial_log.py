@@ -28,6 +28,7 @@ from sensitivity.core.paths import RESULTS, UnsafeName, check_name, check_output
 from sensitivity.studies import storage_health, torn
 from sensitivity.studies.redaction import describe
 from sensitivity.studies.storage import check_url, default_url, open_storage
+from sensitivity.studies.trial_rows import has_trials
 
 MAX_LOG_BYTES = 2**30  # 1 GiB: a million trials of about 1 KiB each
 OPENING = b'{"kind": '  # how each line starts (json.dumps)
@@ -236,7 +237,7 @@ def rebuild(path, storage_url, study_name=None) -> tuple:
         existing = optuna.load_study(study_name=name, storage=storage)
     except KeyError:
         existing = None
-    if existing is not None and existing.get_trials(deepcopy=False):
+    if existing is not None and has_trials(existing):
         raise LogError(f"study {name} already has trials in {describe(storage_url or '')}; rebuild into a new "
                        "storage, or give another --study")
     study = existing or optuna.create_study(study_name=name, storage=storage,
