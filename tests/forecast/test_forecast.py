@@ -118,6 +118,26 @@ def test_a_runs_overheads_are_measured_from_its_trials_and_kept_for_the_next_for
     assert overhead.read(local_ray=False) == (overhead.DEFAULTS, False)  # a cluster's are its own
 
 
+def test_a_runs_load_correction_counts_the_threads_its_trials_asked_for(tmp_path, monkeypatch):
+    """`keep_run` reads the slots and threads of this driver's trials as the driver holds them: their `env`
+    (the driver's copy of a trial leaves out its `spec`, where the threads were read, always 1, before)."""
+    import optuna
+
+    from sensitivity.forecast import overhead
+
+    monkeypatch.setenv("SENSITIVITY_CACHE_DIR", str(tmp_path))
+    study = optuna.create_study()
+    for driver in ("d", "d", "other"):
+        study.add_trial(optuna.trial.create_trial(value=0.9, user_attrs={
+            "driver": driver, "parallel": 2 if driver == "d" else 8,
+            "env": {"threads_requested": 3 if driver == "d" else 16, "worker": {"span_s": 1.0}}}))
+    asked = []
+    real = overhead.slowdown
+    monkeypatch.setattr(overhead, "slowdown", lambda *args: asked.append(args) or real(*args))
+    overhead.keep_run(study, "d", 2, local_ray=False)
+    assert asked == [(2, 3, None)] and study.user_attrs["last_run"]["trials"] == 2
+
+
 @pytest.mark.portable
 def test_a_local_sweeps_wall_is_scaled_by_the_share_of_the_cores_the_load_leaves_it():
     from sensitivity.forecast.load import DRIVER_CORES, slowdown
