@@ -99,9 +99,9 @@ def keep_run(study, driver_id: str, trials: int, local_ray: bool) -> None:
         study.set_user_attr("last_run", {"wall_s": round(time.time() - started, 3), "trials": trials,
                                          **({"others_cores": round(others, 2)} if others is not None else {})})
         ran = [t for t in study.get_trials(deepcopy=False) if t.user_attrs.get("driver") == driver_id]
-        factor = slowdown(max((t.user_attrs.get("parallel") or 1 for t in ran), default=1),  # the driver's copy of
-                          max(((t.user_attrs.get("env") or {}).get("threads_requested") or 1  # a trial has no spec
-                               for t in ran), default=1), others)
+        # the threads from the worker's env: the driver's copy of a trial has no spec (driver_storage.NOT_CACHED)
+        threads = max(((t.user_attrs.get("env") or {}).get("threads_requested") or 1 for t in ran), default=1)
+        factor = slowdown(max((t.user_attrs.get("parallel") or 1 for t in ran), default=1), threads, others)
         record({k: v / factor for k, v in measured(ran, started).items()}, local_ray)
     except Exception as exc:  # a figure for the next forecast: never a reason to fail a run whose trials are final
         logging.getLogger(__name__).warning("the run's wall time and overheads were not kept: %s", exc)
