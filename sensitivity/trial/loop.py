@@ -40,6 +40,14 @@ def correct_samples(adapter: Adapter, x: np.ndarray, y: np.ndarray) -> np.ndarra
                            for i in range(0, len(y), EVAL_BATCH)])
 
 
+def evaluate(adapter: Adapter, x_val: np.ndarray, y_val: np.ndarray, data: Dataset) -> tuple:
+    """(whether each test sample is classified correctly, the seconds that took, the validation accuracy) of the
+    weights as they are: read after every epoch, and the last epoch's are the trial's."""
+    tick = time.perf_counter()
+    correct = correct_samples(adapter, data.x_test, data.y_test)
+    return correct, time.perf_counter() - tick, accuracy(adapter, x_val, y_val)
+
+
 def run(spec: TrialSpec, data: Dataset, model_name: str, emit: Callable[[dict], None],
         threads: int) -> TrialResult:
     """Train and evaluate one trial; `emit` receives one event dict per epoch; pinned to `spec.pin_cpus` while
@@ -113,7 +121,7 @@ def _run(spec: TrialSpec, data: Dataset, model_name: str, emit: Callable[[dict],
     if getattr(adapter, "backend", None):  # a multi-backend framework: record the backend that ran
         spec = spec.model_copy(update={"backend": adapter.backend})
     result = TrialResult(status="ok", spec=spec.model_dump(), steps=0, params=adapter.parameter_count())
-    train_time, loss = 0.0, None
+    train_time, loss, evaluated = 0.0, None, None
     with ResourceMonitor(spec.device) as monitor:
         for epoch in range(1, epochs + 1):
             order = rng.permutation(len(y_train))[: steps * spec.batch_size].reshape(steps, spec.batch_size)
@@ -131,19 +139,19 @@ def _run(spec: TrialSpec, data: Dataset, model_name: str, emit: Callable[[dict],
                 emit({"event": "epoch", **result.curve[-1]})
                 break
             loss = stats.mean_loss
-            record = EpochRecord(epoch, loss, accuracy(adapter, x_val, y_val),
-                                 accuracy(adapter, data.x_test, data.y_test), seconds)
+            evaluated = evaluate(adapter, x_val, y_val, data)
+            correct, _, val = evaluated
+            record = EpochRecord(epoch, loss, val, float(correct.mean()) if len(correct) else None, seconds)
             if spec.keep_weights and spec.keep_checkpoints and epoch < epochs:  # the last one is the trained weights
                 save_weights(adapter.get_weights(), checkpoint_path(spec.keep_weights, epoch))
             result.curve.append(vars(record))
             emit({"event": "epoch", **vars(record)})
-    tick = time.perf_counter()
-    correct = correct_samples(adapter, data.x_test, data.y_test)
+    if result.status != "ok":  # diverged: the last reading is of the epoch before; read the weights it ends with
+        evaluated = evaluate(adapter, x_val, y_val, data)
+    correct, result.test_time_s, result.val_accuracy = evaluated
     result.accuracy = float(correct.mean())
-    result.test_time_s = time.perf_counter() - tick
     if spec.record_correct:
         result.test_correct = pack(correct)
-    result.val_accuracy = accuracy(adapter, x_val, y_val)
     if spec.keep_weights:
         save_weights(adapter.get_weights(), spec.keep_weights)
     samples = result.steps * spec.batch_size
