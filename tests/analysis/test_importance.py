@@ -114,6 +114,20 @@ def test_each_importance_has_a_bootstrap_interval_around_it(rows_of, evaluator):
     assert rows.loc["lr", "low"] > rows.loc["dummy", "high"]  # lr matters beyond the intervals
 
 
+
+def test_a_subsamples_interval_holds_the_estimate_of_every_trial(monkeypatch):
+    """Past BOOTSTRAP_MAX trials each resample is a subsample whose spread is scaled by sqrt(m/n): centred on the
+    full sample's estimate, the evaluators' bias at the subsample's size (a parameter that does nothing reads
+    higher on fewer trials) shifted fANOVA's intervals off their own estimates, which they must hold."""
+    from sensitivity.analysis.rankings import importance as importance_module
+
+    monkeypatch.setattr(importance_module, "BOOTSTRAP_MAX", 60)
+    rows = parameter_importance(trials_table(synthetic_study(400)), seed=0).rows.set_index(["evaluator", "parameter"])
+    assert (rows["n_trials"] == 400).all()
+    inside = (rows["low"] <= rows["importance"] + 1e-12) & (rows["importance"] <= rows["high"] + 1e-12)
+    assert inside.all(), rows[~inside]
+    assert rows.loc[("fanova", "lr"), "low"] > rows.loc[("fanova", "dummy"), "high"]
+
 def test_fanovas_estimate_is_optunas_and_its_interval_narrows_as_trials_grow():
     """fANOVA's interval is one of the forest's mean importance (a bootstrap of the forest), so it narrows about
     as 1/sqrt(n): 8 times the trials give less than 0.6 of the width. The spread of single trees it replaced

@@ -16,9 +16,10 @@ trials would give): on 100,000 trials the bootstrap would take minutes.
 Intervals (95%, bootstrap over trials; `low`, `high`): each evaluator is run again on resamples of the trials
 drawn with replacement, PED-ANOVA on RESAMPLES (50), fANOVA on FANOVA_RESAMPLES (20: a forest costs a fifth of a
 second on a few hundred trials), at most BOOTSTRAP_MAX per resample (beyond that, subsamples of that size whose
-spread is scaled by sqrt(m/n)); the interval is the replicates' 2.5-97.5 percentiles about the estimate. It is the
-interval of the forest's mean importance, not the spread of its single trees (each fitted to a resample: far
-wider than the mean's own uncertainty).
+spread about their own median is scaled by sqrt(m/n) about the estimate: their bias at m trials is not the
+estimate's at n); the interval is the replicates' 2.5-97.5 percentiles. It is the interval of the forest's mean
+importance, not the spread of its single trees (each fitted to a resample: far wider than the mean's own
+uncertainty).
 Settled (`ranking_verdict`, per block and evaluator): the top parameter leads in at least 90% of its bootstrap
 resamples and its interval lies above the second's, as `indices.settled` decides for a design's ranking; fANOVA's
 is the ranking of a study without a design (issue 30).
@@ -240,7 +241,7 @@ def _ranking(evaluate, trials: list, seed: int, resamples: int, label: str) -> R
 def _bootstrap(evaluate, trials: list, scores: dict, seed: int, resamples: int) -> tuple:
     """({parameter: (low, high)}, the replicates: resamples x parameters in the order of `scores`): the 2.5-97.5
     percentiles of `evaluate` over `resamples` resamples of the trials with replacement (at most BOOTSTRAP_MAX each;
-    a smaller subsample's spread scaled by sqrt(m/n)), clipped to [0, 1]; ({}, empty) where fewer than
+    a smaller subsample's spread about its median scaled by sqrt(m/n) about the estimate), clipped to [0, 1]; ({}, empty) where fewer than
     MIN_REPLICATES resamples could be evaluated (a parameter without variation)."""
     n, rng = len(trials), np.random.default_rng(seed)
     m = min(n, BOOTSTRAP_MAX)
@@ -258,7 +259,10 @@ def _bootstrap(evaluate, trials: list, scores: dict, seed: int, resamples: int) 
     spread = {}
     for j, (param, estimate) in enumerate(scores.items()):
         low, high = np.percentile(matrix[:, j], [2.5, 97.5])
-        spread[param] = (max(0.0, estimate + scale * (low - estimate)), min(1.0, estimate + scale * (high - estimate)))
+        # a subsample's replicates are centred on their own median: the estimators' bias at m trials (dummy
+        # parameters read higher on fewer trials) is not theirs at n, and only the spread scales as sqrt(m/n)
+        centre = estimate if m == n else float(np.median(matrix[:, j]))
+        spread[param] = (max(0.0, estimate + scale * (low - centre)), min(1.0, estimate + scale * (high - centre)))
     return spread, matrix
 
 
