@@ -5,9 +5,9 @@ stages that train together, from the first trial's start to the last trial's end
 (starting processes and workers, planning) counted.
 
 A stage that waits for its slowest trial, or starts its workers, holds its slots without training. The timing
-study (`*-alone`) is left out, with the time from the trial before its first to the trial after its last: it keeps
-one slot idle on purpose, so that each run is alone. Robustness and the report run no trial and come after the
-last. Target (issue 42): training at least `--target` (0.75) of the slot-seconds of the stages that train,
+study (`*-alone`) is left out, and where it runs between stages, the time from the trial before its first to the
+trial after its last: it keeps one slot idle on purpose, so that each run is alone (the main job runs it after the
+last stage). Robustness and the report run no trial and come after the last. Target (issue 42): training at least `--target` (0.75) of the slot-seconds of the stages that train,
 between stages included; exit 1 on a miss.
 
     .venv/bin/python benchmarks/bench_training_share.py --storage sqlite:///results/optuna.db [--prefix main-]
@@ -46,10 +46,11 @@ def stage_shares(storage: str, prefix: str, slots: int) -> tuple:
         out.append((start, end, name, len(trials), train, window, held, train / held if held else 0.0))
     out.sort()
     span = (max(r[1] for r in out) - out[0][0]).total_seconds() if out else 0.0
-    for start, end in timing:  # the gap around the timing study: from the stage before it to the stage after it
-        before = max((r[1] for r in out if r[1] <= start), default=start)
-        after = min((r[0] for r in out if r[0] >= end), default=end)
-        span -= (after - before).total_seconds()
+    for start, end in timing:  # the gap around a timing study between stages: from the stage before to the one after
+        before = max((r[1] for r in out if r[1] <= start), default=None)
+        after = min((r[0] for r in out if r[0] >= end), default=None)
+        if before is not None and after is not None:  # one after every stage lies outside the span already
+            span -= (after - before).total_seconds()
     rows = [(*row[2:], [other[2] for other in out if other is not row and other[0] < row[1] and row[0] < other[1]])
             for row in out]
     return rows, span

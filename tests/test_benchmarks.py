@@ -249,6 +249,26 @@ def test_bench_training_share_counts_the_time_between_stages_but_not_the_timing_
     assert bench.main(["--storage", storage, "--target", "0.7"]) == 0
 
 
+
+def test_bench_training_share_leaves_a_timing_study_after_the_last_stage_outside_the_span(tmp_path):
+    """The timing study after every stage that trains (the main job runs it once they are done): the span is from
+    the first trial to the last stage's end, 0-22 s, with nothing taken off for the timing at 25-33 s."""
+    from datetime import datetime, timedelta
+
+    import optuna
+    from optuna.distributions import FloatDistribution
+    from optuna.trial import FrozenTrial, TrialState
+
+    storage = f"sqlite:///{tmp_path}/s.db"
+    zero = datetime(2026, 1, 1)
+    for name, start, end in (("main-a", 0, 10), ("main-b", 12, 22), ("main-a-alone", 25, 33)):
+        optuna.create_study(study_name=name, storage=storage).add_trial(FrozenTrial(
+            number=0, trial_id=0, state=TrialState.COMPLETE, value=0.5, datetime_start=zero + timedelta(0, start),
+            datetime_complete=zero + timedelta(0, end), params={"x": 0.5}, distributions={"x": FloatDistribution(0, 1)},
+            user_attrs={"train_time_s": 8.0}, system_attrs={}, intermediate_values={}))
+    rows, span = script("bench_training_share").stage_shares(storage, "main-", 2)
+    assert [row[0] for row in rows] == ["main-a", "main-b"] and span == 22.0
+
 def test_bench_training_share_names_the_stages_that_ran_beside_each_other(tmp_path, capsys):
     """Two stages sharing the job's 2 slots (0-10 s and 5-15 s) and one after them (20-30 s): the first two are
     marked beside each other, and the job's share is over the span from the first trial to the last, 0 to 30 s
