@@ -6,9 +6,9 @@ stages that train together, from the first trial's start to the last trial's end
 
 A stage that waits for its slowest trial, or starts its workers, holds its slots without training. The timing
 study (`*-alone`) is left out, and where it runs between stages, the time from the trial before its first to the
-trial after its last: it keeps one slot idle on purpose, so that each run is alone (the main job runs it after the
-last stage). Robustness and the report run no trial and come after the last. Target (issue 42): training at least `--target` (0.75) of the slot-seconds of the stages that train,
-between stages included; exit 1 on a miss.
+trial after its last: it keeps one slot idle on purpose, so that each run is alone. Robustness and the report run
+no trial and come after the last. Target (issue 42): training at least `--target` (0.75) of the slot-seconds of
+the stages that train, between stages included; exit 1 on a miss.
 
     .venv/bin/python benchmarks/bench_training_share.py --storage sqlite:///results/optuna.db [--prefix main-]
         [--slots 2] [--wall SECONDS]

@@ -241,8 +241,8 @@ def _ranking(evaluate, trials: list, seed: int, resamples: int, label: str) -> R
 def _bootstrap(evaluate, trials: list, scores: dict, seed: int, resamples: int) -> tuple:
     """({parameter: (low, high)}, the replicates: resamples x parameters in the order of `scores`): the 2.5-97.5
     percentiles of `evaluate` over `resamples` resamples of the trials with replacement (at most BOOTSTRAP_MAX each;
-    a smaller subsample's spread about its median scaled by sqrt(m/n) about the estimate), clipped to [0, 1]; ({}, empty) where fewer than
-    MIN_REPLICATES resamples could be evaluated (a parameter without variation)."""
+    a smaller subsample's spread about its median scaled by sqrt(m/n) about the estimate), clipped to [0, 1]; ({},
+    empty) where fewer than MIN_REPLICATES resamples could be evaluated (a parameter without variation)."""
     n, rng = len(trials), np.random.default_rng(seed)
     m = min(n, BOOTSTRAP_MAX)
     replicates = []
