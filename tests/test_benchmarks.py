@@ -222,10 +222,9 @@ def test_bench_forecast_exits_1_on_a_forecast_beyond_25_percent(monkeypatch, alo
     assert bench.main([]) == code
 
 
-def test_bench_training_share_counts_the_time_between_stages_but_not_the_timing_gap(tmp_path, capsys):
-    """Two stages of 2 slots (0-10 s, training 9 s a trial; 22-32 s, 5 s a trial) and a timing study between
-    them (12-20 s): the gap around the timing study (10-22 s) is left out, so 28 train-seconds over 2 x 20
-    slot-seconds, 70%: a miss of 75%, met at 70%."""
+def stages_storage(tmp_path, stages, trials_each=1) -> str:
+    """A SQLite storage holding a study per (name, start s, end s, train s a trial), each of `trials_each` complete
+    trials that ran from start to end."""
     from datetime import datetime, timedelta
 
     import optuna
@@ -234,14 +233,23 @@ def test_bench_training_share_counts_the_time_between_stages_but_not_the_timing_
 
     storage = f"sqlite:///{tmp_path}/s.db"
     zero = datetime(2026, 1, 1)
-    for name, start, end, train in (("main-a", 0, 10, 9.0), ("main-a-alone", 12, 20, 7.0), ("main-b", 22, 32, 5.0)):
+    for name, start, end, train in stages:
         study = optuna.create_study(study_name=name, storage=storage)
-        for _ in range(2):
+        for _ in range(trials_each):
             study.add_trial(FrozenTrial(
                 number=0, trial_id=0, state=TrialState.COMPLETE, value=0.5, datetime_start=zero + timedelta(0, start),
                 datetime_complete=zero + timedelta(0, end), params={"x": 0.5},
                 distributions={"x": FloatDistribution(0, 1)}, user_attrs={"train_time_s": train}, system_attrs={},
                 intermediate_values={}))
+    return storage
+
+
+def test_bench_training_share_counts_the_time_between_stages_but_not_the_timing_gap(tmp_path, capsys):
+    """Two stages of 2 slots (0-10 s, training 9 s a trial; 22-32 s, 5 s a trial) and a timing study between
+    them (12-20 s): the gap around the timing study (10-22 s) is left out, so 28 train-seconds over 2 x 20
+    slot-seconds, 70%: a miss of 75%, met at 70%."""
+    storage = stages_storage(tmp_path, (("main-a", 0, 10, 9.0), ("main-a-alone", 12, 20, 7.0),
+                                        ("main-b", 22, 32, 5.0)), trials_each=2)
     bench = script("bench_training_share")
     assert bench.main(["--storage", storage]) == 1
     out = capsys.readouterr().out
@@ -249,43 +257,20 @@ def test_bench_training_share_counts_the_time_between_stages_but_not_the_timing_
     assert bench.main(["--storage", storage, "--target", "0.7"]) == 0
 
 
-
 def test_bench_training_share_leaves_a_timing_study_after_the_last_stage_outside_the_span(tmp_path):
     """The timing study after every stage that trains (the main job runs it once they are done): the span is from
     the first trial to the last stage's end, 0-22 s, with nothing taken off for the timing at 25-33 s."""
-    from datetime import datetime, timedelta
-
-    import optuna
-    from optuna.distributions import FloatDistribution
-    from optuna.trial import FrozenTrial, TrialState
-
-    storage = f"sqlite:///{tmp_path}/s.db"
-    zero = datetime(2026, 1, 1)
-    for name, start, end in (("main-a", 0, 10), ("main-b", 12, 22), ("main-a-alone", 25, 33)):
-        optuna.create_study(study_name=name, storage=storage).add_trial(FrozenTrial(
-            number=0, trial_id=0, state=TrialState.COMPLETE, value=0.5, datetime_start=zero + timedelta(0, start),
-            datetime_complete=zero + timedelta(0, end), params={"x": 0.5}, distributions={"x": FloatDistribution(0, 1)},
-            user_attrs={"train_time_s": 8.0}, system_attrs={}, intermediate_values={}))
+    storage = stages_storage(tmp_path, (("main-a", 0, 10, 8.0), ("main-b", 12, 22, 8.0), ("main-a-alone", 25, 33, 8.0)))
     rows, span = script("bench_training_share").stage_shares(storage, "main-", 2)
     assert [row[0] for row in rows] == ["main-a", "main-b"] and span == 22.0
+
 
 def test_bench_training_share_names_the_stages_that_ran_beside_each_other(tmp_path, capsys):
     """Two stages sharing the job's 2 slots (0-10 s and 5-15 s) and one after them (20-30 s): the first two are
     marked beside each other, and the job's share is over the span from the first trial to the last, 0 to 30 s
     (20 train-seconds over 60 slot-seconds), not over the sum of their windows."""
-    from datetime import datetime, timedelta
-
-    import optuna
-    from optuna.distributions import FloatDistribution
-    from optuna.trial import FrozenTrial, TrialState
-
-    storage = f"sqlite:///{tmp_path}/s.db"
-    zero = datetime(2026, 1, 1)
-    for name, start, end in (("main-a", 0, 10), ("main-b", 5, 15), ("main-c", 20, 30)):
-        optuna.create_study(study_name=name, storage=storage).add_trial(FrozenTrial(
-            number=0, trial_id=0, state=TrialState.COMPLETE, value=0.5, datetime_start=zero + timedelta(0, start),
-            datetime_complete=zero + timedelta(0, end), params={"x": 0.5}, distributions={"x": FloatDistribution(0, 1)},
-            user_attrs={"train_time_s": 20.0 / 3}, system_attrs={}, intermediate_values={}))
+    train = 20.0 / 3
+    storage = stages_storage(tmp_path, (("main-a", 0, 10, train), ("main-b", 5, 15, train), ("main-c", 20, 30, train)))
     bench = script("bench_training_share")
     rows, span = bench.stage_shares(storage, "main-", 2)
     assert [(row[0], row[6]) for row in rows] == [("main-a", ["main-b"]), ("main-b", ["main-a"]), ("main-c", [])]
