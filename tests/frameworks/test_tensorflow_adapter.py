@@ -47,6 +47,19 @@ def test_optimizer_of_each_regime_and_compile_restores_its_state(semantics):
     assert stats.steps == 4 and not stats.diverged
 
 
+@pytest.mark.parametrize("model, shape", [("mlp", (1, 4, 4)), ("lenet5", (1, 28, 28))])
+def test_predictions_of_any_batch_size_share_one_graph(model, shape):
+    """The test and validation sets differ in size: one traced forward graph serves both (a trace per size cost
+    each trial a second trace), and a batch predicts as it does inside a larger one."""
+    adapter, _ = _adapter(get_model(model).resolve(10), shape, optimizer="sgd", lr=0.01)
+    x = np.random.default_rng(0).random((13, *shape), dtype=np.float32)
+    whole = adapter.predict(x)
+    parts = [adapter.predict(x[:7]), adapter.predict(x[7:]), adapter.predict(x[:1])]
+    assert adapter._forward.experimental_get_tracing_count() == 1
+    np.testing.assert_allclose(np.concatenate(parts[:2]), whole, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(parts[2], whole[:1], rtol=1e-5, atol=1e-6)
+
+
 def test_native_under_another_keras_backend_is_refused_with_a_clear_error():
     import keras
 
