@@ -82,7 +82,7 @@ class TensorflowAdapter:
         self.check_every = 1 if self.device.startswith("/CPU") else 25  # reading the loss syncs a GPU
         # one graph for any batch: the test and validation sets (and an attack's batches) differ in size, and a
         # graph traced per size cost a trace per set and trial
-        batch = tf.TensorSpec((None,) + _nhwc_shape(tuple(input_shape)), tf.float32)
+        batch = tf.TensorSpec((None,) + to_nhwc(np.empty((0, *input_shape), np.float32)).shape[1:], tf.float32)
         self._forward = tf.function(lambda x: self._apply(x, training=False), input_signature=[batch])
         self._gradient = tf.function(self._input_gradient)  # an attack calls it 40 times a batch: one graph
 
@@ -218,11 +218,6 @@ def _pool(x, layer: Pool, padding, counts):
         padding = "VALID"
     pool = tf.nn.max_pool2d if layer.kind == "max" else tf.nn.avg_pool2d
     return pool(x, layer.kernel, layer.stride, padding)
-
-
-def _nhwc_shape(shape: tuple) -> tuple:
-    """A sample's shape inside TensorFlow: (H, W, C) for images given as (C, H, W), vectors as they are."""
-    return (shape[1], shape[2], shape[0]) if len(shape) == 3 else shape
 
 
 def _pool_padding(layer: Pool, chw: tuple):
