@@ -25,18 +25,19 @@
 #      100 runs);
 #   3. (beside the others) dataset transfer: the crossover of mnist5k and digits on torch (Caffe's LeNet default,
 #      tuned for MNIST, against the best torch configuration of step 1, tuned for digits), each on both, 5 seeds a
-#      cell; then the placebo, the same crossover between the two halves of mnist5k with the MLP, each half's
-#      configuration tuned by a sweep;
-#   4. the ablation of the largest native framework-transfer difference, one knob at a time (cut to half its
-#      budget: it attributes a difference and gives no verdict);
+#      cell; beside it the placebo, the same crossover between the two halves of mnist5k with the MLP, each half's
+#      configuration tuned by a sweep (the two sweeps side by side, the placebo once both are done);
+#   4. (beside the published steps) the ablation of the largest native framework-transfer difference, one knob at a
+#      time (cut to half its budget: it attributes a difference and gives no verdict);
 #   5. robustness of step 2's models by search_spaces/robustness.yaml: FGSM and PGD on the whole test set, white-box
 #      and transferred (every target of a seed meets the examples of that seed's surrogate, a one-hidden-layer MLP
 #      trained on torch), at matched clean accuracy (checkpoints) and as trained, native and canonical;
 #   6. the report, with its findings printed, and a check that its figures render in Chromium (without Chromium that
 #      check fails the job, unless SENSITIVITY_SKIP_BROWSER_CHECK=1 skips it).
-# After the timing, the steps marked (beside the others) run beside framework transfer, its published steps and the
-# ablation, which wait for their own slowest trials: every trial asks the job's one Ray for a core, so the job never
-# runs more trials at once than its 2 slots; their output follows step 4.
+# After the timing, the steps marked (beside the others) run beside framework transfer and its published steps, which
+# wait for their own slowest trials, and the ablation (step 4) beside the published steps once framework transfer,
+# the one step it needs, is done: every trial asks the job's one Ray for a core, so the job never runs more trials at
+# once than its 2 slots; their output comes before step 5.
 # Left out, too long for this machine, each with the command that runs it (see the lines printed at the end):
 # TensorFlow's CIFAR-10 default (2,560 epochs), Torch's CIFAR-10 default (45 epochs at batch 1), Theano's MNIST
 # default (200 epochs), and everything on the official datasets (`sensitivity datasets download`).
@@ -80,12 +81,13 @@ first=$(echo "$frameworks" | cut -d, -f1)
 stage() { echo "== $* (at ${SECONDS} s)" >&2; }
 # A step that depends on no step still running, and that nothing needs before robustness, runs beside the others:
 # every trial asks the job's one Ray for a core, so no more trials run at once than its 2 slots, and a step that
-# starts, plans or waits for its slowest trial leaves its slots to the others' trials. Its output follows step 4.
+# starts, plans or waits for its slowest trial leaves its slots to the others' trials. Its output comes before
+# step 5.
 in_background() {  # NAME COMMAND...
     local name=$1 log
     shift
     log=$(mktemp "$ray_temp/step-XXXXXX")
-    stage "$name: beside the other steps (its output follows step 4)"
+    stage "$name: beside the other steps (its output comes before step 5)"
     "$@" >"$log" 2>&1 &
     beside+=("$!") beside_names+=("$name") beside_logs+=("$log")
 }
@@ -139,24 +141,42 @@ in_background "1/6 a designed study on digits, lr relative to the optimizer: 128
 in_background "2/6 tunability: each framework's own default against itself tuned on digits (lr x optimizer)" \
     $sensitivity tunability --frameworks "$frameworks" --defaults "$defaults" --dataset digits --knobs lr,optimizer \
     --selection-seeds 1 --seeds "$seeds" --parallel 2 --study "$tunability" --no-progress --address "$address"
-dataset_transfer() {
+dataset_transfer() {  # the crossover beside the mnist5k halves' sweeps; the placebo once both halves are tuned
+    local half pids=() logs=() i failed=0
     $sensitivity crossover --framework "$first" --datasets mnist5k,digits --default mnist5k=caffe-lenet \
-        --tuned digits="$sweep" --seeds "$seeds" --parallel 2 --study "$crossover" --no-progress --address "$address"
+        --tuned digits="$sweep" --seeds "$seeds" --parallel 2 --study "$crossover" --no-progress --address "$address" \
+        >"$ray_temp/crossover.log" 2>&1 &
+    pids+=("$!") logs+=("$ray_temp/crossover.log")
     for half in a b; do  # each half's own sweep, with its own sampler seed
         $sensitivity sweep search_spaces/mnist5k.yaml --dataset "mnist5k-$half" --model mlp --frameworks "$first" \
             --trials 10 --seeds 1 --parallel 2 --sampler random --seed "$([ "$half" = a ] && echo 1 || echo 2)" \
-            --study "main-mnist5k-$half-$first" --no-progress --address "$address"
+            --study "main-mnist5k-$half-$first" --no-progress --address "$address" >"$ray_temp/half-$half.log" 2>&1 &
+        pids+=("$!") logs+=("$ray_temp/half-$half.log")
     done
+    for i in 1 2; do wait "${pids[$i]}" || failed=1; cat "${logs[$i]}"; done
+    [ "$failed" = 0 ] || { wait "${pids[0]}"; cat "${logs[0]}"; return 1; }
     # twice the seeds: the placebo must show equivalence, not merely no effect
     $sensitivity crossover --framework "$first" --datasets mnist5k-a,mnist5k-b --model mlp \
         --tuned mnist5k-a="main-mnist5k-a-$first" --tuned mnist5k-b="main-mnist5k-b-$first" --seeds $((2 * seeds)) \
-        --parallel 2 --study "$placebo" --no-progress --address "$address"
+        --parallel 2 --study "$placebo" --no-progress --address "$address" || failed=1
+    wait "${pids[0]}" || failed=1
+    cat "${logs[0]}"
+    return "$failed"
 }
 in_background "3/6 dataset transfer: the crossover of mnist5k and digits on $first, then the placebo" \
     dataset_transfer
 stage "2/6 framework transfer on digits at the published budget, native $transfer_seeds seeds a cell, canonical 2"
 $sensitivity transfer --frameworks "$frameworks" --datasets digits --defaults "$defaults" --seeds "$transfer_seeds" \
     --semantics both --canonical-seeds 2 --keep-checkpoints --parallel 2 --study "$transfer" --address "$address"
+if [ "$first" != "$frameworks" ]; then  # it needs framework transfer alone: beside the published steps
+    in_background "4/6 ablation of the largest native framework-transfer difference" \
+        $sensitivity ablate --largest-from "$transfer" --budget-fraction 0.5 --seeds 3 --parallel 2 --study "$ablation" \
+        --no-progress --address "$address"
+    with_ablation=(--with-study "$ablation")
+else
+    stage "4/6 ablation: one framework only, skipped"
+    with_ablation=()
+fi
 with_steps=()
 if [[ ",$defaults," == *",$steps_default,"* && -n "$steps_other" && "$steps_seeds" != 0 ]]; then
     stage "2/6 framework transfer at the published steps: $steps_default on tensorflow and $steps_other, native"
@@ -164,15 +184,6 @@ if [[ ",$defaults," == *",$steps_default,"* && -n "$steps_other" && "$steps_seed
         --budget steps --seeds "$steps_seeds" --semantics native --parallel 2 --study "$transfer_steps" \
         --no-progress --address "$address"
     with_steps=(--with-study "$transfer_steps")
-fi
-if [ "$first" != "$frameworks" ]; then
-    stage "4/6 ablation of the largest native framework-transfer difference"
-    $sensitivity ablate --largest-from "$transfer" --budget-fraction 0.5 --seeds 3 --parallel 2 --study "$ablation" \
-        --address "$address"
-    with_ablation=(--with-study "$ablation")
-else
-    stage "4/6 ablation: one framework only, skipped"
-    with_ablation=()
 fi
 wait_beside
 stage "5/6 robustness of step 2's models, by the protocol fixed in search_spaces/robustness.yaml"
