@@ -38,7 +38,7 @@ from typing import Callable, Optional
 from optuna.exceptions import UpdateFinishedTrialError
 from optuna.trial import TrialState
 from ray.tune import Callback, Stopper
-from ray.tune.search import Searcher
+from ray.tune.search import ConcurrencyLimiter, SearchGenerator, Searcher
 
 from sensitivity import private_apis
 from sensitivity.config.spaces import Space
@@ -55,6 +55,21 @@ log = logging.getLogger(__name__)
 PRUNED_FIELDS = ("accuracy", "val_accuracy", "loss", "train_time_s")  # what each epoch's report carries
 RESULT_FIELDS = result_fields()
 _STUDIES: dict = {}  # driver id -> (study, on_change): what a pickled searcher leaves out
+
+
+class StudySearch(SearchGenerator):
+    """Tune's SearchGenerator over the study's searcher (inside Tune's ConcurrencyLimiter, as Tune would wrap it),
+    finished while the searcher has no trial left to give (`StudySearcher.exhausted`), not only once every trial
+    is done: Tune then ends each actor as its trial ends, where it would keep one idle for a next trial, holding
+    its CPU (and GPU) from the other drivers' trials on the cluster while this run's last trials finish. A trial
+    to run again (its node lost) makes it unfinished, and Tune asks again."""
+
+    def __init__(self, searcher: "StudySearcher", parallel: int):
+        super().__init__(ConcurrencyLimiter(searcher, max_concurrent=parallel))
+        self.study_searcher = searcher
+
+    def is_finished(self) -> bool:
+        return super().is_finished() or self.study_searcher.exhausted()
 
 
 class StopOnLostStorage(Stopper):
@@ -144,6 +159,11 @@ class StudySearcher(Searcher):
         Tune drops (`DroppedTrials`) would hold for ever."""
         self.max_live = max_concurrent
         return True
+
+    def exhausted(self) -> bool:
+        """Every trial of the target asked, none to run again (from the counts held: no storage read). A study
+        other drivers share is left to `suggest`, which reads their counts."""
+        return not self.shared and self.taken is not None and self.open_slots() <= 0
 
     def open_slots(self) -> int:
         """How many more trials may start: N minus the final trials and those running now."""

@@ -192,7 +192,7 @@ def run_tune(study, space, options, driver_id: str, missing: int) -> None:
     # lazy: optuna, ray
     from sensitivity.sweep.dispatch import ForgetFinished, TrialFolders, trainable
     from sensitivity.sweep.nodes import NodeOfTrial
-    from sensitivity.sweep.searcher import DroppedTrials, StopOnLostStorage, StudySearcher
+    from sensitivity.sweep.searcher import DroppedTrials, StopOnLostStorage, StudySearch, StudySearcher
 
     # a failed trial's result has no metric (never None, see dispatch): Tune must not insist on one
     os.environ["TUNE_DISABLE_STRICT_METRIC_CHECKING"] = "1"
@@ -222,11 +222,12 @@ def run_tune(study, space, options, driver_id: str, missing: int) -> None:
             root = tune_root(options.storage, options.tune_dir)  # beside the study (tune_files)
             tuner = tune.Tuner(
                 tune.with_resources(trainable, resources),
-                tune_config=tune.TuneConfig(search_alg=searcher, scheduler=scheduler(options.pruner, space),
+                tune_config=tune.TuneConfig(search_alg=StudySearch(searcher, options.parallel),
+                                            scheduler=scheduler(options.pruner, space),
                                             # the searcher ends the run at N; Tune's bound leaves room for
                                             # retries (a lost node's trial runs again in this run)
-                                            num_samples=missing * MAX_ATTEMPTS, max_concurrent_trials=options.parallel,
-                                            reuse_actors=True, time_budget_s=options.time_budget),
+                                            num_samples=missing * MAX_ATTEMPTS, reuse_actors=True,
+                                            time_budget_s=options.time_budget),
                 run_config=tune.RunConfig(name=run_name(study.study_name, driver_id), verbose=0,
                                           storage_path=str(root), log_to_file=True,
                                           callbacks=[ForgetFinished(), NodeOfTrial(driver_id), TrialFolders(),

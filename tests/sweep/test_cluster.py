@@ -105,15 +105,40 @@ def outcomes(trials) -> tuple:
     return final, lost, [t for t in trials if t.user_attrs.get("retry_of") in {t.number for t in lost}]
 
 
-def test_sweep_on_a_two_node_cluster_uses_both_nodes(two_node_cluster, tmp_path):
-    space = space_file(tmp_path, "cluster", epochs=3)
-    proc = subprocess.run([sys.executable, "-m", "sensitivity.cli", "sweep", str(space), "--trials", "4",
-                           "--parallel", "2", "--address", two_node_cluster, "--no-progress"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+# Polls the cluster's free CPUs, one line "time free" each 0.1 s, until killed.
+FREE_CPUS = """
+import sys, time, ray
+ray.init(address=sys.argv[1], log_to_driver=False)
+while True:
+    print(time.time(), ray.available_resources().get("CPU", 0.0), flush=True)
+    time.sleep(0.1)
+"""
+
+
+def test_sweep_on_a_two_node_cluster_uses_both_nodes_and_frees_a_slot_it_has_no_trial_for(two_node_cluster,
+                                                                                          tmp_path):
+    """3 trials at --parallel 2: the first two run on both nodes, the third alone at the end, while Tune keeps no
+    actor idle for a next trial (`searcher.StudySearch`): its CPU is free for other drivers on the cluster."""
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token"}
+    poller = subprocess.Popen([sys.executable, "-c", FREE_CPUS, two_node_cluster], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True)
+    try:
+        space = space_file(tmp_path, "cluster", epochs=80)  # seconds a trial: the third runs alone for most of it
+        proc = subprocess.run([sys.executable, "-m", "sensitivity.cli", "sweep", str(space), "--trials", "3",
+                               "--parallel", "2", "--address", two_node_cluster, "--no-progress"],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    finally:
+        poller.kill()
+    samples = [tuple(map(float, line.split())) for line in poller.communicate()[0].splitlines()]
     assert proc.returncode == 0, proc.stderr[-3000:]
     trials = optuna.load_study(study_name="cluster", storage=f"sqlite:///{tmp_path}/results/optuna.db").trials
-    assert len(trials) == 4 and all(t.state.name == "COMPLETE" for t in trials)
+    assert len(trials) == 3 and all(t.state.name == "COMPLETE" for t in trials)
     assert len({t.user_attrs["env"]["ray_node_id"] for t in trials}) == 2
+    *first, last = sorted(trials, key=lambda t: t.datetime_complete)
+    alone = (max(t.datetime_complete for t in first).timestamp() + 0.5, last.datetime_complete.timestamp() - 0.3)
+    assert alone[1] - alone[0] > 1.0, "the last trial did not run alone long enough to look"
+    during = [free for when, free in samples if alone[0] <= when <= alone[1]]
+    assert during and max(during) >= 1.0, during  # before StudySearch: 0.0 throughout, an actor held idle
 
 
 def _worker_node(address: str, worker, env: dict) -> tuple:

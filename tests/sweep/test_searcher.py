@@ -8,7 +8,7 @@ from optuna.trial import TrialState
 
 from sensitivity.config.spaces import Space, load_space
 from sensitivity.sweep.dispatch import epoch_report
-from sensitivity.sweep.searcher import StudySearcher
+from sensitivity.sweep.searcher import StudySearch, StudySearcher
 from sensitivity.sweep.tuning import scheduler
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -97,6 +97,24 @@ def test_a_trial_finished_by_another_driver_is_left_alone():
     final = {**epoch(3), "final": True, "result_json": json.dumps({"status": "ok", "val_accuracy": 0.9})}
     s.on_trial_complete("t0", result=final)
     assert s.study.get_trials()[0].state == TrialState.FAIL and not s.live
+
+
+def test_the_search_is_finished_while_its_last_trials_run_and_not_once_one_must_run_again():
+    """Finished (Tune then keeps no idle actor for a next trial) once N are asked, their trials still live; a
+    trial Tune dropped, queued again, makes it unfinished, and the next ask runs it."""
+    s = searcher(target=2)
+    search = StudySearch(s, parallel=2)
+    search.add_configurations({"run": {"run": lambda config: None, "num_samples": 2 * 3}})  # as Tune does
+    assert not search.is_finished()
+    assert s.suggest("t0") and s.suggest("t1")
+    assert search.is_finished() and len(s.live) == 2
+    s.dropped("t1")
+    assert not search.is_finished()
+    again = s.suggest("t2")
+    assert again and s.study.get_trials()[-1].user_attrs["retry_of"] == 1
+    assert search.is_finished()
+    s.shared = True  # another driver on the study: its counts are read at each ask, not assumed here
+    assert not search.is_finished()
 
 
 def test_live_trials_are_interrupted_and_requeued_when_the_run_ends():
