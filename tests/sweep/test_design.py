@@ -143,7 +143,7 @@ def test_bad_design_input_is_one_line_exit_2_and_nothing_written(tmp_path, monke
 
 @pytest.mark.skipif(not frameworks.importable("torch"), reason="needs torch")
 def test_kill_9_of_a_designed_sweep_then_resume_holds_exactly_the_design(tmp_path):
-    space = write(tmp_path, epochs=10)  # slow enough to be killed with trials running
+    space = write(tmp_path, epochs=60)  # a trial runs for seconds: killed with one done and others running
     storage = f"sqlite:///{tmp_path}/s.db"
     args = [sys.executable, "-m", "sensitivity.cli", "sweep", str(space), "--design", "sobol", "--trials", "6",
             "--parallel", "2", "--seed", "3", "--storage", storage, "--no-progress"]
