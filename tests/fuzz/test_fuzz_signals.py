@@ -162,9 +162,9 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def head():
+def head(ray_cluster_env):
     """A one-node Ray cluster (`ray start --head --block` in a session of its own); ended by process id."""
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token"}
+    env = ray_cluster_env
     port = _free_port()
     temp_dir = tempfile.mkdtemp(prefix="rayh-", dir="/tmp")
     proc = subprocess.Popen([RAY, "start", "--head", "--port", str(port), "--include-dashboard", "false",

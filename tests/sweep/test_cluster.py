@@ -32,9 +32,9 @@ def two_node_cluster(cluster_nodes):
 
 
 @pytest.fixture
-def cluster_nodes():
+def cluster_nodes(ray_cluster_env):
     """(the head's address, the worker node's `ray start` process)."""
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token"}
+    env = ray_cluster_env
     port = free_port()
     temp_dir = tempfile.mkdtemp(prefix="rayc-", dir="/tmp")
     common = ["--num-cpus", "1", "--object-store-memory", "80000000", "--block"]

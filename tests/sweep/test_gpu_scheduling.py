@@ -3,7 +3,6 @@ GPU and CUDA_VISIBLE_DEVICES as on a real node, while this machine has no GPU an
 every GPU trial here fails its placement check before training. That failure is the point of one test;
 the others show what the driver refuses, in one line and before any study exists, and how trials pack.
 Nodes are ended by process id, never with `ray stop`."""
-import os
 import subprocess
 import tempfile
 
@@ -18,9 +17,9 @@ pytestmark = pytest.mark.skipif(not frameworks.importable("torch"), reason="need
 
 
 @pytest.fixture
-def ray_nodes(request):
+def ray_nodes(request, ray_cluster_env):
     """A Ray cluster of the nodes `request.param` lists as (CPUs, GPUs); yields its address."""
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token"}
+    env = ray_cluster_env
     port, started = free_port(), []
     temp_dir = tempfile.mkdtemp(prefix="rayg-", dir="/tmp")
     try:
