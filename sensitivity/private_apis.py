@@ -18,7 +18,8 @@ What is used, and why no public route serves:
   (`remove_study_artifact`: Optuna keeps the metadata under a private key and has no public removal);
 - a local Ray's temporary folder and node address (`ray.init`'s private arguments), and the constant that makes
   Ray keep a loopback node address;
-- the names of Ray Train's loggers through which Tune reports a failed write of its files (`TUNE_WRITE_LOGGERS`).
+- the names of Ray Train's loggers through which Tune reports a failed write of its files (`TUNE_WRITE_LOGGERS`);
+- Tune's rule for giving an idle actor to a waiting trial (`keep_started_actors`: no option sets it).
 """
 from __future__ import annotations
 
@@ -333,6 +334,38 @@ def set_ray_cluster_mode(cluster: bool) -> None:
 # takes as the sweep's write fault instead
 TUNE_WRITE_LOGGERS = ("ray.tune.execution.experiment_state", "ray.tune.tune", "ray.train._internal.syncer",
                       "ray.train._internal.storage")
+
+
+def keep_started_actors() -> None:
+    """Tune gives the actor a trial has just freed to a trial waiting for its own, and ends that one even when it
+    holds its CPU and is starting (`TuneController._maybe_reuse_cached_actor`, ray 2.60): a run that began with
+    fewer actors than its concurrency (the other CPUs held by other drivers) never grows while its trials are
+    shorter than an actor's start, and its CPU of actors started and ended does no work. From this call on, in
+    this process, a waiting trial whose actor holds its resources keeps it while the search has a next trial to
+    give, and the freed actor goes to that one; an actor still waiting for resources is given up as before."""
+    # lazy: ray
+    from ray.air.execution._internal.actor_manager import RayActorManager  # ray: imported by the caller already
+    from ray.tune.execution.tune_controller import TuneController
+
+    tune_rule = TuneController._maybe_reuse_cached_actor
+    if getattr(tune_rule, "keeps_started_actors", False):
+        return
+    for name in ("_trial_to_actor", "_resetting_trials", "_actor_manager", "_search_alg"):
+        if name not in TuneController.__init__.__code__.co_names:
+            raise PrivateApiChanged(f"ray's TuneController sets no {name}")
+    if not isinstance(getattr(RayActorManager, "pending_actors", None), property):
+        raise PrivateApiChanged("ray's RayActorManager has no pending_actors")
+
+    def maybe_reuse_cached_actor(controller, trial) -> bool:
+        actor = controller._trial_to_actor.get(trial)
+        if (actor is not None and trial not in controller._resetting_trials
+                and actor not in controller._actor_manager.pending_actors
+                and not controller._search_alg.is_finished()):
+            return False  # its actor has its CPU and will start: the freed one goes to the next trial
+        return tune_rule(controller, trial)
+
+    maybe_reuse_cached_actor.keeps_started_actors = True
+    TuneController._maybe_reuse_cached_actor = maybe_reuse_cached_actor
 
 
 def local_ray_init_kwargs(temp_dir: str) -> dict:

@@ -13,7 +13,7 @@ import socket
 import time
 from pathlib import Path
 
-from sensitivity import ray_cluster
+from sensitivity import private_apis, ray_cluster
 from sensitivity.core.paths import RESULTS, under
 from sensitivity.core.spec import TrialSpec
 from sensitivity.studies import storage_health
@@ -201,6 +201,8 @@ def run_tune(study, space, options, driver_id: str, missing: int) -> None:
     os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
     # a trial's error is the searcher's one line (its actor died, or its node was lost), not Ray's traceback
     os.environ.setdefault("TUNE_PRINT_ALL_TRIAL_ERRORS", "0")
+    # a run that starts with fewer CPUs than --parallel grows to it once they free, however short its trials
+    private_apis.keep_started_actors()
     searcher, started, reason = None, time.monotonic(), "the sweep was stopped"
 
     def head_lost() -> None:  # its live trials become orphans, queued again, before the driver ends

@@ -292,3 +292,72 @@ def test_the_head_lost_mid_sweep_is_the_tools_one_line_and_leaves_nothing_runnin
     final = [t for t in trials if not t.user_attrs.get("orphaned")]
     assert len(final) == 2 and all(t.state.name == "COMPLETE" for t in final)
     assert not [t for t in trials if t.state.name in ("RUNNING", "WAITING")]
+
+
+# Holds one of the cluster's CPUs (a Ray task of 1 CPU) until the file argv[2] exists.
+HOLD_CPU = """
+import os, sys, time, ray
+ray.init(address=sys.argv[1], log_to_driver=False)
+
+@ray.remote(num_cpus=1)
+def hold(path):
+    while not os.path.exists(path):
+        time.sleep(0.05)
+
+ray.get(hold.remote(sys.argv[2]))
+"""
+
+
+def test_a_sweep_that_starts_on_one_free_cpu_takes_the_second_once_it_frees(two_node_cluster, tmp_path):
+    """A sweep at --parallel 2 starts while another driver's task holds one of the two CPUs, its trials shorter
+    than an actor's start. Once the CPU is freed the sweep runs two trials at a time: the trial waiting for its
+    starting actor keeps it, and the actor a trial frees goes to the next (Tune would give the waiting trial the
+    freed actor and end the starting one, so that the run never grew past one actor)."""
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token"}
+    release = tmp_path / "release"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_CPU, two_node_cluster, str(release)], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    driver = None
+    try:
+        deadline = time.monotonic() + 120
+        code = (f"import ray; ray.init(address='{two_node_cluster}', log_to_driver=False); "
+                "print(ray.available_resources().get('CPU', 0.0))")
+        while float(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                                   timeout=60).stdout.split()[-1]) > 1.0:
+            assert time.monotonic() < deadline and holder.poll() is None, "the holder took no CPU"
+        space = space_file(tmp_path, "grows", epochs=2)  # a fraction of a second a trial
+        driver = subprocess.Popen([sys.executable, "-m", "sensitivity.cli", "sweep", str(space), "--trials", "120",
+                                   "--parallel", "2", "--address", two_node_cluster, "--no-progress"],
+                                  cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                  env=env)
+        storage = f"sqlite:///{tmp_path}/results/optuna.db"
+        while True:  # two trials done on the one free CPU, then free the other
+            assert driver.poll() is None, driver.stderr.read()[-3000:]
+            try:
+                done = [t for t in optuna.load_study(study_name="grows", storage=storage).trials
+                        if t.state.name == "COMPLETE"]
+            except Exception:  # the driver has not made the study yet
+                done = []
+            if len(done) >= 2:
+                break
+            time.sleep(0.1)
+        release.touch()
+        freed = time.time()
+        assert driver.wait(timeout=600) == 0, driver.stderr.read()[-3000:]
+    finally:
+        release.touch()
+        holder.wait(timeout=60)
+        if driver is not None and driver.poll() is None:
+            driver.kill()
+    trials = optuna.load_study(study_name="grows", storage=storage).trials
+    assert len(trials) == 120 and all(t.state.name == "COMPLETE" for t in trials)
+    runs = sorted((t.datetime_complete.timestamp() - t.user_attrs["wall_time_s"], t.datetime_complete.timestamp())
+                  for t in trials if t.datetime_complete.timestamp() > freed)
+    lengths = sorted(end - start for start, end in runs)
+    assert lengths[len(lengths) // 2] < 1.0, lengths  # most far shorter than an actor's start (a new one's first
+    # trial is longer: its process loads the data and warms torch)
+    shared = sum(any(o is not r and o[0] < r[1] and r[0] < o[1] for o in runs) for r in runs)
+    busy = sum(lengths) / (runs[-1][1] - runs[0][0])  # trials running at once, on average
+    print(f"\n{len(runs)} trials after the CPU was freed, median {lengths[len(lengths) // 2]:.2f} s; "
+          f"{shared} ran beside another, {busy:.2f} running on average")
+    assert shared >= 10 and busy > 1.1, runs  # Tune's rule alone: one at a time to the end (0, under 1)
