@@ -55,7 +55,7 @@ optuna.load_study(study_name=sys.argv[2], storage=open_storage(sys.argv[1], must
 """
 # the libraries `report` and `findings` import (the report's importance: scikit-learn): each one's floor
 REPORT_IMPORTS = ("sensitivity.cli", "sensitivity.commands.analysis", "sensitivity.analysis.report.page",
-                  "sklearn.ensemble", "optuna.importance")
+                  "sklearn.ensemble")
 FINDINGS_IMPORTS = ("sensitivity.cli", "sensitivity.commands.findings")
 
 

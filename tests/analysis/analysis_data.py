@@ -132,3 +132,17 @@ def frame(*rows, **common):
         row["curve"] = json.dumps(row["curve"])
         out.append({(k if k in fields or k.startswith("param_") else f"param_{k}"): v for k, v in row.items()})
     return pd.DataFrame(out)
+
+
+class FrozenTrialsStudy(optuna.Study):
+    """A minimising study serving a fixed list of frozen trials, for Optuna's own importance evaluators (the
+    references the package's are checked against)."""
+
+    def __init__(self, trials: list):
+        storage = optuna.storages.InMemoryStorage()
+        storage.create_new_study([optuna.study.StudyDirection.MINIMIZE], "trials-table")
+        super().__init__(study_name="trials-table", storage=storage)
+        self._frozen_trials = trials
+
+    def get_trials(self, deepcopy: bool = True, states=None) -> list:
+        return [t for t in self._frozen_trials if states is None or t.state in states]

@@ -4,10 +4,10 @@ import math
 import optuna
 import pandas as pd
 import pytest
-from analysis_data import frame
+from analysis_data import FrozenTrialsStudy, frame
 
-from sensitivity.analysis.rankings.importance import (FANOVA_DEPTH, FANOVA_TREES, importance_warnings, make_evaluator,
-                                             parameter_importance, planned_trials)
+from sensitivity.analysis.rankings.importance import (FANOVA_DEPTH, FANOVA_TREES, importance_warnings,
+                                                      parameter_importance, planned_trials)
 from sensitivity.analysis.tables.parameter_values import parameter_distributions
 from sensitivity.analysis.table import NotEnoughData, trials_table
 
@@ -58,13 +58,6 @@ def test_ped_anova_explains_the_best_trials_not_the_worst():
     assert rows.set_index("parameter")["importance"].idxmax() == "lr"
 
 
-def test_fanova_uses_bounded_trees():
-    evaluator = make_evaluator("fanova", seed=3)
-    assert (FANOVA_TREES, FANOVA_DEPTH) == (16, 8)
-    forest = evaluator._evaluator._forest
-    assert forest.n_estimators == 16 and forest.max_depth == 8 and forest.random_state == 3
-
-
 def test_framework_defaults_are_named_beside_their_parameters():
     rows = [{"framework": fw, "lr": lr, "accuracy": acc, "train_time_s": 1.0, "is_default": default}
             for fw, lr, acc, default in [("torch", 0.01, 0.9, True), ("torch", 0.1, 0.5, False),
@@ -83,8 +76,8 @@ def test_importance_needs_two_trials_with_varied_parameters(rows):
 
 
 def test_unknown_evaluator_is_named():
-    with pytest.raises(ValueError, match="allowed: ped_anova, fanova"):
-        make_evaluator("shap")
+    with pytest.raises(ValueError, match="unknown importance evaluator 'shap'; allowed: ped_anova, fanova"):
+        parameter_importance(trials_table(synthetic_study(20)), evaluators=("fanova", "shap"))
 
 
 # sampled trials only, intervals, agreement and warnings
@@ -132,7 +125,7 @@ def test_fanovas_estimate_is_optunas_and_its_interval_narrows_as_trials_grow():
     """fANOVA's interval is one of the forest's mean importance (a bootstrap of the forest), so it narrows about
     as 1/sqrt(n): 8 times the trials give less than 0.6 of the width. The spread of single trees it replaced
     stays wide however many trials there are."""
-    from sensitivity.analysis.rankings.importance import FanovaEvaluator, FrozenTrialsStudy, _negated_accuracy_trials
+    from sensitivity.analysis.rankings.importance import FanovaEvaluator, _negated_accuracy_trials
 
     widths = {}
     for n in (40, 320):
@@ -143,7 +136,8 @@ def test_fanovas_estimate_is_optunas_and_its_interval_narrows_as_trials_grow():
         scores = {name: estimate.value for name, estimate in zip(ranking.names, ranking.estimates)}
         spread = {name: (estimate.low, estimate.high) for name, estimate in zip(ranking.names, ranking.estimates)}
         reference = optuna.importance.get_param_importances(FrozenTrialsStudy(trials), params=list(distributions),
-                                                            evaluator=make_evaluator("fanova", seed=0))
+                                                            evaluator=optuna.importance.FanovaImportanceEvaluator(
+                                                                n_trees=FANOVA_TREES, max_depth=FANOVA_DEPTH, seed=0))
         assert scores == pytest.approx(reference) and set(spread) == set(distributions)
         widths[n] = spread["lr"][1] - spread["lr"][0]
     assert 0 < widths[320] < 0.6 * widths[40], widths

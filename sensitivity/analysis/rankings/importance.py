@@ -6,12 +6,14 @@ its parameters earned), with the framework as one parameter among the others, on
 Planned trials (framework defaults and their transfers, `table.planned_of`) are not samples of the space and
 are left out; `planned_trials` lists them apart. Where the study tunes the regime as a parameter, a further
 block "all" ranks it among the others over every sampled trial. PED-ANOVA minimises its target, so the trials
-are given the negated accuracy. fANOVA with Optuna's defaults (64 trees, depth 64) takes minutes on 10,000
-trials; 16 trees of depth 8 take seconds and rank alike; its importances are Optuna's, read from the leaves at once
-(`rankings.fanova`: a forest's in milliseconds where Optuna's walk of the trees took 0.4 s). Past SUBSAMPLE_MAX
-(2,000) sampled trials in a block, both evaluators run on a random subsample of that many (seeded; attrs
-`subsample` says N of M, and the report says so), and the intervals are those of the subsample (wider than all
-trials would give): on 100,000 trials the bootstrap would take minutes.
+are given the negated accuracy; its importances are Optuna's, from each trial's grid cells found once for every
+resample (`rankings.ped_anova`; Optuna walks every trial again at each one). fANOVA with Optuna's defaults (64
+trees, depth 64) takes minutes on 10,000 trials; 16 trees of depth 8 take seconds and rank alike; its importances
+are Optuna's, read from the leaves at once (`rankings.fanova`; Optuna walks each tree once per cell of a
+parameter's splits: docs/performance.md). Past SUBSAMPLE_MAX (2,000) sampled trials in a block, both evaluators
+run on a random subsample of that many (seeded; attrs `subsample` says N of M, and the report says so), and the
+intervals are those of the subsample (wider than all trials would give): on 100,000 trials the bootstrap would
+take minutes.
 
 Intervals (95%, bootstrap over trials; `low`, `high`): each evaluator is run again on resamples of the trials
 drawn with replacement, PED-ANOVA on RESAMPLES (50), fANOVA on FANOVA_RESAMPLES (20: a forest costs a fifth of a
@@ -43,6 +45,7 @@ from optuna.distributions import IntDistribution
 from optuna.trial import FrozenTrial, TrialState
 
 from sensitivity.analysis.rankings.base import Estimate, Evaluator, Ranking
+from sensitivity.analysis.rankings import ped_anova
 from sensitivity.analysis.rankings.fanova import fanova_importances
 from sensitivity.analysis.intervals import group_intervals
 from sensitivity.analysis.tables.parameter_values import format_value, parameter_distributions
@@ -88,23 +91,13 @@ class Importance(NamedTuple):
     verdicts: dict
 
 
-def make_evaluator(name: str, seed: int = 0):
-    # lazy: optuna
-    import optuna.importance as importance  # imports scikit-learn (seconds): only when importance is asked
-
-    if name == "ped_anova":
-        return importance.PedAnovaImportanceEvaluator()
-    if name == "fanova":
-        if importlib.util.find_spec("sklearn") is None:  # fANOVA's random forest
-            raise ImportError("fANOVA needs scikit-learn: pip install 'sensitivity[data]'")
-        return importance.FanovaImportanceEvaluator(n_trees=FANOVA_TREES, max_depth=FANOVA_DEPTH, seed=seed)
-    raise ValueError(f"unknown importance evaluator {name!r}; allowed: {', '.join(EVALUATORS)}")
-
-
 def parameter_importance(table, evaluators=EVALUATORS, seed: int = 0, resamples: int = RESAMPLES) -> Importance:
     """The importance of each parameter per block (`Importance`): `semantics` names the block (each regime present,
     native first, then "all" where the study tunes the regime); past SUBSAMPLE_MAX sampled trials in a block,
     n_trials is the n used."""
+    unknown = [name for name in evaluators if name not in STUDY_EVALUATORS]
+    if unknown:
+        raise ValueError(f"unknown importance evaluator {unknown[0]!r}; allowed: {', '.join(EVALUATORS)}")
     table = trials_table(table)
     everything = trained(table).dropna(subset=["accuracy"])
     if everything.empty and len(trained(table)):
@@ -187,7 +180,8 @@ def verdict_record(ranking: Ranking) -> dict:
 
 
 class PedAnovaEvaluator(Evaluator):
-    """Optuna's PED-ANOVA on the negated accuracy, with a bootstrap interval over trials."""
+    """Optuna's PED-ANOVA (its defaults, as `rankings.ped_anova` computes them) on the negated accuracy, with a
+    bootstrap interval over trials."""
     name, label = "ped_anova", "PED-ANOVA"
     measures = "how far a parameter's distribution among the top trials departs from its distribution over all"
 
@@ -195,12 +189,10 @@ class PedAnovaEvaluator(Evaluator):
         self.resamples = resamples
 
     def evaluate(self, sample: list, params=None, *, seed: int = 0) -> Ranking:
-        """The ranking of `params` over the frozen trials `sample`."""
-        def evaluate(chosen):
-            with _quiet_optuna():
-                return optuna.importance.get_param_importances(FrozenTrialsStudy(chosen), params=params,
-                                                               evaluator=make_evaluator("ped_anova"))
-        return _ranking(evaluate, sample, seed, self.resamples, self.label)
+        """The ranking of `params` (default: every parameter of `sample`) over the frozen trials `sample`."""
+        names = list(params) if params is not None else sorted({p for t in sample for p in t.distributions})
+        data = ped_anova.cells(sample, names)  # each trial's regime and grid cell found once for every resample
+        return _ranking(lambda index: ped_anova.importances(data, index), sample, seed, self.resamples, self.label)
 
 
 class FanovaEvaluator(Evaluator):
@@ -219,8 +211,9 @@ class FanovaEvaluator(Evaluator):
             raise ImportError("fANOVA needs scikit-learn: pip install 'sensitivity[data]'")
         names = list(params) if params is not None else sorted(set.intersection(*(set(t.params) for t in sample)))
 
-        def evaluate(chosen, forest_seed=seed):
-            raw = fanova_importances(chosen, names, trees=FANOVA_TREES, depth=FANOVA_DEPTH, seed=forest_seed)
+        def evaluate(index):
+            raw = fanova_importances([sample[i] for i in index], names, trees=FANOVA_TREES, depth=FANOVA_DEPTH,
+                                     seed=seed)
             total = sum(raw.values())
             return {p: (v / total if total > 0 else 0.0) for p, v in raw.items()}
         return _ranking(evaluate, sample, seed, self.resamples, self.label)
@@ -230,26 +223,27 @@ STUDY_EVALUATORS = {"ped_anova": PedAnovaEvaluator, "fanova": FanovaEvaluator}
 
 
 def _ranking(evaluate, trials: list, seed: int, resamples: int, label: str) -> Ranking:
-    """The ranking of `evaluate`'s scores on `trials`, with the intervals and replicates of `_bootstrap`."""
-    scores = evaluate(trials)
-    spread, replicates = _bootstrap(evaluate, trials, scores, seed, resamples)
+    """The ranking of `evaluate`'s scores on `trials` (`evaluate` takes an array of positions in `trials`), with
+    the intervals and replicates of `_bootstrap`."""
+    scores = evaluate(np.arange(len(trials)))
+    spread, replicates = _bootstrap(evaluate, len(trials), scores, seed, resamples)
     names = tuple(scores)
     return Ranking(names, tuple(Estimate(float(scores[p]), *spread.get(p, (math.nan, math.nan))) for p in names),
                    replicates, label, size=len(trials))
 
 
-def _bootstrap(evaluate, trials: list, scores: dict, seed: int, resamples: int) -> tuple:
+def _bootstrap(evaluate, n: int, scores: dict, seed: int, resamples: int) -> tuple:
     """({parameter: (low, high)}, the replicates: resamples x parameters in the order of `scores`): the 2.5-97.5
-    percentiles of `evaluate` over `resamples` resamples of the trials with replacement (at most BOOTSTRAP_MAX each;
+    percentiles of `evaluate` over `resamples` resamples of the n trials with replacement (at most BOOTSTRAP_MAX each;
     a smaller subsample's spread about its median scaled by sqrt(m/n) about the estimate), clipped to [0, 1]; ({},
     empty) where fewer than MIN_REPLICATES resamples could be evaluated (a parameter without variation)."""
-    n, rng = len(trials), np.random.default_rng(seed)
+    rng = np.random.default_rng(seed)
     m = min(n, BOOTSTRAP_MAX)
     replicates = []
     for _ in range(resamples):
         index = rng.choice(n, size=m, replace=m == n)
         try:
-            replicates.append(evaluate([trials[i] for i in index]))
+            replicates.append(evaluate(index))
         except (ValueError, RuntimeError):  # a resample without variation in a parameter
             continue
     matrix = np.array([[r.get(param, 0.0) for param in scores] for r in replicates]).reshape(-1, len(scores))
@@ -373,17 +367,3 @@ def _negated_accuracy_trials(rows: pd.DataFrame, distributions: dict) -> list:
                                   datetime_start=now, datetime_complete=now, params=params, distributions=dists,
                                   user_attrs={}, system_attrs={}, intermediate_values={}))
     return trials
-
-
-class FrozenTrialsStudy(optuna.Study):
-    """A minimising study serving a fixed list of trials. The evaluators read trials through `get_trials`;
-    telling 10,000 trials to a real storage would cost seconds of copies."""
-
-    def __init__(self, trials: list):
-        storage = optuna.storages.InMemoryStorage()
-        storage.create_new_study([optuna.study.StudyDirection.MINIMIZE], "trials-table")
-        super().__init__(study_name="trials-table", storage=storage)
-        self._frozen_trials = trials
-
-    def get_trials(self, deepcopy: bool = True, states=None) -> list:
-        return [t for t in self._frozen_trials if states is None or t.state in states]
