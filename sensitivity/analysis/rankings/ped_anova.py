@@ -50,7 +50,7 @@ def cells(trials: list, params) -> Cells:
         regimes[name] = []
         for dist in dict.fromkeys(d for d in found if d is not None):  # each distinct one, in order of appearance
             member = np.array([d == dist for d in found], dtype=bool)
-            cell, size = _grid_cells(dist, [t.params[name] if m else None for t, m in zip(trials, member)], member)
+            cell, size = _grid_cells(dist, [t.params[name] for t, m in zip(trials, member) if m], member)
             regimes[name].append(Regime(dist, member, cell, size))
     return Cells(values, tuple(params), regimes, present)
 
@@ -94,11 +94,10 @@ def importances(data: Cells, index: np.ndarray) -> dict:
 
 
 def _grid_cells(dist, values: list, member: np.ndarray) -> tuple:
-    """(cell per trial, cells of the grid) of one regime's values (None where a trial is not a member)."""
-    cell = np.zeros(len(values), dtype=int)
-    chosen = [v for v, m in zip(values, member) if m]
+    """(cell per trial, cells of the grid) of one regime: `values` of its member trials, in order."""
+    cell = np.zeros(len(member), dtype=int)
     if isinstance(dist, CategoricalDistribution):
-        cell[member] = [int(dist.to_internal_repr(v)) for v in chosen]
+        cell[member] = [int(dist.to_internal_repr(v)) for v in values]
         return cell, len(dist.choices)
     n_steps = N_STEPS
     if isinstance(dist, IntDistribution) and dist.log:
@@ -108,7 +107,7 @@ def _grid_cells(dist, values: list, member: np.ndarray) -> tuple:
     low, high = (math.log(dist.low), math.log(dist.high)) if dist.log else (dist.low, dist.high)
     if not dist.single():  # one value: never scored
         step = (high - low) / (n_steps - 1)
-        found = np.log(chosen) if dist.log else np.asarray(chosen)
+        found = np.log(values) if dist.log else np.asarray(values)
         cell[member] = np.clip(np.ceil((found - low) / step - 0.5).astype(int), 0, n_steps - 1)
     return cell, n_steps
 
