@@ -34,7 +34,7 @@ from sensitivity.private_apis import storage_location
 from sensitivity.studies.catalog import FRAME_ATTRS, TEXT_ATTRS, trials_frame
 from sensitivity.studies.records import FINAL_STATES
 from sensitivity.studies.redaction import describe
-from sensitivity.studies.trial_rows import cached_frame, trial_records
+from sensitivity.studies.trial_rows import cached_frame, parse_json, trial_records
 
 OUTCOMES = ("ok", "collapsed", "diverged", "pruned", "failed")
 TRAINED = ("ok", "collapsed", "diverged")
@@ -272,7 +272,7 @@ def parse_curves(texts) -> list:
     """The curves of a `curve` column as lists of per-epoch dicts, parsed in one call: faster than one per
     curve, and json shares the epochs' keys (one string each) within a call."""
     with paused_collection():
-        return json.loads(f"[{','.join(texts)}]")
+        return parse_json(f"[{','.join(texts)}]")
 
 
 @contextlib.contextmanager

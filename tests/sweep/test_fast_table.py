@@ -77,6 +77,7 @@ def test_every_kind_of_trial_reads_the_same(storage_url, study_name, monkeypatch
         trial.set_user_attr("env", {"framework_version": "1.0", "python": "3.11", "semantics": {"regime": "native"}})
         trial.set_user_attr("spec", {"semantics": "canonical" if i == 1 else "native"})
         trial.set_user_attr("stderr_tail", "x" * 500)
+        trial.set_user_attr("loss", {0: math.inf, 3: math.nan, 5: 10 ** 30}.get(i, 0.25))  # beyond strict JSON
         if i == 2:
             trial.set_user_attr("orphaned", True)
         if state != TrialState.RUNNING:
@@ -90,6 +91,16 @@ def test_every_kind_of_trial_reads_the_same(storage_url, study_name, monkeypatch
     assert table.set_index("number").loc[1, "value_1"] == math.inf
     assert table.set_index("number").loc[1, "semantics"] == "canonical"
     assert "stderr_tail" not in table
+    assert table["loss"].map(repr).tolist() == ["inf", "0.25", "nan", "1e+30"]
+
+
+def test_json_that_orjson_refuses_is_read_as_python_writes_it():
+    text = json.dumps([math.nan, -math.inf, 10 ** 30, "\ud800", {"a": [1.5, None, True]}])
+    parsed = trial_rows.parse_json(text)
+    assert repr(parsed) == repr(json.loads(text)) and math.isnan(parsed[0])
+    assert trial_rows.parse_json('[1.5, {"b": "c"}]') == [1.5, {"b": "c"}]
+    with pytest.raises(ValueError):
+        trial_rows.parse_json("[1,")
 
 
 def test_listing_showing_and_a_missing_name_build_no_trial_through_optuna(storage_url, study_name, monkeypatch):
