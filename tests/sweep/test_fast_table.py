@@ -10,7 +10,6 @@ import numpy as np
 import optuna
 import pandas as pd
 import pytest
-import sqlalchemy
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 from optuna.trial import FrozenTrial, TrialState
 
@@ -188,14 +187,19 @@ def test_the_cached_trials_serve_an_unchanged_study_only(storage_url, study_name
     with monkeypatch.context() as m:
         m.setattr(trial_rows, "_from_rdb", lambda *args: pytest.fail("read again though unchanged"))
         pd.testing.assert_frame_equal(trials_table(study), first)
-    with study._storage._backend.engine.begin() as connection:  # a change in place (Optuna refuses one)
-        connection.execute(sqlalchemy.text("UPDATE trial_user_attributes SET value_json = '\"diverged\"' "
-                                           "WHERE key = 'status' AND trial_id = :t"), {"t": study.trials[3]._trial_id})
-    changed = trials_table(study)
-    assert changed.set_index("number").loc[3, "outcome"] == "diverged"
-    trial = study.ask()
+    trial = study.ask()  # a running trial: not in the table, its attributes written in place while it runs
+    trial.set_user_attr("status", "ok")
+    running = trials_table(study)  # read again: a trial was added
+    assert running["number"].tolist() == first["number"].tolist()
+    trial.set_user_attr("status", "diverged")
+    with monkeypatch.context() as m:
+        m.setattr(trial_rows, "_from_rdb", lambda *args: pytest.fail("read again though no trial finished"))
+        pd.testing.assert_frame_equal(trials_table(study), running)
     study.tell(trial, 0.5)
-    assert len(trials_table(study)) == 13
+    changed = trials_table(study)
+    assert len(changed) == 13 and changed.set_index("number").loc[12, "outcome"] == "diverged"
+    with pytest.raises(RuntimeError, match="finished"):  # a finished trial never changes: the key reads no attribute
+        study._storage.set_trial_user_attr(study.trials[3]._trial_id, "status", "diverged")
     study.set_user_attr("robustness:0", {"white": 0.5})  # study attributes are read afresh, never cached
     assert trials_table(study).attrs["robustness"] == {0: {"white": 0.5}}
 
