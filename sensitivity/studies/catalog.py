@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from sensitivity.studies.records import REGIME_BEFORE_SEMANTICS, is_final
-from sensitivity.studies.storage import StorageError, default_url, folder_beside, open_storage
+from sensitivity.studies.storage import StorageError, default_url, folder_beside, open_storage, remember_sound
 from sensitivity.studies.trial_rows import trial_records
 
 ARTIFACTS = "artifacts"  # the artifact store's folder beside the storage (`notes.artifact_dir`)
@@ -42,10 +42,12 @@ def load(name: str, storage_url=None):
     import optuna
     storage = open_storage(storage_url, must_exist=True)
     try:
-        return optuna.load_study(study_name=name, storage=storage)
+        study = optuna.load_study(study_name=name, storage=storage)
     except KeyError:
         names = optuna.get_all_study_names(storage)
         raise StorageError(f"no study {name!r} in this storage; studies: {', '.join(names) or 'none'}") from None
+    remember_sound(storage_url or default_url())
+    return study
 
 
 FRAME_ATTRS = EXPORT_ATTRS + ("env", "spec", "planned", "curve")  # the user attributes trials_frame reads

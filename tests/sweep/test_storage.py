@@ -234,3 +234,31 @@ def test_every_call_of_an_rdb_storage_retries(tmp_path):
     for name in ("create_new_study", "get_all_trials", "set_trial_user_attr", "record_heartbeat",
                  "_create_new_trial", "_get_trials"):
         assert hasattr(getattr(type(storage), name), "retry"), name  # tenacity's wrapper
+
+
+def test_a_sound_sqlite_file_is_checked_again_only_once_changed(tmp_path, monkeypatch):
+    from sensitivity.studies import catalog, storage as storage_module
+
+    monkeypatch.setenv("SENSITIVITY_CACHE_DIR", str(tmp_path / "cache"))
+    db = tmp_path / "s.db"
+    url = f"sqlite:///{db}"
+    study = optuna.create_study(study_name="s", storage=open_storage(url))
+    study.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=3)
+    checks = []
+    real = storage_module._check_sqlite
+    monkeypatch.setattr(storage_module, "_check_sqlite", lambda *a: checks.append(a) or real(*a))
+    with pytest.raises(StorageError, match="no study 'other'"):  # a refused command remembers nothing
+        catalog.load("other", url)
+    assert len(checks) == 1 and not (tmp_path / "cache").exists()
+    catalog.load("s", url)
+    catalog.load("s", url)  # unchanged since a reader found it sound: not read again
+    assert len(checks) == 2 and len(list((tmp_path / "cache" / "sound-sqlite").iterdir())) == 1
+    study.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=1)  # written: checked again
+    catalog.load("s", url)
+    assert len(checks) == 3
+    data = bytearray(db.read_bytes())  # then damaged: refused
+    for at in range(2 * 4096, len(data) - 4096, 3 * 4096):
+        data[at:at + 16] = b"\xff" * 16
+    db.write_bytes(bytes(data))
+    with pytest.raises(StorageError, match="corrupt"):
+        catalog.load("s", url)
