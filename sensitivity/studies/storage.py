@@ -268,19 +268,18 @@ def remember_sound(url: str) -> None:
 
 
 def _stamp(path: Path):
-    """What changes when an SQLite file is written: its identity, size and modification time, the change counter
-    of its header (every transaction outside WAL mode), and its WAL file's size and time; with the Optuna whose
-    schema versions it was checked against. Taken before the check, so a write during it changes the stamp.
-    None where the file cannot be read (the check says why)."""
+    """What changes when an SQLite file is written: its identity, size and modification time, and its WAL file's
+    size and time; with the Optuna whose schema versions it was checked against. Taken before the check, so a
+    write during it changes the stamp. None where the file cannot be read (the check says why). From `stat`
+    alone: a file this process opens and closes outside SQLite drops every lock SQLite holds on it here (POSIX
+    advisory locks), and another process's write then corrupts it."""
     try:
         info = path.stat()
-        with open(path, "rb") as file:
-            counter = file.read(28)[24:28].hex()
         wal = Path(f"{path}-wal")
         wal_info = wal.stat() if wal.exists() else None
     except OSError:
         return None
-    return [str(path.resolve()), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, counter,
+    return [str(path.resolve()), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns,
             wal_info and [wal_info.st_size, wal_info.st_mtime_ns], _optuna_version(), SOUND_FORMAT]
 
 

@@ -262,3 +262,39 @@ def test_a_sound_sqlite_file_is_checked_again_only_once_changed(tmp_path, monkey
     db.write_bytes(bytes(data))
     with pytest.raises(StorageError, match="corrupt"):
         catalog.load("s", url)
+
+
+def test_checking_a_file_keeps_the_locks_this_process_holds_on_it(tmp_path, monkeypatch):
+    """SQLite's locks are POSIX advisory locks, which a process drops on closing any descriptor of the file: the
+    check must never open the file outside SQLite while a storage of this process holds it (a driver checks
+    another study's URL; two stages share a file). Otherwise another process may take the file from under it
+    (here: leave WAL mode while this process reads it), and a write then corrupts it."""
+    import shutil
+    import sqlite3
+
+    from sensitivity.studies import catalog
+    from sensitivity.studies.storage import check_sqlite_file
+
+    monkeypatch.setenv("SENSITIVITY_CACHE_DIR", str(tmp_path / "cache"))
+    db = tmp_path / "s.db"
+    url = f"sqlite:///{db}"
+    optuna.create_study(study_name="s", storage=open_storage(url)).optimize(lambda t: t.suggest_float("x", 0, 1), 2)
+    probe = ("import sqlite3, sys\ncon = sqlite3.connect(sys.argv[1], timeout=0, isolation_level=None)\n"
+             "try:\n    print(con.execute('PRAGMA journal_mode=DELETE').fetchone()[0])\n"
+             "except sqlite3.OperationalError as e:\n    print(e)\n")
+    holder = sqlite3.connect(db, isolation_level=None)
+    assert holder.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    holder.execute("BEGIN")
+    holder.execute("SELECT count(*) FROM trials").fetchall()  # a reader of this process holds the file
+    try:
+        for remembered in (True, False):  # the record read, or checked afresh
+            if remembered:
+                catalog.load("s", url)
+            else:
+                shutil.rmtree(tmp_path / "cache")
+            check_sqlite_file(url)
+            answer = subprocess.run([sys.executable, "-c", probe, str(db)], capture_output=True, text=True)
+            assert answer.stdout.strip() == "database is locked", (remembered, answer.stdout + answer.stderr)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
