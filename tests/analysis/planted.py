@@ -23,6 +23,7 @@ Planted, in each regime (canonical scores CANONICAL_OFFSET less everywhere, so e
 `transfer_rows`, `crossover_rows` and `sweep_rows` give trial dicts; `as_frame` a trial table (fast, for many
 studies), `as_study` an Optuna study written as the sweep writes one (for the command line).
 """
+import functools
 import warnings
 import zlib
 
@@ -86,6 +87,7 @@ class World:
     def __init__(self, study: int):
         self.study = study
         self.sets = {}
+        self.interactions = {}  # (family, dataset, split) -> its per-sample interactions, drawn once
 
     def samples(self, dataset: str, split: str) -> np.ndarray:
         key = (dataset, split)
@@ -103,7 +105,11 @@ class World:
         out = {}
         for split in ("test", "val"):
             z = self.samples(dataset, split)
-            interaction = _rng(self.study, "config", family or config, dataset, split).normal(0, TAU, len(z))
+            key = (family or config, dataset, split)
+            if key not in self.interactions:
+                self.interactions[key] = _rng(self.study, "config", *key).normal(0, TAU, len(z))
+                self.interactions[key].flags.writeable = False
+            interaction = self.interactions[key]
             draw = _rng(self.study, "draw", config, dataset, seed, split).random(len(z))
             out[split] = draw < ndtr(theta + shift - LAMBDA * z + interaction)
         return {"accuracy": float(out["test"].mean()), "val_accuracy": float(out["val"].mean()),
@@ -333,11 +339,20 @@ def matched_world(study: int, seeds: int = 5, margin: float = 0.03, levels=None,
 
 def _survivors(clean: np.ndarray, keeps, study, model, attack: str, dataset: str, masked: float = 0.0) -> list:
     """Per eps, the samples still right: right when clean, and robust enough for that eps."""
-    shared = _rng(study, "robust", dataset).standard_normal(len(clean))
+    shared = _shared_robustness(study, dataset, len(clean))
     own = _rng(study, "robust", model, attack).standard_normal(len(clean))
     u = ndtr(RHO * shared + np.sqrt(1 - RHO ** 2) * own)
-    untouched = _rng(study, "masked", model).random(len(clean)) < masked if attack == "fgsm" else False
+    untouched = _rng(study, "masked", model).random(len(clean)) < masked if attack == "fgsm" and masked else False
     return [clean & ((u < keep) | untouched) for keep in keeps]
+
+
+@functools.lru_cache(maxsize=None)
+def _shared_robustness(study, dataset: str, n: int) -> np.ndarray:
+    """The part of each sample's robustness that every model of `study` on `dataset` shares, drawn once (read
+    only)."""
+    shared = _rng(study, "robust", dataset).standard_normal(n)
+    shared.flags.writeable = False
+    return shared
 
 
 def _sets(models: dict) -> list:
