@@ -46,7 +46,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from sensitivity.analysis.rankings.base import Estimate, Evaluator, Ranking
 from sensitivity.analysis.rankings import ped_anova
-from sensitivity.analysis.rankings.fanova import fanova_importances
+from sensitivity.analysis.rankings import fanova
 from sensitivity.analysis.intervals import group_intervals
 from sensitivity.analysis.tables.parameter_values import format_value, parameter_distributions
 from sensitivity.analysis.table import (PARAM, REGIME, NotEnoughData, defaults_of, paused_collection, planned_of,
@@ -211,9 +211,10 @@ class FanovaEvaluator(Evaluator):
             raise ImportError("fANOVA needs scikit-learn: pip install 'sensitivity[data]'")
         names = list(params) if params is not None else sorted(set.intersection(*(set(t.params) for t in sample)))
 
+        encoded = fanova.Encoded.of(sample, names)  # once: a resample is a choice of its rows
+
         def evaluate(index):
-            raw = fanova_importances([sample[i] for i in index], names, trees=FANOVA_TREES, depth=FANOVA_DEPTH,
-                                     seed=seed)
+            raw = encoded.importances(index, trees=FANOVA_TREES, depth=FANOVA_DEPTH, seed=seed)
             total = sum(raw.values())
             return {p: (v / total if total > 0 else 0.0) for p, v in raw.items()}
         return _ranking(evaluate, sample, seed, self.resamples, self.label)
