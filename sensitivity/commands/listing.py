@@ -10,7 +10,7 @@ from sensitivity.config.files import dump_config
 from sensitivity.core import paths, semantics, semantics_table
 from sensitivity.datasets import REGISTRY
 from sensitivity.frameworks import gpu
-from sensitivity.datasets.base import atomic_write
+from sensitivity.core.paths import atomic_write
 
 
 def add_parsers(commands) -> None:

@@ -7,8 +7,10 @@ default report and export paths), so it is checked once, wherever it enters: let
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import secrets
 import stat
 from pathlib import Path
 
@@ -113,3 +115,23 @@ def check_output(path, what: str) -> Path:
     if not stat.S_ISREG(mode):
         raise ValueError(f"{what} {str(path)!r}: {_kind(mode)}, not a regular file")
     return path
+
+
+@contextlib.contextmanager
+def atomic_write(path: Path):
+    """Yield a binary file that replaces `path` only when the block ends without error.
+
+    The temporary file has a unique name in the same folder, so concurrent writers never share it, and
+    the usual permissions (the umask's), unlike tempfile's private ones.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        with open(tmp, "xb") as f:
+            yield f
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise

@@ -5,14 +5,13 @@ a prepared dataset with `Dataset.load_npz`.
 """
 from __future__ import annotations
 
-import contextlib
 import importlib
-import os
-import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from sensitivity.core.paths import atomic_write
 
 
 class DatasetError(Exception):
@@ -102,26 +101,6 @@ def split_validation(x: np.ndarray, y: np.ndarray, fraction: float, seed: int):
     val = np.sort(np.concatenate(val_idx))
     keep = np.setdiff1d(np.arange(len(y)), val)
     return x[keep], y[keep], x[val], y[val]
-
-
-@contextlib.contextmanager
-def atomic_write(path: Path):
-    """Yield a binary file that replaces `path` only when the block ends without error.
-
-    The temporary file has a unique name in the same folder, so concurrent writers never share it, and
-    the usual permissions (the umask's), unlike tempfile's private ones.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    try:
-        with open(tmp, "xb") as f:
-            yield f
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
 
 
 def file_error(path: Path, problem: str) -> DatasetError:

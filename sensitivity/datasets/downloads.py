@@ -17,7 +17,9 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from .base import DatasetError, atomic_write
+from sensitivity.core.paths import atomic_write
+
+from .base import DatasetError
 from .cache import resolve_data_dir
 from .registry import get_info
 

@@ -10,7 +10,6 @@ node with the trial's resources, and returns every cell's figures.
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -19,7 +18,7 @@ from pathlib import Path
 
 from sensitivity import frameworks
 from sensitivity.core import envs
-from sensitivity.core.paths import cache_root
+from sensitivity.core.paths import atomic_write, cache_root
 from sensitivity.core.spec import TrialSpec
 from sensitivity.forecast.probe import STEPS, Cell, loaded
 from sensitivity.ray_cluster import joined
@@ -53,11 +52,8 @@ def read_cache(host: str = None) -> dict:
 
 
 def _write_cache(entries: dict, host: str = None) -> None:
-    path = cache_path(host)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_suffix(f".{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(entries, indent=1, sort_keys=True))
-    temporary.replace(path)
+    with atomic_write(cache_path(host)) as file:
+        file.write(json.dumps(entries, indent=1, sort_keys=True).encode())
 
 
 def cached(cells, steps: int = 1) -> dict:

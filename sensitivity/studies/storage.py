@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from sensitivity import private_apis
-from sensitivity.core.paths import cache_root
+from sensitivity.core.paths import atomic_write, cache_root
 from sensitivity.studies import torn
 from sensitivity.studies.journal_lock import LockError, check_lock, journal_lock
 from sensitivity.studies.redaction import describe, reason
@@ -259,10 +259,8 @@ def remember_sound(url: str) -> None:
         return
     record = _sound_record(path)
     try:
-        record.parent.mkdir(parents=True, exist_ok=True)
-        partial = record.with_name(f"{record.name}.{os.getpid()}.tmp")
-        partial.write_text(json.dumps(stamp))
-        partial.replace(record)
+        with atomic_write(record) as file:
+            file.write(json.dumps(stamp).encode())
     except OSError:
         pass
 

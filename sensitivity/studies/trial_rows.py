@@ -14,7 +14,6 @@ import hashlib
 import json
 import os
 import pickle
-import uuid
 import weakref
 from dataclasses import dataclass
 from datetime import datetime
@@ -22,7 +21,7 @@ from pathlib import Path
 from typing import Optional
 
 from sensitivity import private_apis
-from sensitivity.core.paths import cache_root
+from sensitivity.core.paths import atomic_write, cache_root
 
 
 @dataclass
@@ -258,11 +257,8 @@ def _cached(path, key: list, compute):
         return value
     value = compute()
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f"{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-        with open(partial, "wb") as file:
+        with atomic_write(path) as file:
             pickle.dump((key, value), file, protocol=pickle.HIGHEST_PROTOCOL)
-        partial.replace(path)
     except OSError:
         pass
     return value

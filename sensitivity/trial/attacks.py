@@ -24,7 +24,8 @@ from sensitivity.core.attacks import ATTACKS, PGD_STEPS  # ATTACKS: read here by
 from sensitivity.core.correctness import pack
 from sensitivity.core.models import get_model, layers_from_dicts
 from sensitivity.core.spec import TrialSpec
-from sensitivity.datasets.base import Dataset, atomic_write
+from sensitivity.core.paths import atomic_write
+from sensitivity.datasets.base import Dataset
 from sensitivity.trial.loop import accuracy, correct_samples  # accuracy: read here by the tests, as attacks.accuracy
 
 GRADIENT_BATCH = 250

@@ -127,10 +127,8 @@ def probe(library: str) -> dict:
     found = _probe(library)
     if "probe_error" not in found:
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(found))
-            tmp.replace(path)
+            with paths.atomic_write(path) as file:
+                file.write(json.dumps(found).encode())
         except OSError:
             pass  # an unwritable cache costs the probe again, nothing else
     return found

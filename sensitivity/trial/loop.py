@@ -18,7 +18,8 @@ import numpy as np
 from sensitivity import frameworks
 from sensitivity.core import semantics
 from sensitivity.core.correctness import pack
-from sensitivity.datasets.base import Dataset, atomic_write, split_validation
+from sensitivity.core.paths import atomic_write
+from sensitivity.datasets.base import Dataset, split_validation
 from sensitivity.frameworks import gpu
 from sensitivity.frameworks.base import Adapter
 from sensitivity.core.models import get_model, init_weights, layers_from_dicts
