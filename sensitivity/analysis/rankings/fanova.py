@@ -7,10 +7,10 @@ step: a number as it is, bounds [low, high]; a categorical one-hot, each column 
 per tree, where Optuna walks the tree once per cell of each parameter's split points (its encoded columns), in
 Python: the leaves' boxes (the search space cut by the splits above them) are found once, and every cell's marginal
 prediction, of every parameter at once, is the average of the leaves whose box holds the cell, each weighted by its
-volume in the other parameters' columns: a few array operations. The trials are encoded once and a bootstrap
-resample is a choice of their rows (`Encoded`). A tree's importance of a parameter is that marginal prediction's variance
-over the cells (weighted by their sizes) over the tree's own variance over its leaves; the forest's is the mean
-over the trees with variance. Equal to Optuna's to rounding (`tests/analysis/test_fanova.py`); 0.4 s a fit of 16
+volume in the other parameters' columns: a few array operations. A tree's importance of a parameter is that
+marginal prediction's variance over the cells (weighted by their sizes) over the tree's own variance over its leaves;
+the forest's is the mean over the trees with variance. The trials are encoded once and a bootstrap resample is a
+choice of their rows (`Encoded`). Equal to Optuna's to rounding (`tests/analysis/test_fanova.py`); 0.4 s a fit of 16
 trees of depth 8 in Optuna, a few milliseconds here (docs/performance.md).
 """
 from __future__ import annotations
@@ -132,9 +132,9 @@ def importances(X: np.ndarray, y: np.ndarray, bounds: np.ndarray, groups: list, 
 
 @dataclass(frozen=True)
 class Encoded:
-    """Trials encoded once for fANOVA: their parameters `params` (sorted, as Optuna sorts them), those of them
-    that vary in their distribution (`varied`), and `encode`'s X, bounds and groups of those with the objective
-    values y; a resample is a choice of rows."""
+    """Trials encoded once for fANOVA: the parameters asked for (`params`), those of them whose distribution
+    varies (`varied`, sorted by name as Optuna sorts them), `encode`'s X, bounds and groups of those, and the
+    objective values y; a resample is a choice of rows."""
     params: list
     varied: list
     X: np.ndarray
