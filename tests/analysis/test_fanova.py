@@ -45,3 +45,20 @@ def test_a_forest_without_variance_is_refused_as_optuna_refuses_it():
     study.optimize(lambda t: 1.0 + 0 * t.suggest_float("x", 0, 1), n_trials=5)
     with pytest.raises(RuntimeError, match="zero total variance"):
         fanova_importances(study.get_trials(), ["x"], trees=4, depth=3, seed=0)
+
+
+def test_categorical_parameters_side_by_side_give_optunas_importances():
+    """Two categorical parameters (their one-hot grids next to each other in one pass) and an integer between."""
+    def categorical(trial) -> float:
+        a = trial.suggest_categorical("a", ["x", "y", "z", "w"])
+        n = trial.suggest_int("n", 1, 4)
+        b = trial.suggest_categorical("b", [1, 2])
+        return {"x": 0.0, "y": 1.0, "z": 3.0, "w": 0.5}[a] * b + 0.2 * n
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=3))
+    study.optimize(categorical, n_trials=120)
+    reference = optuna.importance.get_param_importances(
+        study, normalize=False, evaluator=optuna.importance.FanovaImportanceEvaluator(n_trees=8, max_depth=6, seed=3))
+    found = fanova_importances(study.get_trials(), ["a", "n", "b"], trees=8, depth=6, seed=3)
+    assert list(found) == list(reference)
+    assert np.allclose([found[p] for p in reference], list(reference.values()), rtol=1e-9, atol=1e-12)
+    assert found["a"] > found["n"]
