@@ -80,11 +80,11 @@ def _curves(table, parameters, curves: int) -> Info:
         for j, (name, axis, levels) in enumerate(zip(names, axes["axis"], axes["levels"])):
             grid = _grid(axis, levels, X[:, j][X[:, j] != -1.0])
             predicted = _moved(model, averaged, j, grid)  # rows x grid
-            parts.append(pd.DataFrame({"parameter": name, "semantics": regime, "curve": -1, "x": grid,
-                                       "y": predicted.mean(axis=0)}))
-            for k in range(len(ice)):
-                parts.append(pd.DataFrame({"parameter": name, "semantics": regime, "curve": k, "x": grid,
-                                           "y": predicted[k]}))
+            # the average (curve -1), then each ICE curve, one frame for all of them
+            parts.append(pd.DataFrame({"parameter": name, "semantics": regime,
+                                       "curve": np.repeat(np.arange(-1, len(ice)), len(grid)),
+                                       "x": np.tile(grid, len(ice) + 1),
+                                       "y": np.concatenate([predicted.mean(axis=0), predicted[:len(ice)].ravel()])}))
         fitted.append({"semantics": regime, "trials": len(group), "fitted": len(sample), "curves": len(ice),
                        "averaged": len(averaged)})
     if not parts:
